@@ -1,0 +1,183 @@
+// Package app assembles the product from its parts: configuration in,
+// an http.Handler out. functions/callback/main.go only calls it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/google/uuid"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+// Lambda builds the deployed function's handler: the hook key (from SSM
+// when HOOK_KEY_PARAMETER is set), one DynamoDB client, the store, the user
+// cache. It runs once, at cold start.
+func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	hookKey := cfg.HookKey
+	if cfg.HookKeyParameter != "" {
+		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {
+			return nil, err
+		}
+	}
+	auth, err := authenticator(hookKey, false, cfg.Common, logger)
+	if err != nil {
+		return nil, err
+	}
+	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
+	users := usercache.New(store, cfg.UserCacheTTL, cfg.UserCacheSize)
+	return handler(cfg.Common, store, users, auth, logger), nil
+}
+
+// ssmGetter is the part of the SSM client Lambda uses.
+type ssmGetter interface {
+	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+func readParameter(ctx context.Context, c ssmGetter, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
+	if err != nil {
+		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
+	}
+	if out.Parameter == nil || out.Parameter.Value == nil || *out.Parameter.Value == "" {
+		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: empty value", name)
+	}
+	return *out.Parameter.Value, nil
+}
+
+// authenticator fails closed: no hook key and no explicit insecure switch
+// means every callback is refused.
+func authenticator(hookKey string, insecure bool, c config.Common, logger *slog.Logger) (httpapi.Authenticator, error) {
+	switch {
+	case insecure:
+		logger.Warn("insecure_no_auth is set: callbacks are NOT authenticated; use this only on loopback")
+		return nonce.Off{}, nil
+	case hookKey == "":
+		logger.Error("no hook key configured: every callback is refused (fail closed)")
+		return nonce.Refuse{}, nil
+	}
+	v, err := nonce.New(hookKey, c.MinCost, c.MaxCost)
+	if err != nil {
+		return nil, fmt.Errorf("hook key: %w", err)
+	}
+	return v, nil
+}
+
+func handler(c config.Common, store core.Store, users core.Users, auth httpapi.Authenticator, logger *slog.Logger) *httpapi.Handler {
+	return &httpapi.Handler{
+		Service: &core.Service{
+			Store: store, Users: users, Policy: c.Policy, Retention: c.Retention,
+			NewID: uuid.NewString,
+		},
+		Auth:      auth,
+		MaxBody:   c.MaxBodyBytes,
+		Logger:    logger,
+		PublicURL: c.PublicURL,
+	}
+}
+
+// Local builds the local server's handler on the configured store. The
+// returned closer closes the store.
+func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+	auth, err := authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	users := memstore.Users{}
+	for id, u := range cfg.Users {
+		users[id] = core.User{ExternalID: id, TenantID: u.TenantID, UserID: u.UserID, Disabled: u.Disabled}
+	}
+	var store core.Store
+	closer := io.Closer(nopCloser{})
+	switch cfg.Store.Kind {
+	case "sqlite":
+		s, c, err := openSQLite(ctx, cfg.Store.Path, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		store, closer = s, c
+	case "dynamodb":
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Store.Region))
+		if err != nil {
+			return nil, nil, fmt.Errorf("aws config: %w", err)
+		}
+		if cfg.Store.Endpoint != "" {
+			// DynamoDB Local accepts any credentials; do not require real ones.
+			awsCfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+		}
+		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+			if cfg.Store.Endpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.Store.Endpoint)
+			}
+		})
+		store = dynamo.New(client, cfg.Store.Table, dynamo.Options{})
+	default:
+		return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Store.Kind)
+	}
+	return handler(cfg.Common, store, users, auth, logger), closer, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// Serve serves h on addr until ctx is cancelled, then shuts down
+// gracefully: requests in flight finish (and their commits with them)
+// before Serve returns. ready, when not nil, receives the bound address.
+func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}
+	logger.Info("listening", slog.String("addr", ln.Addr().String()))
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	logger.Info("stopped")
+	return err
+}

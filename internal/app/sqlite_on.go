@@ -1,0 +1,48 @@
+//go:build !nosqlite
+
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+)
+
+// SQLiteIncluded reports whether this binary carries the SQLite store.
+const SQLiteIncluded = true
+
+// purgeEvery is how often the local server deletes expired operations.
+const purgeEvery = 10 * time.Minute
+
+func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Store, io.Closer, error) {
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(purgeEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				if n, err := s.Purge(context.Background(), now); err != nil {
+					logger.Warn("purge failed", slog.String("error", err.Error()))
+				} else if n > 0 {
+					logger.Info("purged expired operations", slog.Int64("count", n))
+				}
+			}
+		}
+	}()
+	return s, closerFunc(func() error { close(stop); return s.Close() }), nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

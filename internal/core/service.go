@@ -1,0 +1,238 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+)
+
+// MaxRequestIDLen is the longest metadata.request_id accepted, in characters.
+const MaxRequestIDLen = 128
+
+// Call is a parsed, authenticated callback body: what SPEC section 2 sends,
+// reduced to what the checks need.
+type Call struct {
+	Function       string
+	Content        json.RawMessage // function.content, a JSON object
+	ExternalUserID string          // "" when missing or null
+	RequestID      string          // "" when missing or null
+	// RequestIDNotString is set when metadata.request_id is present but not
+	// a JSON string.
+	RequestIDNotString bool
+}
+
+// Service runs SPEC section 3 steps 4 to 8 for a parsed call.
+type Service struct {
+	Store     Store
+	Users     Users
+	Policy    opkey.Policy
+	Retention time.Duration
+	Now       func() time.Time // defaults to time.Now
+	NewID     func() string    // ticket ids
+}
+
+// Handle answers one call. It never panics on bad input and writes nothing
+// for a call it rejects.
+func (s *Service) Handle(ctx context.Context, c Call) Outcome {
+	out := s.handle(ctx, c)
+	out.Function = c.Function
+	return out
+}
+
+func (s *Service) handle(ctx context.Context, c Call) Outcome {
+	// Step 4.
+	fn, ok := LookupFunction(c.Function)
+	if !ok {
+		return Reject(CodeUnknownFunction, fmt.Sprintf(
+			"There is no function named %q here; call create_ticket or get_ticket instead.", clip(c.Function)))
+	}
+	// Step 5: identity, and the tenant from the user's record only.
+	if c.ExternalUserID == "" {
+		return Reject(CodeMissingExternalUserID,
+			"The call carries no externalUserId, so it cannot be tied to a user. Do not invent one: tell the user the request could not be completed.")
+	}
+	user, err := s.Users.User(ctx, c.ExternalUserID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Outcome{Kind: KindForbidden}
+	case errors.Is(err, ErrBusy):
+		return busy(err)
+	case err != nil:
+		return Outcome{Kind: KindInternal, Err: err}
+	case user.Disabled:
+		return Outcome{Kind: KindForbidden, TenantID: user.TenantID}
+	}
+	// Step 6, for functions that write.
+	if fn.Writes {
+		if out, bad := checkRequestID(c); bad {
+			out.TenantID = user.TenantID
+			return out
+		}
+	}
+	// Step 7.
+	args, err := fn.Validate(c.Content)
+	if err != nil {
+		out := Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
+		out.TenantID = user.TenantID
+		return out
+	}
+	// The limits of SPEC section 4 hold for every function, not only the
+	// ones that derive a key.
+	canonical, err := opkey.Canonical(c.Content)
+	if err != nil {
+		out := Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
+		out.TenantID = user.TenantID
+		return out
+	}
+	var out Outcome
+	switch fn.Name {
+	case CreateTicket:
+		out = s.create(ctx, fn, user, c.RequestID, canonical)
+	case GetTicket:
+		out = s.getTicket(ctx, user, args["ticket_id"])
+	default:
+		out = Outcome{Kind: KindInternal, Err: fmt.Errorf("function %s has no implementation", fn.Name)}
+	}
+	out.TenantID = user.TenantID
+	return out
+}
+
+func invalidArgumentsMessage(fn *Function, err error) string {
+	return fmt.Sprintf("%s. Correct the arguments, then call %s again with the same request.", upperFirst(err.Error()), fn.Name)
+}
+
+func checkRequestID(c Call) (Outcome, bool) {
+	const fix = " The application must set metadata.request_id; do not retry, tell the user the request could not be completed."
+	switch {
+	case c.RequestIDNotString:
+		return Reject(CodeInvalidRequestID, "metadata.request_id must be a string."+fix), true
+	case c.RequestID == "":
+		return Reject(CodeMissingRequestID, "The call carries no metadata.request_id, so it cannot be made safe to repeat."+fix), true
+	case utf8.RuneCountInString(c.RequestID) > MaxRequestIDLen ||
+		strings.IndexFunc(c.RequestID, unicode.IsControl) >= 0 ||
+		!utf8.ValidString(c.RequestID):
+		return Reject(CodeInvalidRequestID, fmt.Sprintf(
+			"metadata.request_id must be at most %d characters without control characters.", MaxRequestIDLen)+fix), true
+	}
+	return Outcome{}, false
+}
+
+// createdResult is the stored result of create_ticket; a repeat replays it
+// with deduplicated set to true.
+type createdResult struct {
+	Status       string `json:"status"`
+	TicketID     string `json:"ticket_id"`
+	Deduplicated *bool  `json:"deduplicated,omitempty"`
+}
+
+func (s *Service) create(ctx context.Context, fn *Function, user User, requestID, canonical string) Outcome {
+	// Step 8: key, then one transaction.
+	key, fingerprint := opkey.Key(s.Policy, user.TenantID, requestID, fn.Name, canonical)
+	now := s.now()
+	ticketID := s.NewID()
+	result, err := json.Marshal(createdResult{Status: "created", TicketID: ticketID})
+	if err != nil {
+		return Outcome{Kind: KindInternal, Key: key, Err: err}
+	}
+	op := Operation{
+		Key: key, State: StateCompleted, TenantID: user.TenantID, UserID: user.UserID,
+		Function: fn.Name, Fingerprint: fingerprint, Result: result,
+		CreatedAt: now, ExpiresAt: now.Add(s.Retention).Truncate(time.Second),
+	}
+	t := Ticket{ID: ticketID, TenantID: user.TenantID, UserID: user.UserID,
+		OperationKey: key, Arguments: canonical, CreatedAt: now}
+	existing, err := s.Store.Create(ctx, op, t, now)
+	switch {
+	case errors.Is(err, ErrBusy):
+		out := busy(err)
+		out.Key = key
+		return out
+	case err != nil:
+		return Outcome{Kind: KindInternal, Key: key, Err: err}
+	case existing == nil:
+		return Outcome{Kind: KindCreated, TicketID: ticketID, Key: key}
+	}
+	return s.repeat(fn, user, key, fingerprint, existing)
+}
+
+// repeat answers a call whose key a live operation already holds. The
+// caller is authorized before anything stored is disclosed.
+func (s *Service) repeat(fn *Function, user User, key, fingerprint string, existing *Operation) Outcome {
+	if existing.TenantID != user.TenantID || existing.UserID != user.UserID {
+		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict, Key: key,
+			Message: "This request_id already belongs to another user; the application must mint a new request_id."}
+	}
+	if existing.State == StatePending {
+		return Outcome{Kind: KindInProgress, Key: key,
+			Message: "The same operation is still in progress; do not create another ticket. Check again later with the same arguments and request."}
+	}
+	if s.Policy == opkey.PolicyRequest && existing.Fingerprint != fingerprint {
+		out := Reject(CodeArgumentsMismatch,
+			"This request already created a ticket with other arguments; do not create another. Tell the user, and start a new request only if they want a second ticket.")
+		out.Key = key
+		return out
+	}
+	var r createdResult
+	if err := json.Unmarshal(existing.Result, &r); err != nil || r.TicketID == "" {
+		return Outcome{Kind: KindInternal, Key: key, Err: fmt.Errorf("stored result of %s unreadable: %v", key, err)}
+	}
+	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: r.TicketID, Key: key}
+}
+
+func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
+	notFound := Reject(CodeTicketNotFound,
+		"No ticket with this ticket_id exists for this user; check the ticket_id, or ask the user for it.")
+	t, err := s.Store.Ticket(ctx, strings.TrimSpace(id))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return notFound
+	case errors.Is(err, ErrBusy):
+		return busy(err)
+	case err != nil:
+		return Outcome{Kind: KindInternal, Err: err}
+	case t.TenantID != user.TenantID:
+		return notFound // the same answer as a missing ticket
+	}
+	var a struct {
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Priority    string `json:"priority"`
+	}
+	if err := json.Unmarshal([]byte(t.Arguments), &a); err != nil {
+		return Outcome{Kind: KindInternal, Err: fmt.Errorf("ticket %s arguments unreadable: %v", t.ID, err)}
+	}
+	if a.Priority == "" {
+		a.Priority = "normal"
+	}
+	return Outcome{Kind: KindFound, Ticket: &TicketView{
+		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,
+		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339),
+	}}
+}
+
+func busy(err error) Outcome {
+	return Outcome{Kind: KindBusy, Err: err,
+		Message: "The ticket store is busy and the outcome is unknown. Call the function again with exactly the same arguments and request; it will not create a second ticket."}
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func upperFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError {
+		return s
+	}
+	return string(unicode.ToUpper(r)) + s[n:]
+}

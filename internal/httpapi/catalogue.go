@@ -1,0 +1,36 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// CatalogueFunction is one entry of GET /functions, in the shape AIVAX's
+// protocolFunctionSources reads.
+type CatalogueFunction struct {
+	Name          string         `json:"name"`
+	Description   string         `json:"description"`
+	CallbackURL   string         `json:"callbackUrl"`
+	ContentFormat map[string]any `json:"contentFormat"`
+}
+
+// Catalogue lists every function of core.Functions with its schema.
+func Catalogue(callbackURL string) []CatalogueFunction {
+	out := make([]CatalogueFunction, len(core.Functions))
+	for i := range core.Functions {
+		f := &core.Functions[i]
+		out[i] = CatalogueFunction{Name: f.Name, Description: f.Description,
+			CallbackURL: callbackURL, ContentFormat: f.Schema()}
+	}
+	return out
+}
+
+func writeCatalogue(w http.ResponseWriter, callbackURL string) response {
+	row := response{http.StatusOK, "catalogue", func(core.Outcome) any {
+		return struct {
+			Functions []CatalogueFunction `json:"functions"`
+		}{Catalogue(callbackURL)}
+	}}
+	return writeRow(w, row, core.Outcome{})
+}

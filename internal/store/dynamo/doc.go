@@ -1,0 +1,12 @@
+// Package dynamo is the production core.Store and core.Users on one
+// DynamoDB table (SPEC section 5): partition key pk, TTL on expires_at.
+//
+//   - transaction.go holds the one TransactWriteItems that claims an
+//     operation key and puts the ticket, and its bounded retry;
+//   - errors.go is the one place SDK errors become domain errors, with
+//     errors.As, never by message;
+//   - items.go turns records into items and back.
+//
+// The adapter talks to DynamoDB through Client, the narrow interface it
+// uses, so tests can inject faults; correctness is proven on DynamoDB Local.
+package dynamo

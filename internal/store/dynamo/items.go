@@ -1,0 +1,167 @@
+package dynamo
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// Partition-key prefixes of the three item kinds.
+const (
+	prefixOperation = "OP#"
+	prefixTicket    = "TICKET#"
+	prefixUser      = "USER#"
+)
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func operationItem(op core.Operation) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		"pk":          s(prefixOperation + op.Key),
+		"state":       s(string(op.State)),
+		"tenant_id":   s(op.TenantID),
+		"user_id":     s(op.UserID),
+		"function":    s(op.Function),
+		"fingerprint": s(op.Fingerprint),
+		"created_at":  s(op.CreatedAt.UTC().Format(time.RFC3339)),
+		"expires_at":  n(op.ExpiresAt.Unix()),
+	}
+	if op.Result != nil {
+		item["result"] = s(string(op.Result))
+	}
+	return item
+}
+
+func ticketItem(t core.Ticket) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		"pk":            s(prefixTicket + t.ID),
+		"tenant_id":     s(t.TenantID),
+		"user_id":       s(t.UserID),
+		"operation_key": s(t.OperationKey),
+		"arguments":     s(t.Arguments),
+		"created_at":    s(t.CreatedAt.UTC().Format(time.RFC3339Nano)),
+	}
+}
+
+func userItem(u core.User) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		"pk":        s(prefixUser + u.ExternalID),
+		"tenant_id": s(u.TenantID),
+		"user_id":   s(u.UserID),
+	}
+	if u.Disabled {
+		item["disabled"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	return item
+}
+
+// itemReader reads attributes and remembers the first one that is missing
+// or of the wrong type.
+type itemReader struct {
+	item map[string]types.AttributeValue
+	err  error
+}
+
+func (r *itemReader) str(name string) string {
+	v, ok := r.item[name].(*types.AttributeValueMemberS)
+	if !ok {
+		if r.err == nil {
+			r.err = fmt.Errorf("dynamo: item attribute %s missing or not a string", name)
+		}
+		return ""
+	}
+	return v.Value
+}
+
+func (r *itemReader) optStr(name string) (string, bool) {
+	v, ok := r.item[name].(*types.AttributeValueMemberS)
+	if !ok {
+		return "", false
+	}
+	return v.Value, true
+}
+
+func (r *itemReader) num(name string) int64 {
+	v, ok := r.item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		if r.err == nil {
+			r.err = fmt.Errorf("dynamo: item attribute %s missing or not a number", name)
+		}
+		return 0
+	}
+	i, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("dynamo: item attribute %s: %w", name, err)
+	}
+	return i
+}
+
+func (r *itemReader) time(name string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, r.str(name))
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("dynamo: item attribute %s: %w", name, err)
+	}
+	return t
+}
+
+func parseOperation(item map[string]types.AttributeValue) (core.Operation, error) {
+	r := itemReader{item: item}
+	pk := r.str("pk")
+	op := core.Operation{
+		Key:         trimPrefix(pk, prefixOperation),
+		State:       core.State(r.str("state")),
+		TenantID:    r.str("tenant_id"),
+		UserID:      r.str("user_id"),
+		Function:    r.str("function"),
+		Fingerprint: r.str("fingerprint"),
+		CreatedAt:   r.time("created_at"),
+		ExpiresAt:   time.Unix(r.num("expires_at"), 0),
+	}
+	if res, ok := r.optStr("result"); ok {
+		op.Result = []byte(res)
+	}
+	return op, r.err
+}
+
+func parseTicket(item map[string]types.AttributeValue) (core.Ticket, error) {
+	r := itemReader{item: item}
+	t := core.Ticket{
+		ID:           trimPrefix(r.str("pk"), prefixTicket),
+		TenantID:     r.str("tenant_id"),
+		UserID:       r.str("user_id"),
+		OperationKey: r.str("operation_key"),
+		Arguments:    r.str("arguments"),
+		CreatedAt:    r.time("created_at"),
+	}
+	return t, r.err
+}
+
+func parseUser(item map[string]types.AttributeValue) (core.User, error) {
+	r := itemReader{item: item}
+	u := core.User{
+		ExternalID: trimPrefix(r.str("pk"), prefixUser),
+		TenantID:   r.str("tenant_id"),
+		UserID:     r.str("user_id"),
+	}
+	if d, ok := item["disabled"].(*types.AttributeValueMemberBOOL); ok {
+		u.Disabled = d.Value
+	}
+	if r.err == nil && (u.TenantID == "" || u.UserID == "") {
+		r.err = fmt.Errorf("dynamo: user item %s has an empty tenant_id or user_id", u.ExternalID)
+	}
+	return u, r.err
+}
+
+func trimPrefix(v, prefix string) string {
+	if len(v) >= len(prefix) && v[:len(prefix)] == prefix {
+		return v[len(prefix):]
+	}
+	return v
+}

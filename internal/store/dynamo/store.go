@@ -1,0 +1,124 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// Client is the part of *dynamodb.Client the adapter uses.
+type Client interface {
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Options tune the adapter; zero values take the defaults.
+type Options struct {
+	// CallTimeout bounds each DynamoDB call (default 2 s), well inside the
+	// Lambda timeout; a call that runs out answers busy.
+	CallTimeout time.Duration
+	// ConflictRetries is how many times a TransactionConflict is retried
+	// (default 8).
+	ConflictRetries int
+	// ConflictBackoff and ConflictBackoffMax shape the full-jitter backoff
+	// between those retries (defaults 10 ms and 200 ms).
+	ConflictBackoff, ConflictBackoffMax time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 2 * time.Second
+	}
+	if o.ConflictRetries <= 0 {
+		o.ConflictRetries = 8
+	}
+	if o.ConflictBackoff <= 0 {
+		o.ConflictBackoff = 10 * time.Millisecond
+	}
+	if o.ConflictBackoffMax <= 0 {
+		o.ConflictBackoffMax = 200 * time.Millisecond
+	}
+}
+
+// Store is the DynamoDB adapter. It implements core.Store and core.Users.
+type Store struct {
+	client Client
+	table  string
+	opt    Options
+}
+
+// New returns a Store on table.
+func New(client Client, table string, opt Options) *Store {
+	opt.defaults()
+	return &Store{client: client, table: table, opt: opt}
+}
+
+// call runs one DynamoDB call under its own deadline and maps its error.
+func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
+	defer cancel()
+	return mapError(f(ctx))
+}
+
+// Ticket implements core.Store.
+func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
+	item, err := s.get(ctx, prefixTicket+id)
+	if err != nil {
+		return core.Ticket{}, err
+	}
+	return parseTicket(item)
+}
+
+// User implements core.Users: the USER#<externalUserId> item.
+func (s *Store) User(ctx context.Context, externalID string) (core.User, error) {
+	item, err := s.get(ctx, prefixUser+externalID)
+	if err != nil {
+		return core.User{}, err
+	}
+	return parseUser(item)
+}
+
+func (s *Store) get(ctx context.Context, pk string) (map[string]types.AttributeValue, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.call(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &s.table,
+			Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, core.ErrNotFound
+	}
+	return out.Item, nil
+}
+
+// PutUser writes a USER# item: for seeding a table and tests.
+func (s *Store) PutUser(ctx context.Context, u core.User) error {
+	if u.ExternalID == "" || u.TenantID == "" || u.UserID == "" {
+		return errors.New("dynamo: a user needs an external id, a tenant_id and a user_id")
+	}
+	return s.put(ctx, userItem(u))
+}
+
+// PutOperation writes an operation item as is: for tests and operators that
+// need a pending or an expired record.
+func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
+	return s.put(ctx, operationItem(op))
+}
+
+func (s *Store) put(ctx context.Context, item map[string]types.AttributeValue) error {
+	return s.call(ctx, func(ctx context.Context) error {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})
+		return err
+	})
+}

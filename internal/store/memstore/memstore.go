@@ -1,0 +1,86 @@
+// Package memstore is an in-memory core.Store and core.Users: for unit
+// tests, benchmarks of the handler without I/O, and the local server's
+// users from its config file. It forgets everything on restart, so it is
+// never a production store.
+package memstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// Store keeps operations and tickets in maps under one mutex, which makes
+// each Create a transaction.
+type Store struct {
+	mu      sync.Mutex
+	ops     map[string]core.Operation
+	tickets map[string]core.Ticket
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{ops: map[string]core.Operation{}, tickets: map[string]core.Ticket{}}
+}
+
+// Create implements core.Store.
+func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.ops[op.Key]; ok && old.Live(now) {
+		return &old, nil
+	}
+	if _, ok := s.tickets[t.ID]; ok {
+		return nil, errDuplicateTicket
+	}
+	s.ops[op.Key] = op
+	s.tickets[t.ID] = t
+	return nil, nil
+}
+
+// Put stores an operation as is: for tests that need a pending or expired
+// record.
+func (s *Store) Put(op core.Operation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ops[op.Key] = op
+}
+
+// Ticket implements core.Store.
+func (s *Store) Ticket(_ context.Context, id string) (core.Ticket, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tickets[id]
+	if !ok {
+		return core.Ticket{}, core.ErrNotFound
+	}
+	return t, nil
+}
+
+// Count returns how many operations and tickets are stored.
+func (s *Store) Count() (ops, tickets int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ops), len(s.tickets)
+}
+
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+const errDuplicateTicket = constError("ticket id already exists")
+
+// Users is a fixed set of users, keyed by externalUserId.
+type Users map[string]core.User
+
+// User implements core.Users.
+func (u Users) User(_ context.Context, externalID string) (core.User, error) {
+	user, ok := u[externalID]
+	if !ok {
+		return core.User{}, core.ErrNotFound
+	}
+	user.ExternalID = externalID
+	return user, nil
+}

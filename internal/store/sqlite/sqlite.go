@@ -1,0 +1,270 @@
+// Package sqlite is the embedded core.Store on modernc.org/sqlite (pure
+// Go, no cgo), for running the product with nothing installed.
+//
+// The connection runs in WAL mode with foreign keys on, synchronous=FULL
+// and a bounded busy timeout, and every write transaction starts with
+// BEGIN IMMEDIATE so the write lock is held before the claim is read.
+//
+// Tickets outlive keys. The seed tied tickets.operation_key to operations
+// with UNIQUE REFERENCES, which would block purging an expired operation
+// and reclaiming its key. Here every claim of a key gets a generation
+// number, recorded in the small claims ledger that is never purged; a
+// ticket references the claim (operation_key, generation) that created it,
+// UNIQUE, so each claim has at most one ticket, and the operations row can
+// be deleted or replaced while old tickets stay.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS operations (
+	key         TEXT PRIMARY KEY,
+	generation  INTEGER NOT NULL,
+	state       TEXT NOT NULL CHECK (state IN ('pending', 'completed')),
+	tenant_id   TEXT NOT NULL,
+	user_id     TEXT NOT NULL,
+	function    TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	result      TEXT,
+	created_at  TEXT NOT NULL,
+	expires_at  INTEGER NOT NULL,
+	FOREIGN KEY (key, generation) REFERENCES claims (operation_key, generation)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS operations_expires_at ON operations (expires_at);
+CREATE TABLE IF NOT EXISTS claims (
+	operation_key TEXT NOT NULL,
+	generation    INTEGER NOT NULL,
+	claimed_at    TEXT NOT NULL,
+	PRIMARY KEY (operation_key, generation)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tickets (
+	ticket_id     TEXT PRIMARY KEY,
+	operation_key TEXT NOT NULL,
+	generation    INTEGER NOT NULL,
+	tenant_id     TEXT NOT NULL,
+	user_id       TEXT NOT NULL,
+	arguments     TEXT NOT NULL,
+	created_at    TEXT NOT NULL,
+	UNIQUE (operation_key, generation),
+	FOREIGN KEY (operation_key, generation) REFERENCES claims (operation_key, generation)
+) WITHOUT ROWID;
+`
+
+// DefaultBusyTimeout bounds how long a writer waits for the lock before the
+// callback answers busy.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options configure Open.
+type Options struct {
+	// BusyTimeout: DefaultBusyTimeout when zero.
+	BusyTimeout time.Duration
+}
+
+// Store is the SQLite adapter.
+type Store struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) the database file at path, applies the
+// schema and purges operations that expired before now.
+func Open(ctx context.Context, path string, opt Options) (*Store, error) {
+	if opt.BusyTimeout <= 0 {
+		opt.BusyTimeout = DefaultBusyTimeout
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: schema: %w", mapError(err))
+	}
+	if _, err := s.Purge(ctx, time.Now()); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB exposes the database for tests and tools.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Create implements core.Store: one BEGIN IMMEDIATE transaction claims the
+// key (absent, or present but expired) and writes the claim, the operation
+// with its result and the ticket, or nothing.
+func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (existing *core.Operation, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer func() {
+		if err != nil || existing != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	old, err := scanOperation(tx.QueryRowContext(ctx, selectOperation+` WHERE key = ?`, op.Key))
+	switch {
+	case err == nil && old.Live(now):
+		return &old, nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return nil, mapError(err)
+	}
+	var gen int64
+	if err := tx.QueryRowContext(ctx,
+		`SELECT COALESCE(MAX(generation), 0) + 1 FROM claims WHERE operation_key = ?`, op.Key).Scan(&gen); err != nil {
+		return nil, mapError(err)
+	}
+	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
+	stmts := []struct {
+		q    string
+		args []any
+	}{
+		{`DELETE FROM operations WHERE key = ?`, []any{op.Key}},
+		{`INSERT INTO claims (operation_key, generation, claimed_at) VALUES (?, ?, ?)`, []any{op.Key, gen, created}},
+		{`INSERT INTO operations (key, generation, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at)
+		  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			[]any{op.Key, gen, string(op.State), op.TenantID, op.UserID, op.Function, op.Fingerprint,
+				string(op.Result), created, op.ExpiresAt.Unix()}},
+		{`INSERT INTO tickets (ticket_id, operation_key, generation, tenant_id, user_id, arguments, created_at)
+		  VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			[]any{t.ID, t.OperationKey, gen, t.TenantID, t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)}},
+	}
+	for _, st := range stmts {
+		if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
+			return nil, mapError(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, mapError(err)
+	}
+	return nil, nil
+}
+
+// PutOperation writes an operation as is, with a claim of its own: for
+// tests and operators that need a pending or an expired record.
+func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapError(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var gen int64
+	if err := tx.QueryRowContext(ctx,
+		`SELECT COALESCE(MAX(generation), 0) + 1 FROM claims WHERE operation_key = ?`, op.Key).Scan(&gen); err != nil {
+		return mapError(err)
+	}
+	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO claims VALUES (?, ?, ?)`, op.Key, gen, created); err != nil {
+		return mapError(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO operations
+		(key, generation, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		op.Key, gen, string(op.State), op.TenantID, op.UserID, op.Function, op.Fingerprint,
+		nullable(op.Result), created, op.ExpiresAt.Unix()); err != nil {
+		return mapError(err)
+	}
+	return mapError(tx.Commit())
+}
+
+func nullable(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// Purge deletes operations that expired before now and returns how many.
+// Tickets and claims stay.
+func (s *Store) Purge(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM operations WHERE expires_at < ?`, now.Unix())
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: purge: %w", mapError(err))
+	}
+	return res.RowsAffected()
+}
+
+// Ticket implements core.Store.
+func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
+	var t core.Ticket
+	var created string
+	err := s.db.QueryRowContext(ctx, `SELECT ticket_id, operation_key, tenant_id, user_id, arguments, created_at
+		FROM tickets WHERE ticket_id = ?`, id).Scan(&t.ID, &t.OperationKey, &t.TenantID, &t.UserID, &t.Arguments, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return core.Ticket{}, core.ErrNotFound
+	}
+	if err != nil {
+		return core.Ticket{}, mapError(err)
+	}
+	t.CreatedAt, err = time.Parse(time.RFC3339Nano, created)
+	return t, err
+}
+
+// CountTickets counts stored tickets.
+func (s *Store) CountTickets(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tickets`).Scan(&n)
+	return n, mapError(err)
+}
+
+const selectOperation = `SELECT key, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at FROM operations`
+
+func scanOperation(row *sql.Row) (core.Operation, error) {
+	var op core.Operation
+	var state, created string
+	var result sql.NullString
+	var expires int64
+	if err := row.Scan(&op.Key, &state, &op.TenantID, &op.UserID, &op.Function, &op.Fingerprint, &result, &created, &expires); err != nil {
+		return core.Operation{}, err
+	}
+	op.State = core.State(state)
+	if result.Valid {
+		op.Result = []byte(result.String)
+	}
+	op.ExpiresAt = time.Unix(expires, 0)
+	var err error
+	op.CreatedAt, err = time.Parse(time.RFC3339Nano, created)
+	return op, err
+}
+
+// mapError is the one place SQLite errors become domain errors: a lock not
+// obtained within the busy timeout, a cancelled or timed-out context → busy.
+func mapError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%w: %v", core.ErrBusy, err)
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %v", core.ErrBusy, err)
+	}
+	return err
+}
