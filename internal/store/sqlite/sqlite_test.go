@@ -1,0 +1,135 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+
+	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
+)
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T) (storetest.Store, func(*testing.T) storetest.Store) {
+			path := filepath.Join(t.TempDir(), "tickets.sqlite")
+			s := open(t, path)
+			return s, func(t *testing.T) storetest.Store {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return open(t, path)
+			}
+		},
+	})
+}
+
+const envPath = "SQLITE_TEST_PATH"
+
+func TestMain(m *testing.M) {
+	storetest.ChildMain(func() (core.Store, error) {
+		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
+	})
+	os.Exit(m.Run())
+}
+
+// Two OS processes share one database file; 10 identical callbacks between
+// them make exactly one ticket: 1 created, 9 deduplicated, no busy.
+func TestTwoProcessesTenIdenticalCallbacks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.sqlite")
+	s := open(t, path)
+	counts := storetest.Processes(t, 2, 5, 5, "same", envPath+"="+path)
+	byOutcome, ids := storetest.Summary(counts)
+	if byOutcome["created"] != 1 || byOutcome["deduplicated"] != 9 || len(byOutcome) != 2 {
+		t.Fatalf("outcomes = %v, want 1 created and 9 deduplicated only", byOutcome)
+	}
+	if len(ids["deduplicated"]) != 1 || !ids["created"][firstKey(ids["deduplicated"])] {
+		t.Fatalf("ticket ids: %v", ids)
+	}
+	if n, _ := s.CountTickets(context.Background()); n != 1 {
+		t.Fatalf("tickets = %d, want 1", n)
+	}
+}
+
+func firstKey(m map[string]bool) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+// A held write lock (another connection inside BEGIN IMMEDIATE) makes the
+// callback answer busy, retryable, within the busy timeout, and write
+// nothing.
+func TestHeldWriteLockAnswersBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locked.sqlite")
+	holder := open(t, path)
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{BusyTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	ctx := context.Background()
+	conn, err := holder.DB().Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	o := e.Create("user-a", "r-locked", `{"title":"Locked"}`)
+	storetest.Want(t, o, core.KindBusy)
+	if !errors.Is(o.Err, core.ErrBusy) {
+		t.Fatalf("err = %v, want ErrBusy", o.Err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.Tickets(); n != 0 {
+		t.Fatalf("tickets = %d after busy, want 0", n)
+	}
+	// Once the lock is gone, the same call creates the ticket.
+	storetest.Want(t, e.Create("user-a", "r-locked", `{"title":"Locked"}`), core.KindCreated)
+}
+
+// Purge deletes expired operations but never tickets, and a purged key can
+// be claimed again (the claim generation moves on).
+func TestPurgeKeepsTicketsAndFreesKeys(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "purge.sqlite"))
+	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	first := e.Create("user-a", "r1", `{"title":"Old"}`)
+	storetest.Want(t, first, core.KindCreated)
+	n, err := s.Purge(context.Background(), e.Now.Add(48*time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("purge = %d, %v; want 1", n, err)
+	}
+	e.Now = e.Now.Add(48 * time.Hour)
+	second := e.Create("user-a", "r1", `{"title":"Old"}`)
+	storetest.Want(t, second, core.KindCreated)
+	if e.Tickets() != 2 {
+		t.Fatalf("tickets = %d, want 2", e.Tickets())
+	}
+	var gens int
+	if err := s.DB().QueryRow(`SELECT COUNT(DISTINCT generation) FROM tickets`).Scan(&gens); err != nil || gens != 2 {
+		t.Fatalf("generations = %d, %v; want 2", gens, err)
+	}
+}
