@@ -194,6 +194,9 @@ func (p panicError) Error() string { return "panic while serving a request" }
 // log writes the one line of SPEC section 8: never the arguments, the
 // nonce, the hook key or the body.
 func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row response, d time.Duration) {
+	// The response is already written and any commit done: a failing log
+	// handler must not turn that into a crash.
+	defer func() { _ = recover() }()
 	l := h.Logger
 	if l == nil {
 		l = slog.Default()

@@ -133,3 +133,41 @@ func TestPurgeKeepsTicketsAndFreesKeys(t *testing.T) {
 		t.Fatalf("generations = %d, %v; want 2", gens, err)
 	}
 }
+
+func counter(t *testing.T, s *sqlite.Store) func() int {
+	return func() int {
+		n, err := s.CountTickets(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+}
+
+// 100 identical new callbacks from 4 OS processes on one file: exactly one
+// ticket, 99 deduplicated with its ticket_id, no busy, no error.
+func TestLoadHundredIdenticalFromFourProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "load.sqlite")
+	s := open(t, path)
+	got := storetest.CheckExactlyOnce(t, 4, 100, counter(t, s), envPath+"="+path)
+	t.Logf("outcomes: %v", got)
+}
+
+// 1,000 distinct callbacks at 16-way concurrency (4 processes × 4
+// workers): 1,000 tickets, none lost, none doubled.
+func TestLoadThousandDistinct(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test")
+	}
+	path := filepath.Join(t.TempDir(), "distinct.sqlite")
+	s := open(t, path)
+	got := storetest.CheckNoneLost(t, 4, 1000, 4, counter(t, s), envPath+"="+path)
+	t.Logf("outcomes: %v", got)
+}
+
+// A new process (cold start) returns the saved result for an old key.
+func TestRestartInNewProcess(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "restart.sqlite")
+	open(t, path)
+	storetest.CheckRestart(t, envPath+"="+path)
+}

@@ -122,9 +122,9 @@ func Processes(t *testing.T, procs, calls, workers int, mode string, env ...stri
 	results := make(chan result, procs)
 	for p := 0; p < procs; p++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), env...)
-		cmd.Env = append(cmd.Env, envChild+"=1", envCalls+"="+strconv.Itoa(calls), envWorkers+"="+strconv.Itoa(workers),
+		cmd.Env = append(os.Environ(), envChild+"=1", envCalls+"="+strconv.Itoa(calls), envWorkers+"="+strconv.Itoa(workers),
 			envMode+"="+mode, envProc+"="+strconv.Itoa(p), envStart+"="+strconv.FormatInt(start, 10), envRunID+"="+run)
+		cmd.Env = append(cmd.Env, env...) // the last value of a key wins: callers may set the run id
 		go func() {
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
@@ -148,6 +148,10 @@ func Processes(t *testing.T, procs, calls, workers int, mode string, env ...stri
 	}
 	return total
 }
+
+// RunID names the request a later Processes call should share with an
+// earlier one ("same" mode): pass RunID(x) in env to both.
+func RunID(id string) string { return envRunID + "=" + id }
 
 // Summary reduces counts to outcome → count and the distinct ticket ids
 // seen per outcome.

@@ -253,6 +253,46 @@ func Run(t *testing.T, h Harness) {
 		Want(t, again, core.KindCreated)
 	})
 
+	t.Run("ambiguous: committed but answered busy, the retry returns the stored ticket", func(t *testing.T) {
+		e := env(t, opkey.PolicyArguments)
+		e.Svc.Store = commitThenFail{e.Store}
+		Want(t, e.Create("user-a", "r-amb", title), core.KindBusy)
+		e.Svc.Store = e.Store
+		retry := e.Create("user-a", "r-amb", title)
+		Want(t, retry, core.KindDuplicate)
+		if n := e.Tickets(); n != 1 {
+			t.Fatalf("tickets = %d, want 1", n)
+		}
+	})
+
+	t.Run("ambiguous: busy before the write, the retry creates exactly one", func(t *testing.T) {
+		e := env(t, opkey.PolicyArguments)
+		e.Svc.Store = failBefore{e.Store}
+		Want(t, e.Create("user-a", "r-amb", title), core.KindBusy)
+		if n := e.Tickets(); n != 0 {
+			t.Fatalf("tickets = %d after a failure before the transaction, want 0", n)
+		}
+		e.Svc.Store = e.Store
+		Want(t, e.Create("user-a", "r-amb", title), core.KindCreated)
+		Want(t, e.Create("user-a", "r-amb", title), core.KindDuplicate)
+		if n := e.Tickets(); n != 1 {
+			t.Fatalf("tickets = %d, want 1", n)
+		}
+	})
+
+	t.Run("cancelled context answers busy on the real store, writes nothing", func(t *testing.T) {
+		e := env(t, opkey.PolicyArguments)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		o := e.Svc.Handle(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(title),
+			ExternalUserID: "user-a", RequestID: "r-cancel"})
+		Want(t, o, core.KindBusy)
+		if n := e.Tickets(); n != 0 {
+			t.Fatalf("tickets = %d, want 0", n)
+		}
+		Want(t, e.Create("user-a", "r-cancel", title), core.KindCreated)
+	})
+
 	t.Run("restart returns the saved result", func(t *testing.T) {
 		s, reopen := h.Open(t)
 		e := NewEnv(t, s, opkey.PolicyArguments)
@@ -326,6 +366,24 @@ func Concurrent(t *testing.T, e *Env, n int, call func(i int) (requestID, conten
 		}
 	}
 	return counts
+}
+
+// commitThenFail commits through the real store, then reports a timeout:
+// the write happened but the caller cannot know it.
+type commitThenFail struct{ core.Store }
+
+func (s commitThenFail) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+	if _, err := s.Store.Create(ctx, op, t, now); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: injected timeout after commit", core.ErrBusy)
+}
+
+// failBefore fails before the transaction starts.
+type failBefore struct{ core.Store }
+
+func (failBefore) Create(context.Context, core.Operation, core.Ticket, time.Time) (*core.Operation, error) {
+	return nil, fmt.Errorf("%w: injected timeout before the transaction", core.ErrBusy)
 }
 
 func must(t *testing.T, err error) {

@@ -1,0 +1,66 @@
+package storetest
+
+import (
+	"testing"
+)
+
+// CheckExactlyOnce runs the load guarantees of issue 4 against one store
+// shared by several OS processes: n identical new callbacks from procs
+// processes make exactly one ticket, n-1 deduplicated with the same
+// ticket_id, no busy and no error. count reads the number of stored
+// tickets. It returns the summed outcomes.
+func CheckExactlyOnce(t *testing.T, procs, n int, count func() int, env ...string) map[string]int {
+	t.Helper()
+	before := count()
+	counts := Processes(t, procs, n/procs, n/procs, "same", env...)
+	byOutcome, ids := Summary(counts)
+	if byOutcome["created"] != 1 || byOutcome["deduplicated"] != n-1 || len(byOutcome) != 2 {
+		t.Fatalf("%d identical callbacks from %d processes: %v; want 1 created, %d deduplicated, nothing else",
+			n, procs, byOutcome, n-1)
+	}
+	var created string
+	for id := range ids["created"] {
+		created = id
+	}
+	if len(ids["deduplicated"]) != 1 || !ids["deduplicated"][created] {
+		t.Fatalf("deduplicated answers carried %d ticket ids, want only %s", len(ids["deduplicated"]), created)
+	}
+	if got := count() - before; got != 1 {
+		t.Fatalf("tickets stored = %d, want 1", got)
+	}
+	return byOutcome
+}
+
+// CheckNoneLost sends n distinct new callbacks from procs processes,
+// workers at a time in each, and checks that exactly n tickets were
+// stored: none lost, none doubled.
+func CheckNoneLost(t *testing.T, procs, n, workers int, count func() int, env ...string) map[string]int {
+	t.Helper()
+	before := count()
+	counts := Processes(t, procs, n/procs, workers, "distinct", env...)
+	byOutcome, ids := Summary(counts)
+	if byOutcome["created"] != n || len(byOutcome) != 1 || len(ids["created"]) != n {
+		t.Fatalf("%d distinct callbacks: %v with %d distinct ids; want %d created", n, byOutcome, len(ids["created"]), n)
+	}
+	if got := count() - before; got != n {
+		t.Fatalf("tickets stored = %d, want %d", got, n)
+	}
+	return byOutcome
+}
+
+// CheckRestart creates a ticket in one process and repeats the call in a
+// new process (a cold start): the second returns the saved ticket.
+func CheckRestart(t *testing.T, env ...string) {
+	t.Helper()
+	run := RunID("restart-" + t.Name())
+	first, firstIDs := Summary(Processes(t, 1, 1, 1, "same", append(env, run)...))
+	second, secondIDs := Summary(Processes(t, 1, 1, 1, "same", append(env, run)...))
+	if first["created"] != 1 || second["deduplicated"] != 1 {
+		t.Fatalf("first process %v, second %v; want created then deduplicated", first, second)
+	}
+	for id := range firstIDs["created"] {
+		if !secondIDs["deduplicated"][id] {
+			t.Fatalf("second process returned %v, want %s", secondIDs, id)
+		}
+	}
+}
