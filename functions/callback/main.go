@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
@@ -32,7 +31,7 @@ func main() {
 }
 
 func runLambda() {
-	logger := lambdacontext.NewLogger()
+	logger := app.LambdaLogger()
 	cfg, err := config.FromEnv(os.Getenv)
 	if err != nil {
 		logger.Error(err.Error())

@@ -193,7 +193,16 @@ func (f *Function) Schema() map[string]any {
 			}
 		}
 		if len(fd.Enum) > 0 {
-			p["enum"] = fd.Enum
+			// enum applies to every type: an optional field, which Validate
+			// accepts as null, needs null among its values too.
+			enum := make([]any, 0, len(fd.Enum)+1)
+			for _, e := range fd.Enum {
+				enum = append(enum, e)
+			}
+			if !fd.Required {
+				enum = append(enum, nil)
+			}
+			p["enum"] = enum
 		}
 		if fd.Default != "" {
 			p["default"] = fd.Default

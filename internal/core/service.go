@@ -105,7 +105,10 @@ func (s *Service) handle(ctx context.Context, c Call) Outcome {
 }
 
 func invalidArgumentsMessage(fn *Function, err error) string {
-	return fmt.Sprintf("%s. Correct the arguments, then call %s again with the same request.", upperFirst(err.Error()), fn.Name)
+	// err may start with a function or field name, whose case the model
+	// must see unchanged, and may end with a field description's '.'.
+	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), opkey.ErrInvalid.Error()+": "), ".")
+	return fmt.Sprintf("Invalid arguments: %s. Correct the arguments, then call %s again with the same request.", msg, fn.Name)
 }
 
 func checkRequestID(c Call) (Outcome, bool) {
@@ -227,12 +230,4 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
-}
-
-func upperFirst(s string) string {
-	r, n := utf8.DecodeRuneInString(s)
-	if r == utf8.RuneError {
-		return s
-	}
-	return string(unicode.ToUpper(r)) + s[n:]
 }

@@ -54,6 +54,9 @@ func Request(ctx context.Context, ev events.LambdaFunctionURLRequest) *http.Requ
 		path = "/"
 	}
 	u := &url.URL{Scheme: "https", Path: path, RawQuery: ev.RawQueryString}
+	if p, err := url.PathUnescape(path); err == nil { // rawPath is percent-encoded
+		u.Path, u.RawPath = p, path
+	}
 	method := ev.RequestContext.HTTP.Method
 	if method == "" {
 		method = http.MethodGet

@@ -24,10 +24,13 @@ type Options struct {
 	// Lambda timeout; a call that runs out answers busy.
 	CallTimeout time.Duration
 	// ConflictRetries is how many times a TransactionConflict is retried
-	// (default 8).
+	// (default 10).
 	ConflictRetries int
 	// ConflictBackoff and ConflictBackoffMax shape the full-jitter backoff
-	// between those retries (defaults 10 ms and 200 ms).
+	// between those retries (defaults 20 ms and 1 s): the ceilings 20, 40,
+	// 80 … 640 ms, then 1 s, add up to about 5 s at worst and 2.6 s on
+	// average, inside the 10 s Lambda timeout; the caller's deadline cuts
+	// them short in any case and the answer is then busy.
 	ConflictBackoff, ConflictBackoffMax time.Duration
 }
 
@@ -36,13 +39,13 @@ func (o *Options) defaults() {
 		o.CallTimeout = 2 * time.Second
 	}
 	if o.ConflictRetries <= 0 {
-		o.ConflictRetries = 8
+		o.ConflictRetries = 10
 	}
 	if o.ConflictBackoff <= 0 {
-		o.ConflictBackoff = 10 * time.Millisecond
+		o.ConflictBackoff = 20 * time.Millisecond
 	}
 	if o.ConflictBackoffMax <= 0 {
-		o.ConflictBackoffMax = 200 * time.Millisecond
+		o.ConflictBackoffMax = time.Second
 	}
 }
 

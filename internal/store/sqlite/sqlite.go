@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -75,6 +76,11 @@ type Options struct {
 // Store is the SQLite adapter.
 type Store struct {
 	db *sql.DB
+	// writeMu queues this process's writers, so that only one of them at a
+	// time competes for the database's write lock with other processes.
+	// SQLite's busy handler polls rather than queues; sixteen pollers in
+	// one process can starve each other past the busy timeout, one cannot.
+	writeMu sync.Mutex
 }
 
 // Open opens (creating if needed) the database file at path, applies the
@@ -116,6 +122,8 @@ func (s *Store) DB() *sql.DB { return s.db }
 // key (absent, or present but expired) and writes the claim, the operation
 // with its result and the ticket, or nothing.
 func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (existing *core.Operation, err error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, mapError(err)

@@ -86,8 +86,16 @@ func child(open func() (core.Store, error)) (Counts, error) {
 				o := svc.Handle(context.Background(), core.Call{Function: core.CreateTicket,
 					Content: json.RawMessage(title), ExternalUserID: "user-a", RequestID: rid})
 				name := kindNames[o.Kind]
-				if o.Kind == core.KindCreated || o.Kind == core.KindDuplicate {
+				switch o.Kind {
+				case core.KindCreated, core.KindDuplicate:
 					name += " " + o.TicketID
+				case core.KindBusy, core.KindInternal:
+					// Say why, so a failing run shows the cause.
+					reason := fmt.Sprint(o.Err)
+					if len(reason) > 60 {
+						reason = reason[:60]
+					}
+					name += "(" + strings.ReplaceAll(reason, " ", "_") + ")"
 				}
 				mu.Lock()
 				counts[name]++

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestTemplate pins what template.yaml must say for the function to work
+// as SPEC sections 1, 5 and 7 describe, and its least-privilege policy.
+// CloudFormation short-form tags (!Ref, !Sub, !GetAtt, !If...) stay on the
+// yaml.Node, so the test reads them without a CloudFormation schema.
+func TestTemplate(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("template.yaml: %v", err)
+	}
+	root := doc.Content[0]
+	tp := tmpl{t: t, root: root}
+
+	tp.str("Transform", "AWS::Serverless-2016-10-31")
+
+	// The function.
+	fn := "Resources.CallbackFunction"
+	tp.str(fn+".Type", "AWS::Serverless::Function")
+	tp.str(fn+".Metadata.BuildMethod", "makefile")
+	p := fn + ".Properties"
+	tp.str(p+".CodeUri", ".")
+	tp.str(p+".Handler", "bootstrap")
+	tp.str(p+".Runtime", "provided.al2023")
+	tp.strs(p+".Architectures", "arm64")
+	tp.str(p+".Timeout", "10")
+	tp.tagged(p+".MemorySize", "!Ref", "MemorySize")
+	tp.str(p+".FunctionUrlConfig.AuthType", "NONE")
+	tp.str(p+".FunctionUrlConfig.InvokeMode", "BUFFERED")
+	tp.str(p+".LoggingConfig.LogFormat", "JSON")
+	if rc := tp.node(p + ".ReservedConcurrentExecutions"); rc.Tag != "!If" || len(rc.Content) != 3 ||
+		rc.Content[0].Value != "HasReservedConcurrency" || rc.Content[2].Value != "AWS::NoValue" {
+		t.Errorf("ReservedConcurrentExecutions: want !If [HasReservedConcurrency, !Ref ReservedConcurrency, !Ref AWS::NoValue]")
+	}
+	env := p + ".Environment.Variables"
+	tp.tagged(env+".TABLE_NAME", "!Ref", "TicketsTable")
+	tp.tagged(env+".HOOK_KEY_PARAMETER", "!Ref", "HookKeyParameterName")
+	tp.tagged(env+".KEY_POLICY", "!Ref", "KeyPolicy")
+	tp.tagged(env+".RETENTION", "!Ref", "RetentionDuration")
+	if n := tp.lookup(env + ".HOOK_KEY"); n != nil && (n.Kind != yaml.ScalarNode || n.Value != "") {
+		t.Errorf("HOOK_KEY must stay empty in the template: the hook key lives in SSM")
+	}
+
+	// The table (SPEC section 5).
+	tb := "Resources.TicketsTable"
+	tp.str(tb+".Type", "AWS::DynamoDB::Table")
+	tp.str(tb+".Properties.BillingMode", "PAY_PER_REQUEST")
+	keys := tp.node(tb + ".Properties.KeySchema")
+	if len(keys.Content) != 1 || value(keys.Content[0], "AttributeName") != "pk" || value(keys.Content[0], "KeyType") != "HASH" {
+		t.Errorf("KeySchema: want exactly pk HASH")
+	}
+	attrs := tp.node(tb + ".Properties.AttributeDefinitions")
+	if len(attrs.Content) != 1 || value(attrs.Content[0], "AttributeName") != "pk" || value(attrs.Content[0], "AttributeType") != "S" {
+		t.Errorf("AttributeDefinitions: want exactly pk S")
+	}
+	tp.str(tb+".Properties.TimeToLiveSpecification.AttributeName", "expires_at")
+	tp.str(tb+".Properties.TimeToLiveSpecification.Enabled", "true")
+	tp.str(tb+".Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled", "true")
+	tp.str(tb+".Properties.SSESpecification.SSEEnabled", "true")
+	tp.tagged(tb+".Properties.DeletionProtectionEnabled", "!Ref", "TableDeletionProtection")
+
+	// Parameters and their defaults.
+	tp.str("Parameters.HookKeyParameterName.Default", "/aivax/callback/hook-key")
+	tp.str("Parameters.RetentionDuration.Default", "24h")
+	tp.str("Parameters.KeyPolicy.Default", "arguments")
+	tp.strs("Parameters.KeyPolicy.AllowedValues", "arguments", "request")
+	tp.str("Parameters.ReservedConcurrency.Default", "0")
+	tp.str("Parameters.TableDeletionProtection.Default", "true")
+	tp.node("Parameters.MemorySize.Default")
+
+	// Outputs.
+	for _, o := range []string{"CallbackUrl", "FunctionsUrl", "TableName"} {
+		tp.node("Outputs." + o + ".Value")
+	}
+	if v := tp.node("Outputs.CallbackUrl.Value"); v.Tag != "!Sub" || v.Value != "${CallbackFunctionUrl.FunctionUrl}callback" {
+		t.Errorf("CallbackUrl: want !Sub ${CallbackFunctionUrl.FunctionUrl}callback, got %s %q", v.Tag, v.Value)
+	}
+	if v := tp.node("Outputs.FunctionsUrl.Value"); v.Tag != "!Sub" || v.Value != "${CallbackFunctionUrl.FunctionUrl}functions" {
+		t.Errorf("FunctionsUrl: want !Sub ${CallbackFunctionUrl.FunctionUrl}functions, got %s %q", v.Tag, v.Value)
+	}
+
+	// Least privilege: inline statements only (a SAM policy template such
+	// as DynamoDBCrudPolicy would bring Scan, Query, DeleteItem...), and
+	// exactly these actions.
+	var actions []string
+	byAction := map[string]*yaml.Node{}
+	for i, pol := range tp.node(p + ".Policies").Content {
+		if pol.Kind != yaml.MappingNode || len(pol.Content) != 2 || pol.Content[0].Value != "Statement" {
+			t.Errorf("Policies[%d]: want an inline {Statement: [...]} document", i)
+			continue
+		}
+		for _, st := range pol.Content[1].Content {
+			if value(st, "Effect") != "Allow" {
+				t.Errorf("statement %s: Effect %q", value(st, "Sid"), value(st, "Effect"))
+			}
+			a := child(st, "Action")
+			switch {
+			case a == nil:
+				t.Errorf("statement %s: no Action", value(st, "Sid"))
+			case a.Kind == yaml.ScalarNode:
+				actions = append(actions, a.Value)
+				byAction[a.Value] = st
+			default:
+				for _, x := range a.Content {
+					actions = append(actions, x.Value)
+					byAction[x.Value] = st
+				}
+			}
+			if r := child(st, "Resource"); r == nil || r.Value == "*" {
+				t.Errorf("statement %s: Resource missing or \"*\"", value(st, "Sid"))
+			}
+		}
+	}
+	sort.Strings(actions)
+	want := []string{"dynamodb:GetItem", "dynamodb:PutItem", "kms:Decrypt", "ssm:GetParameter"}
+	if !slices.Equal(actions, want) {
+		t.Errorf("IAM actions = %v, want exactly %v", actions, want)
+	}
+	for _, a := range []string{"dynamodb:GetItem", "dynamodb:PutItem"} {
+		if st := byAction[a]; st != nil {
+			if r := child(st, "Resource"); r.Tag != "!GetAtt" || r.Value != "TicketsTable.Arn" {
+				t.Errorf("%s: Resource must be !GetAtt TicketsTable.Arn", a)
+			}
+		}
+	}
+	if st := byAction["kms:Decrypt"]; st != nil {
+		if c := child(child(child(st, "Condition"), "StringEquals"), "kms:ViaService"); c == nil || c.Tag != "!Sub" ||
+			c.Value != "ssm.${AWS::Region}.amazonaws.com" {
+			t.Errorf("kms:Decrypt: want Condition StringEquals kms:ViaService ssm.${AWS::Region}.amazonaws.com")
+		}
+	}
+	// The SSM resource is exactly the one parameter, whether its name has
+	// a leading slash or not.
+	if st := byAction["ssm:GetParameter"]; st != nil {
+		for name, arn := range map[string]string{
+			"/aivax/callback/hook-key": "arn:aws:ssm:eu-west-1:123456789012:parameter/aivax/callback/hook-key",
+			"aivax-hook-key":           "arn:aws:ssm:eu-west-1:123456789012:parameter/aivax-hook-key",
+		} {
+			ev := cfnEval{root: root, params: map[string]string{"HookKeyParameterName": name}}
+			got, err := ev.eval(child(st, "Resource"))
+			if err != nil {
+				t.Errorf("ssm:GetParameter Resource: %v", err)
+			} else if got != arn {
+				t.Errorf("ssm:GetParameter Resource for %q = %q, want %q", name, got, arn)
+			}
+		}
+	}
+}
+
+// tmpl looks up dotted paths of mapping keys.
+type tmpl struct {
+	t    *testing.T
+	root *yaml.Node
+}
+
+func (tp tmpl) lookup(path string) *yaml.Node {
+	n := tp.root
+	for _, k := range strings.Split(path, ".") {
+		if n = child(n, k); n == nil {
+			return nil
+		}
+	}
+	return n
+}
+
+func (tp tmpl) node(path string) *yaml.Node {
+	tp.t.Helper()
+	n := tp.lookup(path)
+	if n == nil {
+		tp.t.Fatalf("template.yaml: %s is missing", path)
+	}
+	return n
+}
+
+func (tp tmpl) str(path, want string) {
+	tp.t.Helper()
+	if n := tp.node(path); n.Kind != yaml.ScalarNode || n.Value != want || strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		tp.t.Errorf("%s = %s %q, want %q", path, n.Tag, n.Value, want)
+	}
+}
+
+func (tp tmpl) strs(path string, want ...string) {
+	tp.t.Helper()
+	n := tp.node(path)
+	var got []string
+	for _, c := range n.Content {
+		got = append(got, c.Value)
+	}
+	if n.Kind != yaml.SequenceNode || !slices.Equal(got, want) {
+		tp.t.Errorf("%s = %v, want %v", path, got, want)
+	}
+}
+
+func (tp tmpl) tagged(path, tag, want string) {
+	tp.t.Helper()
+	if n := tp.node(path); n.Tag != tag || n.Value != want {
+		tp.t.Errorf("%s = %s %q, want %s %s", path, n.Tag, n.Value, tag, want)
+	}
+}
+
+func child(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func value(n *yaml.Node, key string) string {
+	if c := child(n, key); c != nil {
+		return c.Value
+	}
+	return ""
+}
+
+// cfnEval evaluates the few intrinsic functions the IAM resources use,
+// with parameter values and fixed pseudo parameters.
+type cfnEval struct {
+	root   *yaml.Node
+	params map[string]string
+}
+
+var pseudo = map[string]string{"AWS::Region": "eu-west-1", "AWS::AccountId": "123456789012", "AWS::Partition": "aws"}
+
+func (e cfnEval) ref(name string) (string, error) {
+	if v, ok := pseudo[name]; ok {
+		return v, nil
+	}
+	if v, ok := e.params[name]; ok {
+		return v, nil
+	}
+	if d := child(child(child(e.root, "Parameters"), name), "Default"); d != nil {
+		return d.Value, nil
+	}
+	return "", fmt.Errorf("unknown reference %s", name)
+}
+
+var subVar = regexp.MustCompile(`\$\{([^}]+)\}`)
+
+func (e cfnEval) eval(n *yaml.Node) (string, error) {
+	switch n.Tag {
+	case "!!str", "!!int", "!!bool":
+		return n.Value, nil
+	case "!Ref":
+		return e.ref(n.Value)
+	case "!Sub":
+		var err error
+		out := subVar.ReplaceAllStringFunc(n.Value, func(m string) string {
+			v, rerr := e.ref(m[2 : len(m)-1])
+			if rerr != nil {
+				err = rerr
+			}
+			return v
+		})
+		return out, err
+	case "!If":
+		ok, err := e.condition(n.Content[0].Value)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return e.eval(n.Content[1])
+		}
+		return e.eval(n.Content[2])
+	case "!Select":
+		parts, err := e.list(n.Content[1])
+		if err != nil {
+			return "", err
+		}
+		var i int
+		if _, err := fmt.Sscan(n.Content[0].Value, &i); err != nil || i < 0 || i >= len(parts) {
+			return "", fmt.Errorf("!Select index %s out of range", n.Content[0].Value)
+		}
+		return parts[i], nil
+	}
+	return "", fmt.Errorf("cannot evaluate %s", n.Tag)
+}
+
+func (e cfnEval) list(n *yaml.Node) ([]string, error) {
+	if n.Tag != "!Split" {
+		return nil, fmt.Errorf("cannot evaluate %s as a list", n.Tag)
+	}
+	s, err := e.eval(n.Content[1])
+	return strings.Split(s, n.Content[0].Value), err
+}
+
+func (e cfnEval) condition(name string) (bool, error) {
+	c := child(child(e.root, "Conditions"), name)
+	if c == nil {
+		return false, fmt.Errorf("unknown condition %s", name)
+	}
+	return e.boolean(c)
+}
+
+func (e cfnEval) boolean(n *yaml.Node) (bool, error) {
+	switch n.Tag {
+	case "!Equals":
+		a, err := e.eval(n.Content[0])
+		if err != nil {
+			return false, err
+		}
+		b, err := e.eval(n.Content[1])
+		return a == b, err
+	case "!Not":
+		v, err := e.boolean(n.Content[0])
+		return !v, err
+	case "!Condition":
+		return e.condition(n.Value)
+	}
+	return false, fmt.Errorf("cannot evaluate %s as a condition", n.Tag)
+}

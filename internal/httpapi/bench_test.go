@@ -1,0 +1,60 @@
+package httpapi_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+)
+
+// BenchmarkHandlerOverhead: create_ticket through the whole handler
+// (parse, validate, canonicalize, key, store, respond, one JSON log line
+// to io.Discard) with authentication off and the in-memory store, so it
+// measures the handler's own cost. new_key writes a ticket per iteration;
+// repeat_key replays the same call (a duplicate each time).
+func BenchmarkHandlerOverhead(b *testing.B) {
+	h := &httpapi.Handler{
+		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
+			Retention: 24 * time.Hour, NewID: uuid.NewString},
+		Auth:   nonce.Off{},
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+	serve := func(b *testing.B, body string) {
+		r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
+	}
+	b.Run("new_key", func(b *testing.B) {
+		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			serve(b, head+"bench-"+strconv.Itoa(i)+tail)
+		}
+	})
+	b.Run("repeat_key", func(b *testing.B) {
+		body := callBody(core.CreateTicket, "user-a", "bench-repeat", args)
+		serve(b, body)
+		b.ReportAllocs()
+		for b.Loop() {
+			serve(b, body)
+		}
+	})
+}

@@ -1,0 +1,218 @@
+package dynamo_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+const (
+	envEndpoint = "DYNAMO_TEST_ENDPOINT"
+	envTable    = "DYNAMO_TEST_TABLE"
+)
+
+func TestMain(m *testing.M) {
+	storetest.ChildMain(func() (core.Store, error) {
+		client := dynamodb.New(dynamodb.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String(os.Getenv(envEndpoint)),
+			Credentials: aws.AnonymousCredentials{},
+		}, withDummyCredentials)
+		return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
+	})
+	testenv.Main(m)
+}
+
+func withDummyCredentials(o *dynamodb.Options) {
+	o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "test"}, nil
+	})
+}
+
+// tableStore is the adapter plus what the suite reads directly.
+type tableStore struct {
+	*dynamo.Store
+	client *dynamodb.Client
+	table  string
+}
+
+// CountTickets scans the table for TICKET# items.
+func (s tableStore) CountTickets(ctx context.Context) (int, error) {
+	n := 0
+	p := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{
+		TableName:                 &s.table,
+		FilterExpression:          aws.String("begins_with(pk, :p)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "TICKET#"}},
+		Select:                    types.SelectCount,
+		ConsistentRead:            aws.Bool(true),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n += int(page.Count)
+	}
+	return n, nil
+}
+
+func newTable(t *testing.T) (tableStore, string) {
+	t.Helper()
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	client := testenv.DynamoClient(t, endpoint)
+	return tableStore{Store: dynamo.New(client, table, dynamo.Options{}), client: client, table: table}, endpoint
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t *testing.T) (storetest.Store, func(*testing.T) storetest.Store) {
+			s, _ := newTable(t)
+			return s, func(t *testing.T) storetest.Store {
+				// A restart is a new client on the same table.
+				client := testenv.DynamoClient(t, testenv.DynamoDB(t))
+				return tableStore{Store: dynamo.New(client, s.table, dynamo.Options{}), client: client, table: s.table}
+			}
+		},
+	})
+}
+
+// The stored items have the attributes and types of SPEC section 5.
+func TestStoredItems(t *testing.T) {
+	s, _ := newTable(t)
+	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	o := e.Create("user-a", "r1", `{"title":"Cannot sign in"}`)
+	storetest.Want(t, o, core.KindCreated)
+	get := func(pk string) map[string]types.AttributeValue {
+		out, err := s.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &s.table,
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			t.Fatalf("GetItem %s: %v", pk, err)
+		}
+		return out.Item
+	}
+	op := get("OP#" + o.Key)
+	for name, want := range map[string]string{"state": "S", "tenant_id": "S", "user_id": "S", "function": "S",
+		"fingerprint": "S", "result": "S", "created_at": "S", "expires_at": "N"} {
+		if got := attrType(op[name]); got != want {
+			t.Errorf("operation %s: type %s, want %s", name, got, want)
+		}
+	}
+	var result map[string]any
+	if err := json.Unmarshal([]byte(op["result"].(*types.AttributeValueMemberS).Value), &result); err != nil ||
+		result["ticket_id"] != o.TicketID || result["status"] != "created" {
+		t.Errorf("result = %v, %v", result, err)
+	}
+	if _, err := time.Parse(time.RFC3339, op["created_at"].(*types.AttributeValueMemberS).Value); err != nil {
+		t.Errorf("created_at not RFC 3339: %v", err)
+	}
+	tk := get("TICKET#" + o.TicketID)
+	if _, has := tk["expires_at"]; has {
+		t.Error("ticket has expires_at: tickets must outlive the window")
+	}
+	if v := tk["operation_key"].(*types.AttributeValueMemberS).Value; v != o.Key {
+		t.Errorf("ticket operation_key = %s, want %s", v, o.Key)
+	}
+	if v := tk["arguments"].(*types.AttributeValueMemberS).Value; v != `{"title":"Cannot sign in"}` {
+		t.Errorf("ticket arguments = %s", v)
+	}
+}
+
+func attrType(v types.AttributeValue) string {
+	switch v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S"
+	case *types.AttributeValueMemberN:
+		return "N"
+	case *types.AttributeValueMemberBOOL:
+		return "BOOL"
+	case nil:
+		return "missing"
+	}
+	return "other"
+}
+
+// countingClient counts every HTTP attempt the SDK makes (after its own
+// retries), with an SDK middleware.
+func countingClient(t *testing.T, endpoint string) (*dynamodb.Client, *atomic.Int64) {
+	var n atomic.Int64
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint)}, withDummyCredentials,
+		func(o *dynamodb.Options) {
+			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+				return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
+					func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+						n.Add(1)
+						return next.HandleFinalize(ctx, in)
+					}), middleware.After)
+			})
+		})
+	return client, &n
+}
+
+// DynamoDB round trips per callback: 1 for a new operation and 1 for a
+// repeat once the user cache is warm; the first callback of a user pays one
+// GetItem more. These counts are deterministic, so they are asserted.
+func TestRoundTripsPerCallback(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	client, calls := countingClient(t, endpoint)
+	store := dynamo.New(client, table, dynamo.Options{})
+	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: opkey.PolicyArguments,
+		Retention: time.Hour, NewID: func() string { return time.Now().Format("150405.000000000") }}
+	call := func(rid string) (core.Outcome, int64) {
+		before := calls.Load()
+		o := svc.Handle(context.Background(), core.Call{Function: core.CreateTicket,
+			Content: json.RawMessage(`{"title":"Round trips"}`), ExternalUserID: "user-a", RequestID: rid})
+		return o, calls.Load() - before
+	}
+	steps := []struct {
+		name      string
+		rid       string
+		want      core.Kind
+		wantCalls int64
+	}{
+		{"new operation, cold user cache", "r1", core.KindCreated, 2},
+		{"repeat, warm cache", "r1", core.KindDuplicate, 1},
+		{"new operation, warm cache", "r2", core.KindCreated, 1},
+		{"repeat of the second", "r2", core.KindDuplicate, 1},
+	}
+	for _, st := range steps {
+		o, n := call(st.rid)
+		if o.Kind != st.want || n != st.wantCalls {
+			t.Errorf("%s: kind %v with %d DynamoDB calls, want %v with %d", st.name, o.Kind, n, st.want, st.wantCalls)
+		}
+	}
+}
+
+// Users: USER# items, disabled flag, unknown → not found.
+func TestUsers(t *testing.T) {
+	s, _ := newTable(t)
+	ctx := context.Background()
+	if err := s.PutUser(ctx, core.User{ExternalID: "user-d", TenantID: "tenant-a", UserID: "dave", Disabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.User(ctx, "user-d")
+	if err != nil || !u.Disabled || u.TenantID != "tenant-a" {
+		t.Fatalf("User = %+v, %v", u, err)
+	}
+	if _, err := s.User(ctx, "nobody"); err != core.ErrNotFound {
+		t.Fatalf("unknown user: %v, want ErrNotFound", err)
+	}
+}
