@@ -120,13 +120,15 @@ install_vulndb() {
 	need git
 	log "vulndb: go mod download golang.org/x/vulndb@$VULNDB_VERSION"
 	local dir tmp
-	dir="$(go mod download -json "golang.org/x/vulndb@$VULNDB_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+	tmp="$(mktemp -d)"
+	TMPDIRS+=("$tmp")
+	# Run outside the project's module so its go.mod/go.sum are not touched.
+	dir="$(cd "$tmp" && go mod download -json "golang.org/x/vulndb@$VULNDB_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
 	if [[ -z "$dir" || ! -d "$dir" ]]; then
 		log "ERROR: could not download golang.org/x/vulndb@$VULNDB_VERSION"
 		exit 1
 	fi
-	tmp="$(mktemp -d)"
-	TMPDIRS+=("$tmp")
 	cp -R "$dir/." "$tmp/repo"
 	chmod -R u+w "$tmp/repo"
 	log "vulndb: making a throwaway git repo for gendb"
