@@ -23,16 +23,19 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Sto
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := make(chan struct{})
+	// The purge runs until the store is closed or the server stops.
+	purgeCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		t := time.NewTicker(purgeEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-purgeCtx.Done():
 				return
 			case now := <-t.C:
-				if n, err := s.Purge(context.Background(), now); err != nil {
+				if n, err := s.Purge(purgeCtx, now); err != nil {
 					logger.Warn("purge failed", slog.String("error", err.Error()))
 				} else if n > 0 {
 					logger.Info("purged expired operations", slog.Int64("count", n))
@@ -40,7 +43,7 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Sto
 			}
 		}
 	}()
-	return s, closerFunc(func() error { close(stop); return s.Close() }), nil
+	return s, closerFunc(func() error { cancel(); <-done; return s.Close() }), nil
 }
 
 type closerFunc func() error

@@ -74,7 +74,7 @@ func (s *Store) backoff(ctx context.Context, attempt int) error {
 	if ceiling > s.opt.ConflictBackoffMax || ceiling <= 0 {
 		ceiling = s.opt.ConflictBackoffMax
 	}
-	timer := time.NewTimer(rand.N(ceiling) + time.Millisecond)
+	timer := time.NewTimer(rand.N(ceiling) + time.Millisecond) //nolint:gosec // jitter spreads retries; it needs no unpredictability
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
