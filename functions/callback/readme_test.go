@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+// section returns the text between <!-- name:begin --> and <!-- name:end -->
+// in the README, inside its fenced code block.
+func section(t *testing.T, readme, name string) string {
+	t.Helper()
+	begin, end := "<!-- "+name+":begin -->", "<!-- "+name+":end -->"
+	i, j := strings.Index(readme, begin), strings.Index(readme, end)
+	if i < 0 || j < i {
+		t.Fatalf("README has no %s section", name)
+	}
+	block := strings.TrimSpace(readme[i+len(begin) : j])
+	lines := strings.Split(block, "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "```") || lines[len(lines)-1] != "```" {
+		t.Fatalf("README %s section is not one fenced block", name)
+	}
+	return strings.Join(lines[1:len(lines)-1], "\n") + "\n"
+}
+
+// TestReadmeQuickStart starts the local server with the README's run
+// command (make run) and replays the README's curl pair against it, on a
+// fresh database: the responses must be the ones the README shows (ticket
+// ids aside), then a second run of the pair must answer deduplicated twice.
+func TestReadmeQuickStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and starts the server")
+	}
+	for _, tool := range []string{"bash", "curl", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is needed", tool)
+			}
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	root := testenv.RepoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	if !strings.Contains(strings.SplitN(readme, "\n## ", 2)[0], "make run") {
+		t.Fatal("README's first lines do not give `make run`")
+	}
+	script := section(t, readme, "curl-pair")
+	want := strings.Split(strings.TrimSpace(section(t, readme, "curl-output")), "\n")
+
+	// The README's configuration, on a free port and a temporary database.
+	dir := t.TempDir()
+	var cfg map[string]any
+	example, err := os.ReadFile(filepath.Join(root, "config.example.json"))
+	if err != nil || json.Unmarshal(example, &cfg) != nil {
+		t.Fatalf("config.example.json: %v", err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg["listen"] = addr
+	cfg["store"] = map[string]any{"kind": "sqlite", "path": filepath.Join(dir, "tickets.sqlite")}
+	cfgPath := filepath.Join(dir, "config.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var serverLog bytes.Buffer
+	server := exec.Command("make", "--no-print-directory", "run", "CONFIG="+cfgPath)
+	server.Dir = root
+	server.Stdout, server.Stderr = &serverLog, &serverLog
+	server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = syscall.Kill(-server.Process.Pid, syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { _ = server.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-server.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not listen on %s:\n%s", addr, serverLog.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	script = strings.ReplaceAll(script, "127.0.0.1:3210", addr)
+	script = strings.ReplaceAll(script, "-config config.json", "-config "+cfgPath)
+	run := func() []map[string]any {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("curl pair: %v\n%s\nserver:\n%s", err, stderr.String(), serverLog.String())
+		}
+		return decodeLines(t, strings.TrimSpace(string(out)))
+	}
+
+	got := run()
+	expected := decodeLines(t, strings.Join(want, "\n"))
+	if len(got) != 2 || got[0]["ticket_id"] == nil || got[0]["ticket_id"] != got[1]["ticket_id"] {
+		t.Fatalf("curl pair answered %v, want two answers with the same ticket_id", got)
+	}
+	for i := range got {
+		got[i]["ticket_id"], expected[i]["ticket_id"] = "ID", "ID"
+	}
+	if !reflect.DeepEqual(got, expected) {
+		t.Fatalf("curl pair answered %v, README shows %v", got, expected)
+	}
+	again := run()
+	for i, o := range again {
+		if o["deduplicated"] != true || o["status"] != "created" {
+			t.Fatalf("second run, call %d: %v, want the stored ticket", i+1, o)
+		}
+	}
+	stop()
+	if !strings.Contains(serverLog.String(), `"msg":"stopped"`) {
+		t.Errorf("the server did not shut down gracefully:\n%s", serverLog.String())
+	}
+}
+
+func decodeLines(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(s, "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
