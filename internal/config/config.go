@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -78,11 +79,11 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 }
 
 // names maps each common setting to how its configuration calls it.
-type names struct{ policy, retention, maxBody, minCost, maxCost string }
+type names struct{ policy, retention, maxBody, minCost, maxCost, publicURL string }
 
 var (
-	envNames  = names{"KEY_POLICY", "RETENTION", "MAX_BODY_BYTES", "NONCE_MIN_COST", "NONCE_MAX_COST"}
-	fileNames = names{"key_policy", "retention", "max_body_bytes", "nonce_min_cost", "nonce_max_cost"}
+	envNames  = names{"KEY_POLICY", "RETENTION", "MAX_BODY_BYTES", "NONCE_MIN_COST", "NONCE_MAX_COST", "PUBLIC_URL"}
+	fileNames = names{"key_policy", "retention", "max_body_bytes", "nonce_min_cost", "nonce_max_cost", "public_url"}
 )
 
 func common(policy, retention, maxBody, minCost, maxCost, publicURL string, nm names) (Common, error) {
@@ -109,7 +110,7 @@ func common(policy, retention, maxBody, minCost, maxCost, publicURL string, nm n
 		return c, fmt.Errorf("config: %s (%d) is above %s (%d)", nm.minCost, c.MinCost, nm.maxCost, c.MaxCost)
 	}
 	if publicURL != "" && !strings.HasPrefix(publicURL, "https://") && !strings.HasPrefix(publicURL, "http://") {
-		return c, fmt.Errorf("config: public url %q must start with https:// or http://", publicURL)
+		return c, fmt.Errorf("config: %s: %q must start with https:// or http://", nm.publicURL, publicURL)
 	}
 	c.PublicURL = publicURL
 	return c, nil
@@ -192,11 +193,18 @@ func ParseFile(b []byte) (Local, error) {
 	var f localFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	err := dec.Decode(&f)
+	if err == nil { // a second value would be ignored silently, typos and all
+		if err = dec.Decode(&f); err == nil {
+			err = errors.New("the file holds more than one JSON value")
+		} else if errors.Is(err, io.EOF) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return Local{}, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	c := Local{Listen: f.Listen, Store: f.Store, HookKey: f.HookKey, InsecureNoAuth: f.InsecureNoAuth, Users: f.Users}
-	var err error
 	if c.Common, err = common(f.KeyPolicy, f.Retention, f.MaxBodyBytes.String(), f.NonceMinCost.String(),
 		f.NonceMaxCost.String(), f.PublicURL, fileNames); err != nil {
 		return c, err
@@ -234,6 +242,9 @@ func ParseFile(b []byte) (Local, error) {
 	}
 	for id, u := range c.Users {
 		if id == "" || u.TenantID == "" || u.UserID == "" {
+			if q := strconv.Quote(id); q != `"`+id+`"` {
+				id = q // keep the error on one line
+			}
 			return c, fmt.Errorf("config: users.%s: needs tenant_id and user_id", id)
 		}
 	}
