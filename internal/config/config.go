@@ -190,6 +190,9 @@ func LoadFile(path string) (Local, error) {
 // ParseFile checks the local configuration. Unknown fields are errors, so a
 // typo does not silently fall back to a default.
 func ParseFile(b []byte) (Local, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Local{}, errors.New("config: the file is empty; start from config.example.json")
+	}
 	var f localFile
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -1,0 +1,389 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// fakeSSM records the GetParameter input and answers out or err.
+type fakeSSM struct {
+	in  *ssm.GetParameterInput
+	out *ssm.GetParameterOutput
+	err error
+}
+
+func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f.in = in
+	return f.out, f.err
+}
+
+func paramOut(v *string) *ssm.GetParameterOutput {
+	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Value: v}}
+}
+
+func TestReadParameter(t *testing.T) {
+	const name = "/aivax/hook-key"
+	tests := []struct {
+		name    string
+		fake    *fakeSSM
+		want    string
+		wantErr string // substring of the error; empty: no error
+	}{
+		{"SecureString value -> the value", &fakeSSM{out: paramOut(aws.String("secret-key"))}, "secret-key", ""},
+		{"empty value -> error naming the parameter", &fakeSSM{out: paramOut(aws.String(""))}, "", "empty value"},
+		{"nil value -> error naming the parameter", &fakeSSM{out: paramOut(nil)}, "", "empty value"},
+		{"no parameter -> error naming the parameter", &fakeSSM{out: &ssm.GetParameterOutput{}}, "", "empty value"},
+		{"SSM error -> error naming the parameter and wrapping it", &fakeSSM{err: errors.New("AccessDeniedException")}, "", "AccessDeniedException"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readParameter(context.Background(), tc.fake, name)
+			if tc.fake.in == nil {
+				t.Fatal("GetParameter not called")
+			}
+			if aws.ToString(tc.fake.in.Name) != name {
+				t.Errorf("asked for %q, want %q", aws.ToString(tc.fake.in.Name), name)
+			}
+			if !aws.ToBool(tc.fake.in.WithDecryption) {
+				t.Error("WithDecryption is not true: a SecureString would come back encrypted")
+			}
+			if tc.wantErr == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("got %q and no error, want one containing %q", got, tc.wantErr)
+			}
+			for _, w := range []string{name, "HOOK_KEY_PARAMETER", tc.wantErr} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q discloses the value", err)
+			}
+		})
+	}
+}
+
+func TestReadParameterTimeout(t *testing.T) {
+	var deadline time.Time
+	var ok bool
+	f := ssmFunc(func(ctx context.Context) { deadline, ok = ctx.Deadline() })
+	_, _ = readParameter(context.Background(), f, "p")
+	if !ok || time.Until(deadline) > 5*time.Second {
+		t.Errorf("deadline %v (set %v), want one within 5s", deadline, ok)
+	}
+}
+
+type ssmFunc func(context.Context)
+
+func (f ssmFunc) GetParameter(ctx context.Context, _ *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	f(ctx)
+	return paramOut(aws.String("k")), nil
+}
+
+func TestAuthenticator(t *testing.T) {
+	common := config.Common{MinCost: 4, MaxCost: 12}
+	key := "local-demo-hook-key"
+	good, err := nonce.Generate(key, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		key        string
+		insecure   bool
+		wantErr    bool
+		wantType   any
+		acceptGood bool // Verify(nonce of key) succeeds
+		acceptNone bool // Verify("") succeeds
+	}{
+		{"empty key -> nonce.Refuse (fail closed)", "", false, false, nonce.Refuse{}, false, false},
+		{"insecure -> nonce.Off", "", true, false, nonce.Off{}, true, true},
+		{"key of 73 bytes -> error", strings.Repeat("k", 73), false, true, nil, false, false},
+		{"key -> *nonce.Verifier", key, false, false, &nonce.Verifier{}, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := authenticator(tc.key, tc.insecure, common, discard())
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("got %T and no error", a)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch tc.wantType.(type) {
+			case nonce.Refuse:
+				if _, ok := a.(nonce.Refuse); !ok {
+					t.Errorf("got %T, want nonce.Refuse", a)
+				}
+			case nonce.Off:
+				if _, ok := a.(nonce.Off); !ok {
+					t.Errorf("got %T, want nonce.Off", a)
+				}
+			case *nonce.Verifier:
+				if _, ok := a.(*nonce.Verifier); !ok {
+					t.Errorf("got %T, want *nonce.Verifier", a)
+				}
+			}
+			if got := a.Verify(good) == nil; got != tc.acceptGood {
+				t.Errorf("Verify(good nonce) accepted=%v, want %v", got, tc.acceptGood)
+			}
+			if got := a.Verify("") == nil; got != tc.acceptNone {
+				t.Errorf("Verify(\"\") accepted=%v, want %v", got, tc.acceptNone)
+			}
+		})
+	}
+}
+
+// localConfig is a local configuration on a temporary SQLite file.
+func localConfig(t *testing.T, hookKey string) config.Local {
+	t.Helper()
+	return config.Local{
+		Common: config.Common{
+			Policy: opkey.PolicyArguments, Retention: time.Hour, MaxBodyBytes: 64 << 10, MinCost: 4, MaxCost: 12,
+		},
+		Listen:  "127.0.0.1:0",
+		Store:   config.Store{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")},
+		HookKey: hookKey,
+		Users: map[string]config.User{
+			"user-a": {TenantID: "tenant-a", UserID: "alice"},
+			"user-d": {TenantID: "tenant-a", UserID: "dave", Disabled: true},
+		},
+	}
+}
+
+func callbackBody(user, requestID string) string {
+	return `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in"}},` +
+		`"context":{"externalUserId":"` + user + `","metadata":{"request_id":"` + requestID + `"}}}`
+}
+
+func post(t *testing.T, url, hookKey, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/callback", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if hookKey != "" {
+		n, err := nonce.Generate(hookKey, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Request-Nonce", n)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("body %q: %v", b, err)
+	}
+	return resp.StatusCode, m
+}
+
+func TestLocalSQLite(t *testing.T) {
+	if !SQLiteIncluded {
+		t.Skip("built with -tags nosqlite")
+	}
+	const key = "local-demo-hook-key"
+	h, closer, err := Local(context.Background(), localConfig(t, key), discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	tests := []struct {
+		name       string
+		key        string // the nonce is made from it; empty: no nonce
+		body       string
+		wantStatus int
+		want       map[string]any // members of the body
+	}{
+		{"first call -> 200 created", key, callbackBody("user-a", "r-1"), 200,
+			map[string]any{"status": "created", "deduplicated": false}},
+		{"repeat -> 200 deduplicated", key, callbackBody("user-a", "r-1"), 200,
+			map[string]any{"status": "created", "deduplicated": true}},
+		{"no nonce -> 401", "", callbackBody("user-a", "r-2"), 401, nil},
+		{"nonce of another key -> 401", "other-key", callbackBody("user-a", "r-3"), 401, nil},
+		{"disabled user from config -> 403", key, callbackBody("user-d", "r-4"), 403, nil},
+		{"unknown user -> 403", key, callbackBody("user-z", "r-5"), 403, nil},
+	}
+	var ticket any
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(t, srv.URL, tc.key, tc.body)
+			if status != tc.wantStatus {
+				t.Fatalf("status %d, want %d (body %v)", status, tc.wantStatus, body)
+			}
+			for k, v := range tc.want {
+				if body[k] != v {
+					t.Errorf("%s: %v, want %v (body %v)", k, body[k], v, body)
+				}
+			}
+			if tc.want["status"] == "created" {
+				if ticket == nil {
+					ticket = body["ticket_id"]
+				} else if body["ticket_id"] != ticket {
+					t.Errorf("ticket_id %v, want %v (same ticket)", body["ticket_id"], ticket)
+				}
+			}
+		})
+	}
+	if err := closer.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// A closed store answers no more callbacks with success.
+	if status, body := post(t, srv.URL, key, callbackBody("user-a", "r-6")); status == 200 && body["status"] == "created" {
+		t.Errorf("after Close: %d %v, want a failure", status, body)
+	}
+}
+
+func TestLocalRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*config.Local)
+		wantErr string
+	}{
+		{"store.kind nope -> store.kind", func(c *config.Local) { c.Store.Kind = "nope" }, "store.kind"},
+		{"hook key of 73 bytes -> hook key", func(c *config.Local) { c.HookKey = strings.Repeat("k", 73) }, "hook key"},
+		{"sqlite path in a missing directory -> error", func(c *config.Local) {
+			c.Store.Path = filepath.Join(t.TempDir(), "missing", "dir", "tickets.sqlite")
+		}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := localConfig(t, "k")
+			tc.mutate(&cfg)
+			h, closer, err := Local(context.Background(), cfg, discard())
+			if err == nil {
+				if closer != nil {
+					_ = closer.Close()
+				}
+				t.Fatalf("got %T and no error", h)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q does not contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestServeGraceful: Serve reports its address, serves, and on cancel
+// lets a request in flight finish with 200 before returning nil.
+func TestServeGraceful(t *testing.T) {
+	started := make(chan struct{})
+	var once sync.Once
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			once.Do(func() { close(started) })
+			time.Sleep(300 * time.Millisecond)
+		}
+		_, _ = io.WriteString(w, "ok "+r.URL.Path)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, "127.0.0.1:0", h, discard(), func(a net.Addr) { addrc <- a }) }()
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a.String()
+	case err := <-done:
+		t.Fatalf("Serve returned before ready: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("ready never called")
+	}
+
+	get := func(path string) (int, string, error) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	if status, body, err := get("/fast"); err != nil || status != 200 || body != "ok /fast" {
+		t.Fatalf("GET /fast: %d %q %v", status, body, err)
+	}
+
+	type result struct {
+		status int
+		body   string
+		err    error
+	}
+	slow := make(chan result, 1)
+	go func() {
+		s, b, err := get("/slow")
+		slow <- result{s, b, err}
+	}()
+	<-started
+	cancel() // shut down with /slow in flight
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after cancel")
+	}
+	r := <-slow
+	if r.err != nil || r.status != 200 || r.body != "ok /slow" {
+		t.Errorf("in-flight /slow during shutdown: %d %q %v, want 200 \"ok /slow\"", r.status, r.body, r.err)
+	}
+	if _, _, err := get("/fast"); err == nil {
+		t.Error("server still answers after Serve returned")
+	}
+}
+
+func TestServeListenError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var buf bytes.Buffer
+	called := false
+	err = Serve(context.Background(), ln.Addr().String(), http.NotFoundHandler(),
+		slog.New(slog.NewTextHandler(&buf, nil)), func(net.Addr) { called = true })
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Errorf("address in use: %v, want a listen error", err)
+	}
+	if called {
+		t.Error("ready called although nothing listens")
+	}
+}

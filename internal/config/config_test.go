@@ -1,0 +1,263 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+)
+
+// env turns a map into a getenv.
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// checkOneLine fails t unless err is one line starting with "config:" that
+// contains every one of want.
+func checkOneLine(t *testing.T, err error, want ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one naming %q", want)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "config:") {
+		t.Errorf("error %q does not start with \"config:\"", msg)
+	}
+	if strings.ContainsAny(msg, "\r\n") {
+		t.Errorf("error %q is more than one line", msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not name %q", msg, w)
+		}
+	}
+}
+
+func TestFromEnvDefaults(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"TABLE_NAME": "tickets"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Lambda{
+		Common: Common{
+			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
+			MinCost: 4, MaxCost: 12,
+		},
+		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, CallTimeout: 2 * time.Second,
+	}
+	if c != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestFromEnvAccepted(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(Lambda) bool
+	}{
+		{"KEY_POLICY=request", map[string]string{"KEY_POLICY": "request"},
+			func(c Lambda) bool { return c.Policy == opkey.PolicyRequest }},
+		{"KEY_POLICY=arguments", map[string]string{"KEY_POLICY": "arguments"},
+			func(c Lambda) bool { return c.Policy == opkey.PolicyArguments }},
+		{"RETENTION=90m", map[string]string{"RETENTION": "90m"},
+			func(c Lambda) bool { return c.Retention == 90*time.Minute }},
+		{"HOOK_KEY of 72 bytes", map[string]string{"HOOK_KEY": strings.Repeat("k", 72)},
+			func(c Lambda) bool { return len(c.HookKey) == 72 }},
+		{"HOOK_KEY_PARAMETER kept", map[string]string{"HOOK_KEY_PARAMETER": "/aivax/hook-key"},
+			func(c Lambda) bool { return c.HookKeyParameter == "/aivax/hook-key" }},
+		{"NONCE_MIN_COST=NONCE_MAX_COST=9", map[string]string{"NONCE_MIN_COST": "9", "NONCE_MAX_COST": "9"},
+			func(c Lambda) bool { return c.MinCost == 9 && c.MaxCost == 9 }},
+		{"PUBLIC_URL https", map[string]string{"PUBLIC_URL": "https://example.org"},
+			func(c Lambda) bool { return c.PublicURL == "https://example.org" }},
+		{"USER_CACHE_TTL/SIZE", map[string]string{"USER_CACHE_TTL": "5s", "USER_CACHE_SIZE": "7"},
+			func(c Lambda) bool { return c.UserCacheTTL == 5*time.Second && c.UserCacheSize == 7 }},
+		{"STORE_CALL_TIMEOUT", map[string]string{"STORE_CALL_TIMEOUT": "750ms"},
+			func(c Lambda) bool { return c.CallTimeout == 750*time.Millisecond }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["TABLE_NAME"] = "tickets"
+			c, err := FromEnv(env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Errorf("got %+v", c)
+			}
+		})
+	}
+}
+
+func TestFromEnvRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // the field the error names
+	}{
+		{"missing TABLE_NAME -> TABLE_NAME", map[string]string{"TABLE_NAME": ""}, "TABLE_NAME"},
+		{"KEY_POLICY=both -> KEY_POLICY", map[string]string{"KEY_POLICY": "both"}, "KEY_POLICY"},
+		{"KEY_POLICY=Request (case) -> KEY_POLICY", map[string]string{"KEY_POLICY": "Request"}, "KEY_POLICY"},
+		{"RETENTION=1 day -> RETENTION", map[string]string{"RETENTION": "1 day"}, "RETENTION"},
+		{"RETENTION=-1h -> RETENTION", map[string]string{"RETENTION": "-1h"}, "RETENTION"},
+		{"RETENTION=0s -> RETENTION", map[string]string{"RETENTION": "0s"}, "RETENTION"},
+		{"HOOK_KEY of 73 bytes -> HOOK_KEY", map[string]string{"HOOK_KEY": strings.Repeat("k", 73)}, "HOOK_KEY"},
+		{"NONCE_MIN_COST 10 > NONCE_MAX_COST 9 -> NONCE_MIN_COST", map[string]string{"NONCE_MIN_COST": "10", "NONCE_MAX_COST": "9"}, "NONCE_MIN_COST"},
+		{"NONCE_MIN_COST=3 -> NONCE_MIN_COST", map[string]string{"NONCE_MIN_COST": "3"}, "NONCE_MIN_COST"},
+		{"NONCE_MAX_COST=32 -> NONCE_MAX_COST", map[string]string{"NONCE_MAX_COST": "32"}, "NONCE_MAX_COST"},
+		{"MAX_BODY_BYTES=abc -> MAX_BODY_BYTES", map[string]string{"MAX_BODY_BYTES": "abc"}, "MAX_BODY_BYTES"},
+		{"PUBLIC_URL without scheme -> PUBLIC_URL", map[string]string{"PUBLIC_URL": "example.org/callback"}, "PUBLIC_URL"},
+		{"USER_CACHE_TTL=-5s -> USER_CACHE_TTL", map[string]string{"USER_CACHE_TTL": "-5s"}, "USER_CACHE_TTL"},
+		{"USER_CACHE_SIZE=0 -> USER_CACHE_SIZE", map[string]string{"USER_CACHE_SIZE": "0"}, "USER_CACHE_SIZE"},
+		{"STORE_CALL_TIMEOUT=x -> STORE_CALL_TIMEOUT", map[string]string{"STORE_CALL_TIMEOUT": "x"}, "STORE_CALL_TIMEOUT"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := tc.env["TABLE_NAME"]; !ok {
+				tc.env["TABLE_NAME"] = "tickets"
+			}
+			_, err := FromEnv(env(tc.env))
+			checkOneLine(t, err, tc.want)
+		})
+	}
+}
+
+// specExample is the configuration file of SPEC section 7.
+const specExample = `{"listen": "127.0.0.1:3210",
+ "store": {"kind": "sqlite", "path": "tickets.sqlite"},
+ "hook_key": "local-demo-hook-key",
+ "key_policy": "arguments",
+ "retention": "24h",
+ "users": {"user-a": {"tenant_id": "tenant-a", "user_id": "alice"},
+           "user-d": {"tenant_id": "tenant-a", "user_id": "dave", "disabled": true}}}`
+
+func TestParseFileSpecExample(t *testing.T) {
+	c, err := ParseFile([]byte(specExample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:3210" || c.Store.Kind != "sqlite" || c.Store.Path != "tickets.sqlite" ||
+		c.HookKey != "local-demo-hook-key" || c.Policy != opkey.PolicyArguments || c.Retention != 24*time.Hour ||
+		c.InsecureNoAuth {
+		t.Errorf("got %+v", c)
+	}
+	wantUsers := map[string]User{
+		"user-a": {TenantID: "tenant-a", UserID: "alice"},
+		"user-d": {TenantID: "tenant-a", UserID: "dave", Disabled: true},
+	}
+	if len(c.Users) != len(wantUsers) {
+		t.Fatalf("users: got %+v, want %+v", c.Users, wantUsers)
+	}
+	for id, u := range wantUsers {
+		if c.Users[id] != u {
+			t.Errorf("users.%s: got %+v, want %+v", id, c.Users[id], u)
+		}
+	}
+}
+
+func TestParseFileDefaults(t *testing.T) {
+	c, err := ParseFile([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Local{
+		Common: Common{
+			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
+			MinCost: 4, MaxCost: 12,
+		},
+		Listen: "127.0.0.1:3210",
+		Store:  Store{Kind: "sqlite", Path: "tickets.sqlite"},
+	}
+	if c.Common != want.Common || c.Listen != want.Listen || c.Store != want.Store ||
+		c.HookKey != "" || c.InsecureNoAuth || len(c.Users) != 0 {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestParseFileAccepted(t *testing.T) {
+	tests := []struct {
+		name  string
+		file  string
+		check func(Local) bool
+	}{
+		{"insecure_no_auth on 127.0.0.1", `{"listen":"127.0.0.1:3210","insecure_no_auth":true}`,
+			func(c Local) bool { return c.InsecureNoAuth }},
+		{"insecure_no_auth on localhost", `{"listen":"localhost:3210","insecure_no_auth":true}`,
+			func(c Local) bool { return c.InsecureNoAuth }},
+		{"insecure_no_auth on [::1]", `{"listen":"[::1]:3210","insecure_no_auth":true}`,
+			func(c Local) bool { return c.InsecureNoAuth }},
+		{"insecure_no_auth with default listen", `{"insecure_no_auth":true}`,
+			func(c Local) bool { return c.InsecureNoAuth && c.Listen == DefaultListen }},
+		{"dynamodb with table and endpoint",
+			`{"store":{"kind":"dynamodb","table":"tickets","endpoint":"http://127.0.0.1:8000"}}`,
+			func(c Local) bool {
+				return c.Store == Store{Kind: "dynamodb", Table: "tickets", Endpoint: "http://127.0.0.1:8000", Region: "us-east-1"}
+			}},
+		{"key_policy request", `{"key_policy":"request"}`,
+			func(c Local) bool { return c.Policy == opkey.PolicyRequest }},
+		{"numbers", `{"max_body_bytes":2048,"nonce_min_cost":9,"nonce_max_cost":10}`,
+			func(c Local) bool { return c.MaxBodyBytes == 2048 && c.MinCost == 9 && c.MaxCost == 10 }},
+		{"public_url http", `{"public_url":"http://127.0.0.1:3210"}`,
+			func(c Local) bool { return c.PublicURL == "http://127.0.0.1:3210" }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseFile([]byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Errorf("got %+v", c)
+			}
+		})
+	}
+}
+
+func TestParseFileRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want []string // what the error names
+	}{
+		{"typo hook_kye -> unknown field hook_kye", `{"hook_kye":"k"}`, []string{"unknown field", "hook_kye"}},
+		{"typo in store (pth) -> unknown field pth", `{"store":{"kind":"sqlite","pth":"x"}}`, []string{"unknown field", "pth"}},
+		{"typo after a first object -> unknown field hook_kye",
+			`{"listen":"127.0.0.1:3210"} {"hook_kye":"k"}`, []string{"hook_kye"}},
+		{"two JSON values -> more than one JSON value", `{} {}`, []string{"more than one JSON value"}},
+		{"store.kind postgres -> store.kind", `{"store":{"kind":"postgres"}}`, []string{"store.kind", "postgres"}},
+		{"dynamodb without table -> store.table", `{"store":{"kind":"dynamodb"}}`, []string{"store.table"}},
+		{"insecure_no_auth on 0.0.0.0 -> insecure_no_auth",
+			`{"listen":"0.0.0.0:3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
+		{"insecure_no_auth on all interfaces (:3210) -> insecure_no_auth",
+			`{"listen":":3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
+		{"insecure_no_auth on a host name -> insecure_no_auth",
+			`{"listen":"tickets.example.org:3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
+		{"hook_key and insecure_no_auth -> insecure_no_auth",
+			`{"hook_key":"k","insecure_no_auth":true}`, []string{"insecure_no_auth", "hook_key"}},
+		{"hook_key of 73 bytes -> hook_key", `{"hook_key":"` + strings.Repeat("k", 73) + `"}`, []string{"hook_key"}},
+		{"user without tenant_id -> users.user-x", `{"users":{"user-x":{"user_id":"x"}}}`, []string{"users.user-x", "tenant_id"}},
+		{"user without user_id -> users.user-y", `{"users":{"user-y":{"tenant_id":"t"}}}`, []string{"users.user-y"}},
+		{"user id with a newline -> users.<quoted id>", `{"users":{"a\nb":{"user_id":"x"}}}`, []string{"users."}},
+		{"listen without port -> listen", `{"listen":"127.0.0.1"}`, []string{"listen"}},
+		{"key_policy both -> key_policy", `{"key_policy":"both"}`, []string{"key_policy"}},
+		{"retention -1h -> retention", `{"retention":"-1h"}`, []string{"retention"}},
+		{"retention bad -> retention", `{"retention":"soon"}`, []string{"retention"}},
+		{"nonce_min_cost > nonce_max_cost -> nonce_min_cost",
+			`{"nonce_min_cost":11,"nonce_max_cost":10}`, []string{"nonce_min_cost", "nonce_max_cost"}},
+		{"max_body_bytes 1.5 -> max_body_bytes", `{"max_body_bytes":1.5}`, []string{"max_body_bytes"}},
+		{"public_url without scheme -> public_url", `{"public_url":"example.org"}`, []string{"public_url"}},
+		{"not JSON -> config:", `listen: 1`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseFile([]byte(tc.file))
+			checkOneLine(t, err, tc.want...)
+		})
+	}
+}
+
+func TestLoadFileMissing(t *testing.T) {
+	_, err := LoadFile(t.TempDir() + "/absent.json")
+	checkOneLine(t, err, "absent.json")
+}
