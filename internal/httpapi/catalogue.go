@@ -27,10 +27,10 @@ func Catalogue(callbackURL string) []CatalogueFunction {
 }
 
 func writeCatalogue(w http.ResponseWriter, callbackURL string) response {
-	row := response{http.StatusOK, "catalogue", func(core.Outcome) any {
-		return struct {
+	row := response{http.StatusOK, "catalogue", func(b []byte, _ core.Outcome) ([]byte, error) {
+		return appendMarshal(b, struct {
 			Functions []CatalogueFunction `json:"functions"`
-		}{Catalogue(callbackURL)}
+		}{Catalogue(callbackURL)})
 	}}
 	return writeRow(w, row, core.Outcome{})
 }

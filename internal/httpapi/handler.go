@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -106,17 +107,45 @@ func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
 	if r.ContentLength > limit {
 		return nil, core.Outcome{Kind: core.KindTooLarge}, false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	var corrupt base64.CorruptInputError
+	body, err := readAtMost(r.Body, limit+1, r.ContentLength)
 	switch {
-	case errors.As(err, &corrupt):
-		return nil, core.Outcome{Kind: core.KindBadRequest, Err: errors.New("base64 body does not decode")}, false
 	case err != nil:
+		if corrupt := base64.CorruptInputError(0); errors.As(err, &corrupt) {
+			return nil, core.Outcome{Kind: core.KindBadRequest, Err: errors.New("base64 body does not decode")}, false
+		}
 		return nil, core.Outcome{Kind: core.KindBadRequest, Err: err}, false
 	case int64(len(body)) > limit:
 		return nil, core.Outcome{Kind: core.KindTooLarge}, false
 	}
 	return body, core.Outcome{}, true
+}
+
+// readAtMost reads r to its end or to max bytes, whichever comes first,
+// as io.ReadAll(io.LimitReader(r, max)) does, into one buffer of the
+// announced length when there is one (-1: unknown).
+func readAtMost(r io.Reader, max, length int64) ([]byte, error) {
+	size := int64(512)
+	if length >= 0 {
+		size = min(length+1, max) // +1: EOF is read into spare room
+	}
+	b := make([]byte, 0, size)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow
+		}
+		room := b[len(b):cap(b)]
+		if rest := max - int64(len(b)); int64(len(room)) > rest {
+			room = room[:rest]
+		}
+		n, err := r.Read(room)
+		b = b[:len(b)+n]
+		if err == io.EOF || int64(len(b)) >= max {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // wireCall is the body of SPEC section 2. Unknown fields are ignored;
@@ -169,7 +198,7 @@ func ParseCall(body []byte) (core.Call, error) {
 }
 
 func isObject(raw json.RawMessage) bool {
-	s := strings.TrimLeft(string(raw), " \t\r\n")
+	s := bytes.TrimLeft(raw, " \t\r\n")
 	return len(s) > 0 && s[0] == '{'
 }
 
@@ -205,14 +234,15 @@ func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row 
 	if row.status >= 500 {
 		level = slog.LevelError
 	}
-	attrs := []slog.Attr{
+	var buf [9]slog.Attr // on the stack: LogAttrs copies the attributes
+	attrs := append(buf[:0],
 		slog.String("path", r.URL.Path),
 		slog.String("function", o.Function),
 		slog.String("tenant", o.TenantID),
 		slog.String("outcome", row.name),
 		slog.Int("http_status", row.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-	}
+	)
 	if o.Key != "" {
 		attrs = append(attrs, slog.String("operation_key", o.Key))
 	} else {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
@@ -11,26 +12,29 @@ import (
 type response struct {
 	status int
 	name   string // the body's "status" field and the log's outcome
-	body   func(o core.Outcome) any
+	// body appends the JSON body to b. The bodies of the hot paths are
+	// written by hand, byte for byte what encoding/json would write for
+	// them (TestBodiesMatchEncodingJSON), without reflection.
+	body func(b []byte, o core.Outcome) ([]byte, error)
 }
 
 // responses is the one table from domain outcome to HTTP response (SPEC
 // section 6). Bodies of 4xx and 5xx carry no detail: AIVAX shows the model
 // only 2xx bodies.
 var responses = map[core.Kind]response{
-	core.KindCreated: {http.StatusOK, "created", func(o core.Outcome) any {
-		return struct {
-			Status       string `json:"status"`
-			TicketID     string `json:"ticket_id"`
-			Deduplicated bool   `json:"deduplicated"`
-		}{"created", o.TicketID, false}
+	core.KindCreated: {http.StatusOK, "created", func(b []byte, o core.Outcome) ([]byte, error) {
+		b = append(b, `{"status":"created","ticket_id":`...)
+		b = appendString(b, o.TicketID)
+		return append(b, `,"deduplicated":false}`...), nil
 	}},
-	core.KindDuplicate: {http.StatusOK, "deduplicated", func(o core.Outcome) any { return replay(o.Result) }},
-	core.KindFound: {http.StatusOK, "found", func(o core.Outcome) any {
-		return struct {
+	core.KindDuplicate: {http.StatusOK, "deduplicated", func(b []byte, o core.Outcome) ([]byte, error) {
+		return appendReplay(b, o.Result)
+	}},
+	core.KindFound: {http.StatusOK, "found", func(b []byte, o core.Outcome) ([]byte, error) {
+		return appendMarshal(b, struct {
 			Status string           `json:"status"`
 			Ticket *core.TicketView `json:"ticket"`
-		}{"found", o.Ticket}
+		}{"found", o.Ticket})
 	}},
 	core.KindInProgress:       {http.StatusOK, "in_progress", retryable("in_progress")},
 	core.KindBusy:             {http.StatusOK, "busy", retryable("busy")},
@@ -52,44 +56,82 @@ func lookup(k core.Kind) response {
 	return responses[core.KindInternal]
 }
 
-func retryable(status string) func(core.Outcome) any {
-	return func(o core.Outcome) any {
-		return struct {
-			Status    string `json:"status"`
-			Retryable bool   `json:"retryable"`
-			Message   string `json:"message"`
-		}{status, true, o.Message}
+func retryable(status string) func([]byte, core.Outcome) ([]byte, error) {
+	head := `{"status":"` + status + `","retryable":true,"message":`
+	return func(b []byte, o core.Outcome) ([]byte, error) {
+		b = append(b, head...)
+		b = appendString(b, o.Message)
+		return append(b, '}'), nil
 	}
 }
 
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func rejection(o core.Outcome) any {
-	return struct {
-		Status string    `json:"status"`
-		Error  errorBody `json:"error"`
-	}{"rejected", errorBody{o.Code, o.Message}}
+func rejection(b []byte, o core.Outcome) ([]byte, error) {
+	b = append(b, `{"status":"rejected","error":{"code":`...)
+	b = appendString(b, o.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, o.Message)
+	return append(b, "}}"...), nil
 }
 
 // short is the body of an error the model never sees: a fixed word.
-func short(code string) func(core.Outcome) any {
-	body := []byte(`{"error":"` + code + `"}`)
-	return func(core.Outcome) any { return json.RawMessage(body) }
+func short(code string) func([]byte, core.Outcome) ([]byte, error) {
+	body := `{"error":"` + code + `"}`
+	return func(b []byte, _ core.Outcome) ([]byte, error) { return append(b, body...), nil }
 }
 
-// replay is the stored result plus "deduplicated": true.
-func replay(stored []byte) any {
+// appendReplay appends the stored result plus "deduplicated": true, as
+// encoding/json writes a map: members sorted by name.
+func appendReplay(b []byte, stored []byte) ([]byte, error) {
+	// The result the service stores: {"status":"created","ticket_id":"…"}.
+	const head, tail = `{"status":"created","ticket_id":"`, `"}`
+	if s := string(stored); strings.HasPrefix(s, head) && strings.HasSuffix(s, tail) && len(s) > len(head)+len(tail) {
+		if id := s[len(head) : len(s)-len(tail)]; isPlainASCII(id) {
+			b = append(b, `{"deduplicated":true,"status":"created","ticket_id":"`...)
+			b = append(b, id...)
+			return append(b, tail...), nil
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(stored, &m); err != nil {
 		// The service has already read this result; this cannot happen
 		// unless the store changed it under us.
-		return json.RawMessage(`{"error":"internal"}`)
+		return append(b, `{"error":"internal"}`...), nil
 	}
 	m["deduplicated"] = json.RawMessage("true")
-	return m
+	return appendMarshal(b, m)
+}
+
+func appendMarshal(b []byte, v any) ([]byte, error) {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, out...), nil
+}
+
+// appendString appends s as encoding/json writes a string (HTML-safe
+// escaping included): printable ASCII other than '"', '\\', '<', '>' and
+// '&' as is, and anything else through encoding/json itself.
+func appendString(b []byte, s string) []byte {
+	if isPlainASCII(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	out, _ := json.Marshal(s) // a string always marshals
+	return append(b, out...)
+}
+
+// isPlainASCII reports whether encoding/json writes s unchanged between
+// quotes.
+func isPlainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // write sends the response for o and returns the table row it used.
@@ -98,14 +140,17 @@ func write(w http.ResponseWriter, o core.Outcome) response {
 }
 
 func writeRow(w http.ResponseWriter, r response, o core.Outcome) response {
-	b, err := json.Marshal(r.body(o))
+	b, err := r.body(make([]byte, 0, 256), o)
 	if err != nil {
 		r = responses[core.KindInternal]
-		b, _ = json.Marshal(r.body(o))
+		b, _ = r.body(b[:0], o)
 	}
+	// Both header values in one allocation; each slice is full, so an
+	// Add to either copies instead of writing into the other.
+	values := []string{"application/json", "no-store"}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = values[0:1:1]
+	h["Cache-Control"] = values[1:2:2]
 	w.WriteHeader(r.status)
 	_, _ = w.Write(append(b, '\n'))
 	return r

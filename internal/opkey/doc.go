@@ -1,8 +1,10 @@
 // Package opkey turns a tool call into its operation key (SPEC section 4).
 //
 // Canonical arguments are the RFC 8785 (JSON Canonicalization Scheme) text
-// of function.content, produced by github.com/gowebpki/jcs, with the limits
-// the contract adds on top: at most 64 levels below the arguments object,
+// of function.content, produced by the standard library's
+// encoding/json/jsontext and checked against github.com/gowebpki/jcs (which
+// answers every input the fast path refuses, so errors are jcs's), with the
+// limits the contract adds on top: at most 64 levels below the arguments object,
 // no duplicate member names, no number outside the IEEE-754 double range.
 //
 // The key is the lower-case hex SHA-256 of the RFC 8785 text of the string

@@ -3,6 +3,7 @@ package opkey_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
@@ -11,6 +12,8 @@ import (
 // FuzzCanonicalKey: on any bytes Canonical does not panic and either
 // refuses with ErrInvalid or returns valid JSON text of an object that is
 // its own canonical form; Key on it is deterministic under both policies.
+// Canonical answers exactly as the reference built on github.com/gowebpki/jcs
+// alone (same text, same error message).
 // The seed corpus is in testdata/fuzz/FuzzCanonicalKey.
 //
 //	go test -run='^$' -fuzz=FuzzCanonicalKey -fuzztime=20s ./internal/opkey
@@ -18,7 +21,15 @@ func FuzzCanonicalKey(f *testing.F) {
 	f.Add([]byte(`{"title":"Cannot sign in","priority":"high"}`))
 	f.Add([]byte(`{"\ud83d\ude02":[1e21,-0,{"a":null}],"\u20ac":"<>&\u2028"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		in := string(raw)
 		out, err := opkey.Canonical(raw)
+		if string(raw) != in {
+			t.Fatalf("Canonical changed its input %q to %q", in, raw)
+		}
+		ref, refErr := opkey.CanonicalJCS(raw)
+		if out != ref || fmt.Sprint(err) != fmt.Sprint(refErr) {
+			t.Fatalf("Canonical(%q) = %q, %v; the jcs reference says %q, %v", raw, out, err, ref, refErr)
+		}
 		if err != nil {
 			if !errors.Is(err, opkey.ErrInvalid) {
 				t.Fatalf("error %v does not wrap ErrInvalid", err)

@@ -3,8 +3,11 @@ package opkey
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -45,18 +48,79 @@ var ErrInvalid = errors.New("invalid arguments")
 // Canonical returns the RFC 8785 text of a JSON object. It refuses
 // anything that is not an object, nesting deeper than MaxDepth, duplicate
 // member names, numbers outside the double range and invalid Unicode.
+//
+// The text is produced by the standard library's RFC 8785 implementation
+// (encoding/json/jsontext, Value.Canonicalize), which is several times
+// cheaper than github.com/gowebpki/jcs. Whenever it refuses an input, or
+// the input holds a number it would clamp to the largest double instead of
+// refusing, the answer comes from jcs instead (canonicalJCS), so that the
+// accepted texts, the output and the error messages are exactly those of
+// the jcs-based implementation; FuzzCanonicalKey checks the two agree.
 func Canonical(raw []byte) (string, error) {
-	if err := checkDepth(raw); err != nil {
+	mayOverflow, err := checkDepth(raw)
+	if err != nil {
 		return "", err
 	}
+	// Canonicalize rewrites its receiver: work on a copy, never the
+	// caller's bytes.
+	v := jsontext.Value(append(make([]byte, 0, len(raw)+8), raw...))
+	if err := v.Canonicalize(); err != nil || (mayOverflow && !numbersInRange(raw)) {
+		return canonicalJCS(raw)
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return "", errNotObject
+	}
+	return string(v), nil
+}
+
+var errNotObject = fmt.Errorf("%w: the arguments must be a JSON object", ErrInvalid)
+
+// canonicalJCS is Canonical on github.com/gowebpki/jcs alone, without the
+// depth check: the reference Canonical must agree with, and the answer for
+// every input the fast path refuses.
+func canonicalJCS(raw []byte) (string, error) {
 	out, err := jcs.Transform(raw)
 	if err != nil {
 		return "", classify(err)
 	}
 	if len(out) == 0 || out[0] != '{' {
-		return "", fmt.Errorf("%w: the arguments must be a JSON object", ErrInvalid)
+		return "", errNotObject
 	}
 	return string(out), nil
+}
+
+// numbersInRange reports whether every number of a syntactically valid
+// JSON text is within the double range. jsontext writes an out-of-range
+// number as the largest double; RFC 8785 (and jcs) refuse it.
+func numbersInRange(raw []byte) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString = true
+		case c == '-' || c >= '0' && c <= '9':
+			j := i
+			for j+1 < len(raw) && !isDelim(raw[j+1]) {
+				j++
+			}
+			f, err := strconv.ParseFloat(string(raw[i:j+1]), 64)
+			if err != nil || math.IsInf(f, 0) {
+				return false
+			}
+			i = j
+		}
+	}
+	return true
 }
 
 // classify turns a jcs error into a message for the model that does not
@@ -75,8 +139,11 @@ func classify(err error) error {
 // checkDepth refuses a value more than MaxDepth levels below the top
 // object. A value's level is the number of containers open around it; a
 // member name sits at the level of its value, so counting names as values
-// changes nothing. Syntax is left to the parser: this only counts.
-func checkDepth(raw []byte) error {
+// changes nothing. Syntax is left to the parser: this only counts. It also
+// reports whether a number token might lie outside the double range (it
+// has an exponent or more than 300 characters), which the caller then
+// checks.
+func checkDepth(raw []byte) (mayOverflow bool, err error) {
 	open := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
@@ -98,7 +165,7 @@ func checkDepth(raw []byte) error {
 			continue
 		}
 		if open > MaxDepth {
-			return fmt.Errorf("%w: values may be nested at most %d levels deep", ErrInvalid, MaxDepth)
+			return false, errTooDeep
 		}
 		switch c {
 		case '{', '[':
@@ -107,13 +174,22 @@ func checkDepth(raw []byte) error {
 			inString = true
 		default:
 			// A number or literal: skip to its end so one token counts once.
+			start := i
 			for i+1 < len(raw) && !isDelim(raw[i+1]) {
 				i++
+				if raw[i] == 'e' || raw[i] == 'E' {
+					mayOverflow = mayOverflow || c == '-' || c >= '0' && c <= '9'
+				}
+			}
+			if i-start >= 300 {
+				mayOverflow = true
 			}
 		}
 	}
-	return nil
+	return mayOverflow, nil
 }
+
+var errTooDeep = fmt.Errorf("%w: values may be nested at most %d levels deep", ErrInvalid, MaxDepth)
 
 func isDelim(c byte) bool {
 	switch c {
@@ -128,7 +204,18 @@ func isDelim(c byte) bool {
 // is what the stored item carries either way).
 func Key(policy Policy, tenantID, requestID, function, canonical string) (key, fingerprint string) {
 	fingerprint = hashHex([]byte(canonical))
-	buf := make([]byte, 0, 16+len(tenantID)+len(requestID)+len(function)+len(canonical)*5/4)
+	// Each string may grow when escaped (a control character becomes six
+	// bytes); the common case fits the stack buffer and the hash needs no
+	// allocation at all.
+	size := 16 + len(tenantID) + len(requestID) + len(function)
+	if policy != PolicyRequest {
+		size += len(canonical) + len(canonical)/4
+	}
+	var stack [1024]byte
+	buf := stack[:0]
+	if size > len(stack) {
+		buf = make([]byte, 0, size)
+	}
 	buf = append(buf, '[')
 	buf = AppendString(buf, tenantID)
 	buf = append(buf, ',')
@@ -145,7 +232,9 @@ func Key(policy Policy, tenantID, requestID, function, canonical string) (key, f
 
 func hashHex(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 const hexDigits = "0123456789abcdef"

@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -581,4 +582,86 @@ func clip(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// TestCanonicalMatchesJCS: on thousands of generated objects, valid and
+// slightly broken (names that sort differently in UTF-16 and UTF-8, every
+// escape, numbers of every form and range, nesting, white space), Canonical
+// answers exactly as the reference built on github.com/gowebpki/jcs alone.
+func TestCanonicalMatchesJCS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8785, 1))
+	names := []string{"a", "b", "A", "", "title", "\u00e9", "\u20ac", "\ue000", "\U0001f600", "\ufb33", "\u0080",
+		"aa", "a\u0000", "\u2028", "ab", "b\U0001d11e", "\\u0061", "\\ud83d\\ude02", "\\u20AC", "\\\"", "\\/"}
+	strs := []string{"", "x", "Cannot sign in", "<>&", "\u2028\u2029", "\\n\\t\\b\\f\\r", "\\u0001\\u001f\\u007f",
+		"\\ud83d\\ude02", "😂", "\u00e9\u0301", "\\/", "\\\\", "\\\"", "\ufeff", "\x7f", "\\u00e9", "\\uD800\\uDC00",
+		"\\ud800", "\xff", "\\u0000"}
+	nums := []string{"0", "-0", "1", "-1", "1.0", "4.50", "1e21", "1E21", "1e20", "1e-7", "1e-6", "0.000001",
+		"123456789012345678901234567890", "9007199254740993", "1e400", "-1e400", "1e-400", "5e-324",
+		"1.7976931348623157e308", "1.7976931348623159e308", "2e308", "0.1", "1e+2", "1E-2", "-0.0e0", "00", "1.", ".5",
+		"+1", "1e", "0x10", strings.Repeat("9", 320), "1" + strings.Repeat("0", 308), "333333333.33333329"}
+	ws := []string{"", "", "", " ", "\n", "\t", " \r\n "}
+	var value func(depth int) string
+	object := func(depth int) string {
+		var b strings.Builder
+		b.WriteString("{" + ws[rng.IntN(len(ws))])
+		n := rng.IntN(5)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`"` + names[rng.IntN(len(names))] + `"` + ws[rng.IntN(len(ws))] + ":" + value(depth+1))
+		}
+		b.WriteString(ws[rng.IntN(len(ws))] + "}")
+		return b.String()
+	}
+	value = func(depth int) string {
+		w := ws[rng.IntN(len(ws))]
+		k := rng.IntN(10)
+		if depth > 4 && k >= 7 {
+			k = 0
+		}
+		switch k {
+		case 0, 1:
+			return w + `"` + strs[rng.IntN(len(strs))] + strs[rng.IntN(len(strs))] + `"`
+		case 2, 3:
+			return w + nums[rng.IntN(len(nums))]
+		case 4:
+			return w + []string{"true", "false", "null"}[rng.IntN(3)]
+		case 5, 6:
+			return w + `"` + names[rng.IntN(len(names))] + `"`
+		case 7:
+			var b strings.Builder
+			b.WriteString("[")
+			for i, n := 0, rng.IntN(4); i < n; i++ {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				b.WriteString(value(depth + 1))
+			}
+			return w + b.String() + "]"
+		default:
+			return w + object(depth)
+		}
+	}
+	accepted := 0
+	for i := 0; i < 20000; i++ {
+		raw := object(0)
+		if i%10 == 9 { // a one-byte mutation
+			b := []byte(raw)
+			const mutations = "{}[],:\"\\ex0-"
+			b[rng.IntN(len(b))] = mutations[rng.IntN(len(mutations))]
+			raw = string(b)
+		}
+		got, err := opkey.Canonical([]byte(raw))
+		want, wantErr := opkey.CanonicalJCS([]byte(raw))
+		if got != want || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+			t.Fatalf("Canonical(%q) = %q, %v; jcs reference %q, %v", raw, got, err, want, wantErr)
+		}
+		if err == nil {
+			accepted++
+		}
+	}
+	if accepted < 5000 {
+		t.Fatalf("only %d of 20000 generated objects were valid; the generator is off", accepted)
+	}
 }

@@ -81,6 +81,10 @@ type Store struct {
 	// SQLite's busy handler polls rather than queues; sixteen pollers in
 	// one process can starve each other past the busy timeout, one cannot.
 	writeMu sync.Mutex
+	// The statements of Create, prepared once: database/sql keeps each
+	// prepared on every connection that has run it, so a callback does not
+	// parse its SQL again.
+	selectClaim, claim, deleteOp, insertOp, insertTicket *sql.Stmt
 }
 
 // Open opens (creating if needed) the database file at path, applies the
@@ -109,11 +113,38 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	for _, st := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{
+		// The key's next generation and its operation, if any, in one read.
+		{&s.selectClaim, `SELECT (SELECT COALESCE(MAX(generation), 0) + 1 FROM claims WHERE operation_key = ?1),
+		  o.key, o.state, o.tenant_id, o.user_id, o.function, o.fingerprint, o.result, o.created_at, o.expires_at
+		  FROM (SELECT 1) LEFT JOIN operations AS o ON o.key = ?1`},
+		{&s.claim, `INSERT INTO claims (operation_key, generation, claimed_at) VALUES (?, ?, ?)`},
+		{&s.deleteOp, `DELETE FROM operations WHERE key = ?`},
+		{&s.insertOp, `INSERT INTO operations (key, generation, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at)
+		  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.insertTicket, `INSERT INTO tickets (ticket_id, operation_key, generation, tenant_id, user_id, arguments, created_at)
+		  VALUES (?, ?, ?, ?, ?, ?, ?)`},
+	} {
+		if *st.stmt, err = db.PrepareContext(ctx, st.query); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("sqlite: prepare: %w", mapError(err))
+		}
+	}
 	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	for _, st := range []*sql.Stmt{s.selectClaim, s.claim, s.deleteOp, s.insertOp, s.insertTicket} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	return s.db.Close()
+}
 
 // DB exposes the database for tests and tools.
 func (s *Store) DB() *sql.DB { return s.db }
@@ -133,37 +164,28 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 			_ = tx.Rollback()
 		}
 	}()
-	old, err := scanOperation(tx.QueryRowContext(ctx, selectOperation+` WHERE key = ?`, op.Key))
+	gen, old, found, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, op.Key))
 	switch {
-	case err == nil && old.Live(now):
+	case err != nil:
+		return nil, mapError(err)
+	case found && old.Live(now):
 		return &old, nil
-	case err != nil && !errors.Is(err, sql.ErrNoRows):
-		return nil, mapError(err)
-	}
-	var gen int64
-	if err := tx.QueryRowContext(ctx,
-		`SELECT COALESCE(MAX(generation), 0) + 1 FROM claims WHERE operation_key = ?`, op.Key).Scan(&gen); err != nil {
-		return nil, mapError(err)
-	}
-	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
-	stmts := []struct {
-		q    string
-		args []any
-	}{
-		{`DELETE FROM operations WHERE key = ?`, []any{op.Key}},
-		{`INSERT INTO claims (operation_key, generation, claimed_at) VALUES (?, ?, ?)`, []any{op.Key, gen, created}},
-		{`INSERT INTO operations (key, generation, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at)
-		  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{op.Key, gen, string(op.State), op.TenantID, op.UserID, op.Function, op.Fingerprint,
-				string(op.Result), created, op.ExpiresAt.Unix()}},
-		{`INSERT INTO tickets (ticket_id, operation_key, generation, tenant_id, user_id, arguments, created_at)
-		  VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			[]any{t.ID, t.OperationKey, gen, t.TenantID, t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)}},
-	}
-	for _, st := range stmts {
-		if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
+	case found: // present but expired: replaced below, its ticket stays
+		if _, err := tx.StmtContext(ctx, s.deleteOp).ExecContext(ctx, op.Key); err != nil {
 			return nil, mapError(err)
 		}
+	}
+	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
+	if _, err := tx.StmtContext(ctx, s.claim).ExecContext(ctx, op.Key, gen, created); err != nil {
+		return nil, mapError(err)
+	}
+	if _, err := tx.StmtContext(ctx, s.insertOp).ExecContext(ctx, op.Key, gen, string(op.State), op.TenantID,
+		op.UserID, op.Function, op.Fingerprint, string(op.Result), created, op.ExpiresAt.Unix()); err != nil {
+		return nil, mapError(err)
+	}
+	if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, t.OperationKey, gen, t.TenantID,
+		t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
+		return nil, mapError(err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, mapError(err)
@@ -238,24 +260,24 @@ func (s *Store) CountTickets(ctx context.Context) (int, error) {
 	return n, mapError(err)
 }
 
-const selectOperation = `SELECT key, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at FROM operations`
-
-func scanOperation(row *sql.Row) (core.Operation, error) {
-	var op core.Operation
-	var state, created string
-	var result sql.NullString
-	var expires int64
-	if err := row.Scan(&op.Key, &state, &op.TenantID, &op.UserID, &op.Function, &op.Fingerprint, &result, &created, &expires); err != nil {
-		return core.Operation{}, err
+// scanClaim reads the row of the selectClaim statement: the key's next
+// generation and, when found, its operation.
+func scanClaim(row *sql.Row) (gen int64, op core.Operation, found bool, err error) {
+	var key, state, tenant, user, function, fingerprint, result, created sql.NullString
+	var expires sql.NullInt64
+	if err := row.Scan(&gen, &key, &state, &tenant, &user, &function, &fingerprint, &result, &created, &expires); err != nil {
+		return 0, core.Operation{}, false, err
 	}
-	op.State = core.State(state)
+	if !key.Valid {
+		return gen, core.Operation{}, false, nil
+	}
+	op = core.Operation{Key: key.String, State: core.State(state.String), TenantID: tenant.String, UserID: user.String,
+		Function: function.String, Fingerprint: fingerprint.String, ExpiresAt: time.Unix(expires.Int64, 0)}
 	if result.Valid {
 		op.Result = []byte(result.String)
 	}
-	op.ExpiresAt = time.Unix(expires, 0)
-	var err error
-	op.CreatedAt, err = time.Parse(time.RFC3339Nano, created)
-	return op, err
+	op.CreatedAt, err = time.Parse(time.RFC3339Nano, created.String)
+	return gen, op, true, err
 }
 
 // mapError is the one place SQLite errors become domain errors: a lock not

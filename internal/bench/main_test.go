@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/google/uuid"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// The caller of every callback here.
+var benchUser = core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}
+
+// arguments are the create_ticket arguments of every callback: a typical
+// title, description and priority.
+const arguments = `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+
+// callBody is a create_ticket callback as AIVAX sends it.
+func callBody(requestID string) string {
+	return `{"type":"tool_call","function":{"name":"create_ticket","content":` + arguments + `},` +
+		`"context":{"externalUserId":"` + benchUser.ExternalID + `","metadata":{"request_id":"` + requestID + `"},` +
+		`"callSource":"ChatCompletionsApi","conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}}`
+}
+
+// newHandler is the product's handler on store and users, with
+// authentication off (BCrypt is measured on its own, in internal/nonce)
+// and the log line going to io.Discard.
+func newHandler(store core.Store, users core.Users) *httpapi.Handler {
+	return &httpapi.Handler{
+		Service: &core.Service{Store: store, Users: users, Policy: opkey.PolicyArguments,
+			Retention: 24 * time.Hour, NewID: uuid.NewString},
+		Auth:   nonce.Off{},
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+}
+
+// serve sends one callback and returns the body's status field ("created",
+// "deduplicated" is reported as "created" with deduplicated true, so the
+// answer is returned whole).
+func serve(h http.Handler, requestID string) (int, string) {
+	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(callBody(requestID)))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+// outcome names an answer: created, deduplicated, or what went wrong.
+func outcome(code int, body string) string {
+	switch {
+	case code != http.StatusOK:
+		return "http " + strconv.Itoa(code)
+	case strings.Contains(body, `"deduplicated":true`):
+		return "deduplicated"
+	case strings.Contains(body, `"status":"created"`):
+		return "created"
+	}
+	status, _, _ := strings.Cut(strings.TrimPrefix(body, `{"status":"`), `"`)
+	return status
+}
+
+var runSeq atomic.Int64
+
+// requestIDs returns a generator of request ids unique to this process
+// and run, so repeated runs on one table or file never collide.
+func requestIDs(prefix string) func() string {
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(runSeq.Add(1), 10)
+	var n atomic.Int64
+	return func() string { return prefix + "-" + run + "-" + strconv.FormatInt(n.Add(1), 10) }
+}
+
+// countingClient is a DynamoDB client on endpoint that counts every HTTP
+// attempt (after the SDK's own retries), as the store's
+// TestRoundTripsPerCallback does.
+func countingClient(endpoint string) (*dynamodb.Client, *atomic.Int64) {
+	var n atomic.Int64
+	client := dynamodb.New(dynamodb.Options{
+		Region:       testenv.Region,
+		BaseEndpoint: aws.String(endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "bench", SecretAccessKey: "bench", Source: "bench"}, nil
+		}),
+		// See testenv.DynamoClient: DynamoDB Local sends no CRC32 on errors.
+		DisableValidateResponseChecksum: true,
+		APIOptions: []func(*middleware.Stack) error{func(st *middleware.Stack) error {
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		}},
+	})
+	return client, &n
+}
+
+// usersOf is a fixed user table, as the local server builds from its
+// configuration file.
+func usersOf(u core.User) memstore.Users { return memstore.Users{u.ExternalID: u} }

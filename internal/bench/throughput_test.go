@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+// Environment of TestThroughput.
+const (
+	envThroughputOut = "BENCH_THROUGHPUT_OUT" // the Markdown table is written here; unset: skip
+	envCellDuration  = "BENCH_CELL_DURATION"  // how long each cell runs (Go duration, default 2s)
+)
+
+// cell is one measured combination.
+type cell struct {
+	store, mode string
+	clients     int
+	ops         int
+	elapsed     time.Duration
+	p50, p99    time.Duration
+	other       map[string]int // answers other than the expected one
+}
+
+// TestThroughput drives the full callback path (handler with nonce.Off →
+// service → store) from 1, 4, 16 and 64 concurrent clients, for new
+// operations (a fresh request_id per call) and repeated ones (each client
+// repeats its own completed operation), on DynamoDB Local and on SQLite,
+// for a bounded time per cell. Clients and store share this machine.
+func TestThroughput(t *testing.T) {
+	out := os.Getenv(envThroughputOut)
+	if out == "" {
+		t.Skip(envThroughputOut + " not set: the throughput table is made by scripts/bench.sh")
+	}
+	d := 2 * time.Second
+	if v := os.Getenv(envCellDuration); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("%s: %v", envCellDuration, err)
+		}
+	}
+	ctx := context.Background()
+
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	ddb := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{})
+	if err := ddb.PutUser(ctx, benchUser); err != nil {
+		t.Fatal(err)
+	}
+	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "throughput.sqlite"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+
+	stores := []struct {
+		name string
+		h    http.Handler
+	}{
+		{"DynamoDB Local", newHandler(ddb, usercache.New(ddb, time.Hour, 16))},
+		{"SQLite (file, WAL, synchronous=FULL)", newHandler(lite, usersOf(benchUser))},
+	}
+	var cells []cell
+	for _, st := range stores {
+		ids := requestIDs("load")
+		run(t, st.h, ids, 16, time.Second, false) // warm-up: connections, JIT, page cache
+		for _, mode := range []string{"new", "repeat"} {
+			for _, clients := range []int{1, 4, 16, 64} {
+				c := run(t, st.h, ids, clients, d, mode == "repeat")
+				c.store, c.mode = st.name, mode
+				cells = append(cells, c)
+				t.Logf("%s %s %d clients: %.0f ops/s, p50 %v, p99 %v, other %v", c.store, c.mode, c.clients,
+					float64(c.ops)/c.elapsed.Seconds(), c.p50, c.p99, c.other)
+			}
+		}
+	}
+	if err := os.WriteFile(out, []byte(markdownTable(cells, d)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run sends callbacks from clients goroutines for d and measures each.
+// With repeat, each client first creates one operation, then repeats it.
+func run(t *testing.T, h http.Handler, ids func() string, clients int, d time.Duration, repeat bool) cell {
+	t.Helper()
+	want := "created"
+	rids := make([]string, clients)
+	for i := range rids {
+		rids[i] = ids()
+		if repeat {
+			if code, body := serve(h, rids[i]); outcome(code, body) != "created" {
+				t.Fatalf("setting up a repeat: %d %s", code, body)
+			}
+			want = "deduplicated"
+		}
+	}
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		other     = map[string]int{}
+		wg        sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, 4096)
+			bad := map[string]int{}
+			for time.Now().Before(deadline) {
+				rid := rids[i]
+				if !repeat {
+					rid = ids()
+				}
+				t0 := time.Now()
+				code, body := serve(h, rid)
+				mine = append(mine, time.Since(t0))
+				if o := outcome(code, body); o != want {
+					bad[o]++
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			latencies = append(latencies, mine...)
+			for k, v := range bad {
+				other[k] += v
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	slices.Sort(latencies)
+	return cell{clients: clients, ops: len(latencies), elapsed: elapsed,
+		p50: percentile(latencies, 0.50), p99: percentile(latencies, 0.99), other: other}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+func markdownTable(cells []cell, d time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| store | operations | clients | callbacks/s | p50 | p99 | callbacks in %v | other answers |\n", d)
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
+	for _, c := range cells {
+		other := "none"
+		if len(c.other) > 0 {
+			var parts []string
+			for k, v := range c.other {
+				parts = append(parts, fmt.Sprintf("%s: %d", k, v))
+			}
+			sort.Strings(parts)
+			other = strings.Join(parts, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %s | %s | %d | %s |\n", c.store, c.mode, c.clients,
+			float64(c.ops)/c.elapsed.Seconds(), ms(c.p50), ms(c.p99), c.ops, other)
+	}
+	return b.String()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
