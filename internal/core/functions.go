@@ -1,8 +1,11 @@
 package core
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/json/jsontext"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -78,97 +81,66 @@ func LookupFunction(name string) (*Function, bool) {
 // Args are a call's validated arguments; absent optional fields are absent.
 type Args map[string]string
 
-// Validate checks the arguments object against the function's fields. The
-// error message is written for the model: what is wrong and what to send.
-// It never echoes the value.
+// Validate checks the arguments object against the function's fields, in
+// one pass of the standard library's JSON tokenizer. The error message is
+// written for the model: what is wrong and what to send. It never echoes a
+// value. Duplicate member names are left to opkey.Canonical, which refuses
+// them for every function.
 func (f *Function) Validate(content []byte) (Args, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(content, &members); err != nil || members == nil {
-		return nil, fmt.Errorf("the arguments of %s must be a JSON object", f.Name)
+	notObject := fmt.Errorf("the arguments of %s must be a JSON object", f.Name)
+	dec := jsontext.NewDecoder(bytes.NewReader(content), jsontext.AllowDuplicateNames(true))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil, notObject
 	}
-	for name := range members {
-		if f.field(name) == nil {
-			return nil, fmt.Errorf("%s takes no argument named %q; send only %s", f.Name, clip(name), f.fieldList())
+	const (
+		absent = iota // or null
+		str
+		other
+	)
+	kinds := make([]uint8, len(f.Fields))
+	values := make([]string, len(f.Fields))
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadToken()
+		if err != nil || name.Kind() != '"' {
+			return nil, notObject
 		}
-	}
-	args := make(Args, len(f.Fields))
-	for i := range f.Fields {
-		fd := &f.Fields[i]
-		raw, ok := members[fd.Name]
-		if !ok || string(raw) == "null" {
-			if fd.Required {
-				return nil, fmt.Errorf("%s needs %s: %s", f.Name, fd.Name, fd.Description)
+		i := f.fieldIndex(name.String())
+		if i < 0 {
+			return nil, fmt.Errorf("%s takes no argument named %q; send only %s", f.Name, clip(name.String()), f.fieldList())
+		}
+		switch dec.PeekKind() {
+		case 'n', '"':
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return nil, notObject
 			}
-			continue
-		}
-		var v string
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, fmt.Errorf("%s must be a string", fd.Name)
-		}
-		if err := fd.check(v); err != nil {
-			return nil, err
-		}
-		args[fd.Name] = v
-	}
-	return args, nil
-}
-
-// ValidateCanonical is Validate for arguments that opkey.Canonical has
-// accepted, given as its RFC 8785 text: it answers exactly what Validate
-// answers for the original bytes (the text has the same members and
-// values, no duplicate names and only valid UTF-8), from one pass over the
-// compact text instead of a second JSON decode. When several members are
-// unknown it names the first in canonical order, where Validate names any
-// one of them.
-func (f *Function) ValidateCanonical(canonical string) (Args, error) {
-	const maxFields = 8
-	if len(f.Fields) > maxFields {
-		return f.Validate([]byte(canonical))
-	}
-	// What each field of f holds: 0 absent or null, 1 a string (in
-	// values), 2 anything else.
-	var kinds [maxFields]uint8
-	var values [maxFields]string
-	p := canonicalObject{s: canonical, i: 1}
-	if len(canonical) < 2 || canonical[0] != '{' {
-		return f.Validate([]byte(canonical))
-	}
-	for !p.done() {
-		name, ok := p.str()
-		if !ok || !p.colon() {
-			return f.Validate([]byte(canonical))
-		}
-		idx := f.fieldIndex(name)
-		if idx < 0 {
-			return nil, fmt.Errorf("%s takes no argument named %q; send only %s", f.Name, clip(name), f.fieldList())
-		}
-		switch p.peek() {
-		case '"':
-			if values[idx], ok = p.str(); !ok {
-				return f.Validate([]byte(canonical))
+			kinds[i], values[i] = absent, ""
+			if tok.Kind() == '"' {
+				kinds[i], values[i] = str, tok.String()
 			}
-			kinds[idx] = 1
-		case 'n':
-			p.skip()
-			kinds[idx] = 0
 		default:
-			p.skip()
-			kinds[idx] = 2
+			if err := dec.SkipValue(); err != nil {
+				return nil, notObject
+			}
+			kinds[i] = other
 		}
-		if !p.comma() {
-			return f.Validate([]byte(canonical))
-		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // the closing brace
+		return nil, notObject
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) { // nothing after the object
+		return nil, notObject
 	}
 	args := make(Args, len(f.Fields))
 	for i := range f.Fields {
 		fd := &f.Fields[i]
 		switch kinds[i] {
-		case 0:
+		case absent:
 			if fd.Required {
 				return nil, fmt.Errorf("%s needs %s: %s", f.Name, fd.Name, fd.Description)
 			}
 			continue
-		case 2:
+		case other:
 			return nil, fmt.Errorf("%s must be a string", fd.Name)
 		}
 		if err := fd.check(values[i]); err != nil {
@@ -177,158 +149,6 @@ func (f *Function) ValidateCanonical(canonical string) (Args, error) {
 		args[fd.Name] = values[i]
 	}
 	return args, nil
-}
-
-// canonicalObject walks the members of an RFC 8785 object text: compact,
-// valid JSON whose strings escape only '"', '\\' and control characters.
-// Anything unexpected reports !ok, and the caller falls back to Validate.
-type canonicalObject struct {
-	s string
-	i int
-}
-
-func (p *canonicalObject) done() bool { return p.i >= len(p.s) || p.s[p.i] == '}' }
-
-func (p *canonicalObject) peek() byte {
-	if p.i < len(p.s) {
-		return p.s[p.i]
-	}
-	return 0
-}
-
-func (p *canonicalObject) colon() bool {
-	if p.peek() != ':' {
-		return false
-	}
-	p.i++
-	return true
-}
-
-// comma consumes the ',' between members, or accepts the closing '}'.
-func (p *canonicalObject) comma() bool {
-	switch p.peek() {
-	case ',':
-		p.i++
-		return p.peek() == '"'
-	case '}':
-		return true
-	}
-	return false
-}
-
-// str reads a string at p.i and returns its value; without escapes it is a
-// substring of the text, so it costs no allocation.
-func (p *canonicalObject) str() (string, bool) {
-	if p.peek() != '"' {
-		return "", false
-	}
-	start := p.i + 1
-	escaped := false
-	for j := start; j < len(p.s); j++ {
-		switch p.s[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			p.i = j + 1
-			if !escaped {
-				return p.s[start:j], true
-			}
-			return unescape(p.s[start:j])
-		}
-	}
-	return "", false
-}
-
-// unescape decodes the escapes RFC 8785 writes: \" \\ \b \f \n \r \t and
-// \u00XX.
-func unescape(s string) (string, bool) {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			b = append(b, c)
-			continue
-		}
-		if i+1 >= len(s) {
-			return "", false
-		}
-		i++
-		switch s[i] {
-		case '"', '\\', '/':
-			b = append(b, s[i])
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			if i+4 >= len(s) || s[i+1] != '0' || s[i+2] != '0' {
-				return "", false
-			}
-			hi, lo := unhex(s[i+3]), unhex(s[i+4])
-			if hi > 1 || lo > 15 {
-				return "", false
-			}
-			b = append(b, hi<<4|lo)
-			i += 4
-		default:
-			return "", false
-		}
-	}
-	return string(b), true
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0'
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10
-	case c >= 'A' && c <= 'F':
-		return c - 'A' + 10
-	}
-	return 255
-}
-
-// skip moves past the value at p.i: a literal, a number, a string, an
-// array or an object (strings inside are skipped whole).
-func (p *canonicalObject) skip() {
-	depth := 0
-	for p.i < len(p.s) {
-		switch c := p.s[p.i]; c {
-		case '"':
-			if _, ok := p.str(); !ok {
-				p.i = len(p.s)
-				return
-			}
-			if depth == 0 {
-				return
-			}
-			continue
-		case '[', '{':
-			depth++
-		case ']', '}':
-			if depth == 0 {
-				return
-			}
-			depth--
-			if depth == 0 {
-				p.i++
-				return
-			}
-		case ',':
-			if depth == 0 {
-				return
-			}
-		}
-		p.i++
-	}
 }
 
 func (fd *Field) check(v string) error {
@@ -356,13 +176,6 @@ func (fd *Field) check(v string) error {
 			}
 		}
 		return fmt.Errorf("%s must be one of %s", fd.Name, strings.Join(fd.Enum, ", "))
-	}
-	return nil
-}
-
-func (f *Function) field(name string) *Field {
-	if i := f.fieldIndex(name); i >= 0 {
-		return &f.Fields[i]
 	}
 	return nil
 }

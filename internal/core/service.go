@@ -76,16 +76,12 @@ func (s *Service) handle(ctx context.Context, c Call) Outcome {
 			return out
 		}
 	}
-	// Step 7, and the limits of SPEC section 4, which hold for every
-	// function, not only the ones that derive a key. The arguments are
-	// decoded once: canonicalized, then validated from the canonical text.
-	// When both checks fail, the function's own rules answer first.
-	canonical, err := opkey.Canonical(c.Content)
-	var args Args
+	// Step 7, then the limits of SPEC section 4, which hold for every
+	// function, not only the ones that derive a key.
+	args, err := fn.Validate(c.Content)
+	var canonical string
 	if err == nil {
-		args, err = fn.ValidateCanonical(canonical)
-	} else if _, verr := fn.Validate(c.Content); verr != nil {
-		err = verr
+		canonical, err = opkey.Canonical(c.Content)
 	}
 	if err != nil {
 		out := Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
@@ -141,7 +137,7 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, requestID
 	key, fingerprint := opkey.Key(s.Policy, user.TenantID, requestID, fn.Name, canonical)
 	now := s.now()
 	ticketID := s.NewID()
-	result, err := marshalCreated(ticketID)
+	result, err := json.Marshal(createdResult{Status: "created", TicketID: ticketID})
 	if err != nil {
 		return Outcome{Kind: KindInternal, Key: key, Err: err}
 	}
@@ -183,54 +179,11 @@ func (s *Service) repeat(fn *Function, user User, key, fingerprint string, exist
 		out.Key = key
 		return out
 	}
-	ticketID, err := unmarshalCreated(existing.Result)
-	if err != nil || ticketID == "" {
+	var r createdResult
+	if err := json.Unmarshal(existing.Result, &r); err != nil || r.TicketID == "" {
 		return Outcome{Kind: KindInternal, Key: key, Err: fmt.Errorf("stored result of %s unreadable: %v", key, err)}
 	}
-	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: ticketID, Key: key}
-}
-
-// The stored result as encoding/json writes createdResult for a ticket id
-// that needs no escaping (a UUID): the text between these two.
-const createdHead, createdTail = `{"status":"created","ticket_id":"`, `"}`
-
-// marshalCreated is json.Marshal of the created result, without reflection
-// for the ticket ids the service makes.
-func marshalCreated(ticketID string) ([]byte, error) {
-	if !plainASCII(ticketID) {
-		return json.Marshal(createdResult{Status: "created", TicketID: ticketID})
-	}
-	b := make([]byte, 0, len(createdHead)+len(ticketID)+len(createdTail))
-	b = append(b, createdHead...)
-	b = append(b, ticketID...)
-	return append(b, createdTail...), nil
-}
-
-// unmarshalCreated reads the ticket id of a stored result, as
-// json.Unmarshal into createdResult would, without reflection when the
-// result is in the shape marshalCreated writes.
-func unmarshalCreated(stored []byte) (string, error) {
-	if s := string(stored); len(s) >= len(createdHead)+len(createdTail) &&
-		strings.HasPrefix(s, createdHead) && strings.HasSuffix(s, createdTail) {
-		if id := s[len(createdHead) : len(s)-len(createdTail)]; plainASCII(id) {
-			return id, nil
-		}
-	}
-	var r createdResult
-	err := json.Unmarshal(stored, &r)
-	return r.TicketID, err
-}
-
-// plainASCII reports whether encoding/json writes s between quotes
-// unchanged: printable ASCII other than '"', '\\', '<', '>' and '&'.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
+	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: r.TicketID, Key: key}
 }
 
 func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {

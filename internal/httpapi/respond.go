@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
@@ -79,18 +78,8 @@ func short(code string) func([]byte, core.Outcome) ([]byte, error) {
 	return func(b []byte, _ core.Outcome) ([]byte, error) { return append(b, body...), nil }
 }
 
-// appendReplay appends the stored result plus "deduplicated": true, as
-// encoding/json writes a map: members sorted by name.
+// appendReplay appends the stored result plus "deduplicated": true.
 func appendReplay(b []byte, stored []byte) ([]byte, error) {
-	// The result the service stores: {"status":"created","ticket_id":"…"}.
-	const head, tail = `{"status":"created","ticket_id":"`, `"}`
-	if s := string(stored); strings.HasPrefix(s, head) && strings.HasSuffix(s, tail) && len(s) > len(head)+len(tail) {
-		if id := s[len(head) : len(s)-len(tail)]; isPlainASCII(id) {
-			b = append(b, `{"deduplicated":true,"status":"created","ticket_id":"`...)
-			b = append(b, id...)
-			return append(b, tail...), nil
-		}
-	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(stored, &m); err != nil {
 		// The service has already read this result; this cannot happen

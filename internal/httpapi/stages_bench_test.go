@@ -44,7 +44,7 @@ func BenchmarkStages(b *testing.B) {
 	}{
 		{"parse", func() { _, _ = ParseCall(body) }},
 		{"canonicalize", func() { _, _ = opkey.Canonical(call.Content) }},
-		{"validate", func() { _, _ = fn.ValidateCanonical(canonical) }},
+		{"validate", func() { _, _ = fn.Validate([]byte(canonical)) }},
 		{"key", func() { opkey.Key(opkey.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical) }},
 		{"respond", func() { write(discardWriter{}, created) }},
 		{"log", func() { h.log(context.Background(), r, created, lookup(created.Kind), time.Millisecond) }},

@@ -2,10 +2,10 @@
 //
 // Canonical arguments are the RFC 8785 (JSON Canonicalization Scheme) text
 // of function.content, produced by the standard library's
-// encoding/json/jsontext and checked against github.com/gowebpki/jcs (which
-// answers every input the fast path refuses, so errors are jcs's), with the
-// limits the contract adds on top: at most 64 levels below the arguments object,
-// no duplicate member names, no number outside the IEEE-754 double range.
+// encoding/json/jsontext, with the limits the contract adds on top: at most
+// 64 levels below the arguments object, no duplicate member names, no
+// number outside the IEEE-754 double range. The tests check it against the
+// RFC's vectors and, by fuzzing, against github.com/gowebpki/jcs.
 //
 // The key is the lower-case hex SHA-256 of the RFC 8785 text of the string
 // array [tenant_id, request_id, function_name, canonical] (policy

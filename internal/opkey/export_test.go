@@ -1,10 +1,21 @@
 package opkey
 
-// CanonicalJCS is the reference Canonical (github.com/gowebpki/jcs alone,
-// after the same depth check) that the fast path must agree with.
+import "github.com/gowebpki/jcs"
+
+// CanonicalJCS is an independent RFC 8785 implementation to hold Canonical
+// to: github.com/gowebpki/jcs after the same depth check. The two must
+// produce the same text and refuse the same inputs (their error messages
+// differ).
 func CanonicalJCS(raw []byte) (string, error) {
 	if _, err := checkDepth(raw); err != nil {
 		return "", err
 	}
-	return canonicalJCS(raw)
+	out, err := jcs.Transform(raw)
+	if err != nil {
+		return "", err
+	}
+	if out[0] != '{' {
+		return "", errNotObject
+	}
+	return string(out), nil
 }
