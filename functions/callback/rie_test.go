@@ -7,9 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,8 +15,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,7 +71,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	}
 
 	bootstrap := buildBootstrap(t, root)
-	invokeURL, output := startRIE(t, testenv.RIE(t), bootstrap, map[string]string{
+	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, map[string]string{
 		"TABLE_NAME":                table,
 		"HOOK_KEY":                  rieHookKey,
 		"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
@@ -303,94 +299,6 @@ func buildBootstrap(t *testing.T, root string) string {
 	return out
 }
 
-// lockedBuffer collects the RIE's stdout and stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startRIE starts aws-lambda-rie with bootstrap on free loopback ports, in
-// its own process group so Cleanup ends the bootstrap with it. The
-// environment is built from scratch: no credentials, profile or region of
-// the machine leak into the function.
-func startRIE(t *testing.T, rie, bootstrap string, vars map[string]string) (string, *lockedBuffer) {
-	t.Helper()
-	emulator := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	runtimeAPI := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	home := t.TempDir()
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"AWS_CONFIG_FILE=" + filepath.Join(home, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "credentials"),
-		"AWS_EC2_METADATA_DISABLED=true",
-		"AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=local",
-		"AWS_SECRET_ACCESS_KEY=local",
-		"AWS_LAMBDA_FUNCTION_NAME=CallbackFunction",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT=10",
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024",
-		"AWS_LAMBDA_LOG_FORMAT=JSON",
-	}
-	for k, v := range vars {
-		env = append(env, k+"="+v)
-	}
-	out := &lockedBuffer{}
-	cmd := exec.Command(rie,
-		"--runtime-interface-emulator-address", emulator,
-		"--runtime-api-address", runtimeAPI,
-		bootstrap)
-	cmd.Dir = filepath.Dir(bootstrap)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group (Cleanup kills the bootstrap with it); killed with
-	// the test binary if that dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", rie, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("aws-lambda-rie (pid %d) did not exit", cmd.Process.Pid)
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", emulator, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		select {
-		case <-done:
-			t.Fatalf("aws-lambda-rie exited at start:\n%s", out)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aws-lambda-rie not listening on %s after 15s:\n%s", emulator, out)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return "http://" + emulator + "/2015-03-31/functions/function/invocations", out
-}
-
 // urlResponse is a function URL response as the handler returns it.
 type urlResponse struct {
 	StatusCode      int               `json:"statusCode"`
@@ -423,7 +331,7 @@ func invoke(t *testing.T, url string, ev urlEvent) urlResponse {
 
 // waitForReports waits until the output holds n REPORT lines: the RIE
 // prints them before answering, but the copy from its pipe may lag.
-func waitForReports(out *lockedBuffer, n int, limit time.Duration) string {
+func waitForReports(out *testenv.Buffer, n int, limit time.Duration) string {
 	deadline := time.Now().Add(limit)
 	for {
 		s := out.String()

@@ -3,10 +3,8 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,8 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +62,7 @@ func TestColdStart(t *testing.T) {
 		runs = n
 	}
 	root := testenv.RepoRoot(t)
-	rie := testenv.RIE(t)
+	testenv.RIE(t) // fail early (or skip) when the emulator is missing
 	dir := t.TempDir()
 	builds := []*build{
 		{name: "Lambda build (no SQLite)", tags: "lambda.norpc,nosqlite"},
@@ -85,7 +81,7 @@ func TestColdStart(t *testing.T) {
 	for _, b := range builds {
 		var inits, firsts []float64
 		for range runs {
-			init, first, _ := coldStart(t, rie, b.host, false)
+			init, first, _ := coldStart(t, b.host, false)
 			inits, firsts = append(inits, init), append(firsts, first)
 		}
 		// Package initialisation, from three more cold starts traced with
@@ -95,7 +91,7 @@ func TestColdStart(t *testing.T) {
 		perPkg := map[string]pkgInit{}
 		const traced = 3
 		for range traced {
-			_, _, trace := coldStart(t, rie, b.host, true)
+			_, _, trace := coldStart(t, b.host, true)
 			total, pkgs := summarizeInitTrace(trace)
 			totals = append(totals, total)
 			for _, p := range pkgs {
@@ -146,24 +142,6 @@ func goBuild(t *testing.T, root, tags, arch, out string) int64 {
 	return fi.Size()
 }
 
-// lockedBuffer collects the emulator's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 var (
 	initReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
 	firstRun   = regexp.MustCompile(`REPORT RequestId: \S+\s+Init Duration: [0-9.]+ ms\s+Duration: ([0-9.]+) ms`)
@@ -172,53 +150,21 @@ var (
 // coldStart starts a fresh emulator with bootstrap, invokes it once and
 // returns the INIT REPORT and the first invoke's duration in ms, and, with
 // trace, the bootstrap's inittrace lines.
-func coldStart(t *testing.T, rie, bootstrap string, trace bool) (initMs, firstMs float64, initTrace string) {
+func coldStart(t *testing.T, bootstrap string, trace bool) (initMs, firstMs float64, initTrace string) {
 	t.Helper()
-	emulator := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	runtimeAPI := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	home := t.TempDir()
-	env := []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-		"AWS_CONFIG_FILE=" + filepath.Join(home, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "credentials"),
-		"AWS_EC2_METADATA_DISABLED=true", "AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"AWS_LAMBDA_FUNCTION_NAME=CallbackFunction", "AWS_LAMBDA_FUNCTION_TIMEOUT=10",
-		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024", "AWS_LAMBDA_LOG_FORMAT=JSON",
-		"TABLE_NAME=cold-start", "HOOK_KEY=cold-start-hook-key",
-		"AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:1",
+	vars := map[string]string{
+		"TABLE_NAME": "cold-start", "HOOK_KEY": "cold-start-hook-key",
+		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1",
 	}
 	if trace {
-		env = append(env, "GODEBUG=inittrace=1")
+		vars["GODEBUG"] = "inittrace=1"
 	}
-	output := &lockedBuffer{}
-	cmd := exec.Command(rie, "--runtime-interface-emulator-address", emulator, "--runtime-api-address", runtimeAPI, bootstrap)
-	cmd.Dir, cmd.Env = filepath.Dir(bootstrap), env
-	cmd.Stdout, cmd.Stderr = output, output
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}()
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		if c, err := net.DialTimeout("tcp", emulator, 200*time.Millisecond); err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aws-lambda-rie not listening:\n%s", output)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	invokeURL, output, stop := testenv.StartRIE(t, bootstrap, vars)
+	defer stop()
 	// Everything the emulator printed so far is its own start-up.
 	before := len(output.String())
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Post(
-		"http://"+emulator+"/2015-03-31/functions/function/invocations", "application/json", strings.NewReader(coldEvent))
+		invokeURL, "application/json", strings.NewReader(coldEvent))
 	if err != nil {
 		t.Fatal(err)
 	}

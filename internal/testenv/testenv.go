@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -182,31 +181,9 @@ func startDynamoDB() (string, error) {
 	return "", lastErr
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's writer goroutine and
-// our reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 64<<10 { // keep memory bounded; start-up output is what matters
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func startDynamoDBOn(java, dir string, port int) (string, error) {
-	out := &syncBuffer{}
-	cmd := exec.Command(java, //nolint:gosec // fixed program, arguments built here
+	out := &Buffer{Limit: 64 << 10} // start-up output is what matters
+	cmd := exec.Command(java,       //nolint:gosec // fixed program, arguments built here
 		"-Xmx512m",
 		"-Djava.library.path=./DynamoDBLocal_lib",
 		"-jar", "DynamoDBLocal.jar",
