@@ -52,7 +52,7 @@ var ErrInvalid = errors.New("invalid arguments")
 // such numbers are refused here first. The tests hold it to the RFC's own
 // vectors and, by fuzzing, to github.com/gowebpki/jcs.
 func Canonical(raw []byte) (string, error) {
-	mayOverflow, err := checkDepth(raw)
+	outOfRange, err := checkDepth(raw)
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +68,7 @@ func Canonical(raw []byte) (string, error) {
 	if v[0] != '{' {
 		return "", errNotObject
 	}
-	if mayOverflow && !numbersInRange(raw) {
+	if outOfRange {
 		return "", errRange
 	}
 	return string(v), nil
@@ -83,47 +83,13 @@ var (
 	errTooDeep   = fmt.Errorf("%w: values may be nested at most %d levels deep", ErrInvalid, MaxDepth)
 )
 
-// numbersInRange reports whether every number of a syntactically valid
-// JSON text is within the double range.
-func numbersInRange(raw []byte) bool {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch {
-		case c == '"':
-			inString = true
-		case c == '-' || c >= '0' && c <= '9':
-			j := i
-			for j+1 < len(raw) && !isDelim(raw[j+1]) {
-				j++
-			}
-			f, err := strconv.ParseFloat(string(raw[i:j+1]), 64)
-			if err != nil || math.IsInf(f, 0) {
-				return false
-			}
-			i = j
-		}
-	}
-	return true
-}
-
 // checkDepth refuses a value more than MaxDepth levels below the top
 // object. A value's level is the number of containers open around it; a
 // member name sits at the level of its value, so counting names as values
-// changes nothing. Syntax is left to the parser: this only counts. It also
-// reports whether a number token might lie outside the double range (it
-// has an exponent or more than 300 characters), which the caller then
-// checks.
-func checkDepth(raw []byte) (mayOverflow bool, err error) {
+// changes nothing. It also reports whether a number token lies outside the
+// double range, for the caller to refuse once the syntax is known to be
+// valid. Syntax is left to the parser: this only counts and looks.
+func checkDepth(raw []byte) (outOfRange bool, err error) {
 	open := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
@@ -157,16 +123,14 @@ func checkDepth(raw []byte) (mayOverflow bool, err error) {
 			start := i
 			for i+1 < len(raw) && !isDelim(raw[i+1]) {
 				i++
-				if raw[i] == 'e' || raw[i] == 'E' {
-					mayOverflow = mayOverflow || c == '-' || c >= '0' && c <= '9'
-				}
 			}
-			if i-start >= 300 {
-				mayOverflow = true
+			if c == '-' || c >= '0' && c <= '9' {
+				f, err := strconv.ParseFloat(string(raw[start:i+1]), 64)
+				outOfRange = outOfRange || err != nil && math.IsInf(f, 0)
 			}
 		}
 	}
-	return mayOverflow, nil
+	return outOfRange, nil
 }
 
 func isDelim(c byte) bool {
