@@ -107,7 +107,7 @@ func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
 	if r.ContentLength > limit {
 		return nil, core.Outcome{Kind: core.KindTooLarge}, false
 	}
-	body, err := readAtMost(r.Body, limit+1, r.ContentLength)
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	switch {
 	case err != nil:
 		if corrupt := base64.CorruptInputError(0); errors.As(err, &corrupt) {
@@ -118,34 +118,6 @@ func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
 		return nil, core.Outcome{Kind: core.KindTooLarge}, false
 	}
 	return body, core.Outcome{}, true
-}
-
-// readAtMost reads r to its end or to max bytes, whichever comes first,
-// as io.ReadAll(io.LimitReader(r, max)) does, into one buffer of the
-// announced length when there is one (-1: unknown).
-func readAtMost(r io.Reader, max, length int64) ([]byte, error) {
-	size := int64(512)
-	if length >= 0 {
-		size = min(length+1, max) // +1: EOF is read into spare room
-	}
-	b := make([]byte, 0, size)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grow
-		}
-		room := b[len(b):cap(b)]
-		if rest := max - int64(len(b)); int64(len(room)) > rest {
-			room = room[:rest]
-		}
-		n, err := r.Read(room)
-		b = b[:len(b)+n]
-		if err == io.EOF || int64(len(b)) >= max {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }
 
 // wireCall is the body of SPEC section 2. Unknown fields are ignored;
