@@ -1,6 +1,8 @@
 module github.com/aivax-examples/idempotent-callback
 
-go 1.27.3
+go 1.27.0
+
+toolchain go1.27.3
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1
