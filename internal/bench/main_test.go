@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -92,22 +89,10 @@ func requestIDs(prefix string) func() string {
 // TestRoundTripsPerCallback does.
 func countingClient(endpoint string) (*dynamodb.Client, *atomic.Int64) {
 	var n atomic.Int64
-	client := dynamodb.New(dynamodb.Options{
-		Region:       testenv.Region,
-		BaseEndpoint: aws.String(endpoint),
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "bench", SecretAccessKey: "bench", Source: "bench"}, nil
-		}),
-		// See testenv.DynamoClient: DynamoDB Local sends no CRC32 on errors.
-		DisableValidateResponseChecksum: true,
-		APIOptions: []func(*middleware.Stack) error{func(st *middleware.Stack) error {
-			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					n.Add(1)
-					return next.HandleFinalize(ctx, in)
-				}), middleware.After)
-		}},
-	})
+	client, err := testenv.NewDynamoClient(endpoint, testenv.CountCalls(&n))
+	if err != nil {
+		panic(err) // only a broken AWS SDK configuration fails here
+	}
 	return client, &n
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // EnvDynamoDBEndpoint names the variable that, when set, gives the endpoint
@@ -243,24 +244,49 @@ func answers(c *http.Client, endpoint string) bool {
 	return true
 }
 
-// DynamoClient returns a DynamoDB client for endpoint with static dummy
-// credentials and region us-east-1.
-func DynamoClient(t testing.TB, endpoint string) *dynamodb.Client {
+// DynamoClient returns a client of the DynamoDB (Local) at endpoint, with
+// dummy credentials and Region; opts adjust it (see CountCalls).
+func DynamoClient(t testing.TB, endpoint string, opts ...func(*dynamodb.Options)) *dynamodb.Client {
 	t.Helper()
+	c, err := NewDynamoClient(endpoint, opts...)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return c
+}
+
+// NewDynamoClient is DynamoClient for code without a testing.TB, such as
+// the child processes of a load test.
+func NewDynamoClient(endpoint string, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	cfg, err := config.LoadDefaultConfig(context.Background(),
 		config.WithRegion(Region),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("testenv", "testenv", "")),
 	)
 	if err != nil {
-		t.Fatalf("testenv: aws config: %v", err)
+		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(endpoint)
 		// DynamoDB Local sends no X-Amz-Crc32 header on error responses, and
 		// this SDK version then checks the body against 0 and logs a WARN
 		// ("response did not match expected checksum, 0, N") for every error.
 		o.DisableValidateResponseChecksum = true
-	})
+	}}, opts...)
+	return dynamodb.NewFromConfig(cfg, opts...), nil
+}
+
+// CountCalls adds an SDK middleware that counts every HTTP request the
+// client sends, retries included, into n.
+func CountCalls(n *atomic.Int64) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
 }
 
 var tableSeq atomic.Int64

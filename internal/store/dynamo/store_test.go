@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
@@ -28,19 +27,13 @@ const (
 
 func TestMain(m *testing.M) {
 	storetest.ChildMain(func() (core.Store, error) {
-		client := dynamodb.New(dynamodb.Options{
-			Region: "us-east-1", BaseEndpoint: aws.String(os.Getenv(envEndpoint)),
-			Credentials: aws.AnonymousCredentials{},
-		}, withDummyCredentials)
+		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
+		if err != nil {
+			return nil, err
+		}
 		return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
 	})
 	testenv.Main(m)
-}
-
-func withDummyCredentials(o *dynamodb.Options) {
-	o.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-		return aws.Credentials{AccessKeyID: "local", SecretAccessKey: "local", Source: "test"}, nil
-	})
 }
 
 // tableStore is the adapter plus what the suite reads directly.
@@ -146,30 +139,14 @@ func attrType(v types.AttributeValue) string {
 	return "other"
 }
 
-// countingClient counts every HTTP attempt the SDK makes (after its own
-// retries), with an SDK middleware.
-func countingClient(t *testing.T, endpoint string) (*dynamodb.Client, *atomic.Int64) {
-	var n atomic.Int64
-	client := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint)}, withDummyCredentials,
-		func(o *dynamodb.Options) {
-			o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-				return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCalls",
-					func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-						n.Add(1)
-						return next.HandleFinalize(ctx, in)
-					}), middleware.After)
-			})
-		})
-	return client, &n
-}
-
 // DynamoDB round trips per callback: 1 for a new operation and 1 for a
 // repeat once the user cache is warm; the first callback of a user pays one
 // GetItem more. These counts are deterministic, so they are asserted.
 func TestRoundTripsPerCallback(t *testing.T) {
 	endpoint := testenv.DynamoDB(t)
 	table := testenv.CreateTable(t, endpoint)
-	client, calls := countingClient(t, endpoint)
+	var calls atomic.Int64
+	client := testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls))
 	store := dynamo.New(client, table, dynamo.Options{})
 	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
 		t.Fatal(err)
