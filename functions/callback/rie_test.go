@@ -10,9 +10,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -70,7 +70,9 @@ func TestBootstrapUnderRIE(t *testing.T) {
 		}
 	}
 
-	bootstrap := buildBootstrap(t, root)
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	size := testenv.BuildBootstrap(t, "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
+	t.Logf("bootstrap (host arch, the Lambda build's flags): %d bytes (%.1f MiB)", size, float64(size)/(1<<20))
 	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, map[string]string{
 		"TABLE_NAME":                table,
 		"HOOK_KEY":                  rieHookKey,
@@ -274,29 +276,6 @@ func countSameTicket(expected map[string]expectation) int {
 		}
 	}
 	return n
-}
-
-// buildBootstrap builds the Lambda binary for the host (the deployed one is
-// linux/arm64, see the Makefile), with the same tags.
-func buildBootstrap(t *testing.T, root string) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go not on PATH: %v", err)
-	}
-	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command(goBin, "build", "-tags", "lambda.norpc,nosqlite", "-trimpath", "-o", out, ".")
-	cmd.Dir = filepath.Join(root, "functions", "callback")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build bootstrap: %v\n%s", err, b)
-	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("bootstrap (host arch, lambda.norpc,nosqlite, not stripped): %d bytes (%.1f MiB)", fi.Size(), float64(fi.Size())/(1<<20))
-	return out
 }
 
 // urlResponse is a function URL response as the handler returns it.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -61,7 +60,6 @@ func TestColdStart(t *testing.T) {
 		}
 		runs = n
 	}
-	root := testenv.RepoRoot(t)
 	testenv.RIE(t) // fail early (or skip) when the emulator is missing
 	dir := t.TempDir()
 	builds := []*build{
@@ -70,8 +68,8 @@ func TestColdStart(t *testing.T) {
 	}
 	for i, b := range builds {
 		b.host = filepath.Join(dir, fmt.Sprintf("bootstrap-%d", i))
-		b.hostSize = goBuild(t, root, b.tags, runtime.GOARCH, b.host)
-		b.armSize = goBuild(t, root, b.tags, "arm64", filepath.Join(dir, fmt.Sprintf("bootstrap-%d-arm64", i)))
+		b.hostSize = testenv.BuildBootstrap(t, b.tags, runtime.GOARCH, b.host)
+		b.armSize = testenv.BuildBootstrap(t, b.tags, "arm64", filepath.Join(dir, fmt.Sprintf("bootstrap-%d-arm64", i)))
 	}
 	var md strings.Builder
 	fmt.Fprintf(&md, "| build | `-tags` | bootstrap linux/%s | bootstrap linux/arm64 (deployed) | INIT REPORT, median of %d (min–max) | first invoke, median | package init, median of 3 (inittrace) |\n",
@@ -123,23 +121,6 @@ func TestColdStart(t *testing.T) {
 	if err := os.WriteFile(out, []byte(md.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// goBuild builds ./functions/callback as the Makefile's Lambda build does
-// (static, no cgo, -trimpath, -s -w) and returns the binary's size.
-func goBuild(t *testing.T, root, tags, arch, out string) int64 {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-tags", tags, "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/callback")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags %s (%s): %v\n%s", tags, arch, err, b)
-	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fi.Size()
 }
 
 var (

@@ -36,6 +36,9 @@ type Function struct {
 	Writes bool
 }
 
+// defaultPriority is a ticket's priority when create_ticket got none.
+const defaultPriority = "normal"
+
 // Function names.
 const (
 	CreateTicket = "create_ticket"
@@ -55,7 +58,7 @@ var Functions = []Function{
 				Required: true, MinLen: 1, MaxLen: 200, Trim: true, NoControl: true},
 			{Name: "description", Description: "Details of the problem, at most 4000 characters.", MaxLen: 4000},
 			{Name: "priority", Description: "How urgent the problem is; normal when absent.",
-				Enum: []string{"low", "normal", "high", "urgent"}, Default: "normal"},
+				Enum: []string{"low", "normal", "high", "urgent"}, Default: defaultPriority},
 		},
 	},
 	{

@@ -69,10 +69,16 @@ func (s *Service) handle(ctx context.Context, c Call) Outcome {
 	case user.Disabled:
 		return Outcome{Kind: KindForbidden, TenantID: user.TenantID}
 	}
+	out := s.handleAs(ctx, fn, user, c)
+	out.TenantID = user.TenantID
+	return out
+}
+
+// handleAs runs steps 6 to 8 for an authorized, enabled user.
+func (s *Service) handleAs(ctx context.Context, fn *Function, user User, c Call) Outcome {
 	// Step 6, for functions that write.
 	if fn.Writes {
 		if out, bad := checkRequestID(c); bad {
-			out.TenantID = user.TenantID
 			return out
 		}
 	}
@@ -84,21 +90,18 @@ func (s *Service) handle(ctx context.Context, c Call) Outcome {
 		canonical, err = opkey.Canonical(c.Content)
 	}
 	if err != nil {
-		out := Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
-		out.TenantID = user.TenantID
-		return out
+		return Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
 	}
-	var out Outcome
 	switch fn.Name {
 	case CreateTicket:
-		out = s.create(ctx, fn, user, c.RequestID, canonical)
+		key, fingerprint := opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
+		out := s.create(ctx, fn, user, key, fingerprint, canonical)
+		out.Key = key
+		return out
 	case GetTicket:
-		out = s.getTicket(ctx, user, args["ticket_id"])
-	default:
-		out = Outcome{Kind: KindInternal, Err: fmt.Errorf("function %s has no implementation", fn.Name)}
+		return s.getTicket(ctx, user, args["ticket_id"])
 	}
-	out.TenantID = user.TenantID
-	return out
+	return Outcome{Kind: KindInternal, Err: fmt.Errorf("function %s has no implementation", fn.Name)}
 }
 
 func invalidArgumentsMessage(fn *Function, err error) string {
@@ -127,19 +130,18 @@ func checkRequestID(c Call) (Outcome, bool) {
 // createdResult is the stored result of create_ticket; a repeat replays it
 // with deduplicated set to true.
 type createdResult struct {
-	Status       string `json:"status"`
-	TicketID     string `json:"ticket_id"`
-	Deduplicated *bool  `json:"deduplicated,omitempty"`
+	Status   string `json:"status"`
+	TicketID string `json:"ticket_id"`
 }
 
-func (s *Service) create(ctx context.Context, fn *Function, user User, requestID, canonical string) Outcome {
-	// Step 8: key, then one transaction.
-	key, fingerprint := opkey.Key(s.Policy, user.TenantID, requestID, fn.Name, canonical)
+// create claims key and writes the ticket in one transaction (step 8), or
+// answers from the operation that already holds the key.
+func (s *Service) create(ctx context.Context, fn *Function, user User, key, fingerprint, canonical string) Outcome {
 	now := s.now()
 	ticketID := s.NewID()
 	result, err := json.Marshal(createdResult{Status: "created", TicketID: ticketID})
 	if err != nil {
-		return Outcome{Kind: KindInternal, Key: key, Err: err}
+		return Outcome{Kind: KindInternal, Err: err}
 	}
 	op := Operation{
 		Key: key, State: StateCompleted, TenantID: user.TenantID, UserID: user.UserID,
@@ -151,39 +153,35 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, requestID
 	existing, err := s.Store.Create(ctx, op, t, now)
 	switch {
 	case errors.Is(err, ErrBusy):
-		out := busy(err)
-		out.Key = key
-		return out
+		return busy(err)
 	case err != nil:
-		return Outcome{Kind: KindInternal, Key: key, Err: err}
+		return Outcome{Kind: KindInternal, Err: err}
 	case existing == nil:
-		return Outcome{Kind: KindCreated, TicketID: ticketID, Key: key}
+		return Outcome{Kind: KindCreated, TicketID: ticketID}
 	}
-	return s.repeat(fn, user, key, fingerprint, existing)
+	return s.repeat(user, fingerprint, existing)
 }
 
 // repeat answers a call whose key a live operation already holds. The
 // caller is authorized before anything stored is disclosed.
-func (s *Service) repeat(fn *Function, user User, key, fingerprint string, existing *Operation) Outcome {
+func (s *Service) repeat(user User, fingerprint string, existing *Operation) Outcome {
 	if existing.TenantID != user.TenantID || existing.UserID != user.UserID {
-		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict, Key: key,
+		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict,
 			Message: "This request_id already belongs to another user; the application must mint a new request_id."}
 	}
 	if existing.State == StatePending {
-		return Outcome{Kind: KindInProgress, Key: key,
+		return Outcome{Kind: KindInProgress,
 			Message: "The same operation is still in progress; do not create another ticket. Check again later with the same arguments and request."}
 	}
 	if s.Policy == opkey.PolicyRequest && existing.Fingerprint != fingerprint {
-		out := Reject(CodeArgumentsMismatch,
+		return Reject(CodeArgumentsMismatch,
 			"This request already created a ticket with other arguments; do not create another. Tell the user, and start a new request only if they want a second ticket.")
-		out.Key = key
-		return out
 	}
 	var r createdResult
 	if err := json.Unmarshal(existing.Result, &r); err != nil || r.TicketID == "" {
-		return Outcome{Kind: KindInternal, Key: key, Err: fmt.Errorf("stored result of %s unreadable: %v", key, err)}
+		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %v", existing.Key, err)}
 	}
-	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: r.TicketID, Key: key}
+	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: r.TicketID}
 }
 
 func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
@@ -209,7 +207,7 @@ func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 		return Outcome{Kind: KindInternal, Err: fmt.Errorf("ticket %s arguments unreadable: %v", t.ID, err)}
 	}
 	if a.Priority == "" {
-		a.Priority = "normal"
+		a.Priority = defaultPriority
 	}
 	return Outcome{Kind: KindFound, Ticket: &TicketView{
 		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,

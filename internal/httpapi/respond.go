@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -81,14 +82,16 @@ func short(code string) func([]byte, core.Outcome) ([]byte, error) {
 // appendReplay appends the stored result plus "deduplicated": true.
 func appendReplay(b []byte, stored []byte) ([]byte, error) {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(stored, &m); err != nil {
-		// The service has already read this result; this cannot happen
-		// unless the store changed it under us.
-		return append(b, `{"error":"internal"}`...), nil
+	if err := json.Unmarshal(stored, &m); err != nil || m == nil {
+		// The service has already read this result, so only a store that
+		// changed it under us gets here: writeRow answers 500.
+		return nil, errStoredResult
 	}
 	m["deduplicated"] = json.RawMessage("true")
 	return appendMarshal(b, m)
 }
+
+var errStoredResult = errors.New("stored result is not a JSON object")
 
 func appendMarshal(b []byte, v any) ([]byte, error) {
 	out, err := json.Marshal(v)

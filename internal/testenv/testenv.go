@@ -353,3 +353,21 @@ func tablePrefix(testName string) string {
 	}
 	return b.String()
 }
+
+// BuildBootstrap builds ./functions/callback as the Makefile's Lambda build
+// does (linux, CGO_ENABLED=0, -trimpath, -ldflags='-s -w') with tags, for
+// goarch, into out, and returns the binary's size in bytes.
+func BuildBootstrap(t testing.TB, tags, goarch, out string) int64 {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-tags", tags, "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/callback")
+	cmd.Dir = RepoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %s (%s): %v\n%s", tags, goarch, err, b)
+	}
+	fi, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}

@@ -1,7 +1,6 @@
 package dynamo_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
@@ -11,16 +10,6 @@ func childEnv(endpoint, table string) []string {
 	return []string{envEndpoint + "=" + endpoint, envTable + "=" + table}
 }
 
-func (s tableStore) counter(t *testing.T) func() int {
-	return func() int {
-		n, err := s.CountTickets(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-}
-
 // 100 identical new callbacks from 4 OS processes against DynamoDB Local:
 // exactly one ticket, 99 deduplicated with its ticket_id, 0 busy, 0 errors.
 // TransactionConflict is retried with full jitter (dynamo.Options
@@ -28,7 +17,7 @@ func (s tableStore) counter(t *testing.T) func() int {
 // busy hold: every loser of a conflict retries and then finds the claim.
 func TestLoadHundredIdenticalFromFourProcesses(t *testing.T) {
 	s, endpoint := newTable(t)
-	got := storetest.CheckExactlyOnce(t, 4, 100, s.counter(t), childEnv(endpoint, s.table)...)
+	got := storetest.CheckExactlyOnce(t, 4, 100, s, childEnv(endpoint, s.table)...)
 	t.Logf("outcomes: %v", got)
 }
 
@@ -39,7 +28,7 @@ func TestLoadThousandDistinct(t *testing.T) {
 		t.Skip("load test")
 	}
 	s, endpoint := newTable(t)
-	got := storetest.CheckNoneLost(t, 4, 1000, 4, s.counter(t), childEnv(endpoint, s.table)...)
+	got := storetest.CheckNoneLost(t, 4, 1000, 4, s, childEnv(endpoint, s.table)...)
 	t.Logf("outcomes: %v", got)
 }
 

@@ -170,18 +170,10 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 		return nil, mapError(err)
 	case found && old.Live(now):
 		return &old, nil
-	case found: // present but expired: replaced below, its ticket stays
-		if _, err := tx.StmtContext(ctx, s.deleteOp).ExecContext(ctx, op.Key); err != nil {
-			return nil, mapError(err)
-		}
 	}
-	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
-	if _, err := tx.StmtContext(ctx, s.claim).ExecContext(ctx, op.Key, gen, created); err != nil {
-		return nil, mapError(err)
-	}
-	if _, err := tx.StmtContext(ctx, s.insertOp).ExecContext(ctx, op.Key, gen, string(op.State), op.TenantID,
-		op.UserID, op.Function, op.Fingerprint, string(op.Result), created, op.ExpiresAt.Unix()); err != nil {
-		return nil, mapError(err)
+	// Absent, or present but expired: replaced, its ticket stays.
+	if err := s.writeOperation(ctx, tx, op, gen, found); err != nil {
+		return nil, err
 	}
 	if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, t.OperationKey, gen, t.TenantID,
 		t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
@@ -193,29 +185,40 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 	return nil, nil
 }
 
-// PutOperation writes an operation as is, with a claim of its own: for
-// tests and operators that need a pending or an expired record.
-func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
+// writeOperation records claim generation gen of op.Key and writes op
+// under it, deleting the operation it replaces when replace is set.
+func (s *Store) writeOperation(ctx context.Context, tx *sql.Tx, op core.Operation, gen int64, replace bool) error {
+	if replace {
+		if _, err := tx.StmtContext(ctx, s.deleteOp).ExecContext(ctx, op.Key); err != nil {
+			return mapError(err)
+		}
+	}
+	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
+	if _, err := tx.StmtContext(ctx, s.claim).ExecContext(ctx, op.Key, gen, created); err != nil {
+		return mapError(err)
+	}
+	_, err := tx.StmtContext(ctx, s.insertOp).ExecContext(ctx, op.Key, gen, string(op.State), op.TenantID,
+		op.UserID, op.Function, op.Fingerprint, nullable(op.Result), created, op.ExpiresAt.Unix())
+	return mapError(err)
+}
+
+// PutOperation writes an operation as is, under a claim of its own,
+// whatever the key holds: for tests and operators that need a pending or
+// an expired record.
+func (s *Store) PutOperation(ctx context.Context, op core.Operation) (err error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapError(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	var gen int64
-	if err := tx.QueryRowContext(ctx,
-		`SELECT COALESCE(MAX(generation), 0) + 1 FROM claims WHERE operation_key = ?`, op.Key).Scan(&gen); err != nil {
+	gen, _, found, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, op.Key))
+	if err != nil {
 		return mapError(err)
 	}
-	created := op.CreatedAt.UTC().Format(time.RFC3339Nano)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO claims VALUES (?, ?, ?)`, op.Key, gen, created); err != nil {
-		return mapError(err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO operations
-		(key, generation, state, tenant_id, user_id, function, fingerprint, result, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		op.Key, gen, string(op.State), op.TenantID, op.UserID, op.Function, op.Fingerprint,
-		nullable(op.Result), created, op.ExpiresAt.Unix()); err != nil {
-		return mapError(err)
+	if err := s.writeOperation(ctx, tx, op, gen, found); err != nil {
+		return err
 	}
 	return mapError(tx.Commit())
 }

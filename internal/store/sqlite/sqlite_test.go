@@ -134,22 +134,12 @@ func TestPurgeKeepsTicketsAndFreesKeys(t *testing.T) {
 	}
 }
 
-func counter(t *testing.T, s *sqlite.Store) func() int {
-	return func() int {
-		n, err := s.CountTickets(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-}
-
 // 100 identical new callbacks from 4 OS processes on one file: exactly one
 // ticket, 99 deduplicated with its ticket_id, no busy, no error.
 func TestLoadHundredIdenticalFromFourProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "load.sqlite")
 	s := open(t, path)
-	got := storetest.CheckExactlyOnce(t, 4, 100, counter(t, s), envPath+"="+path)
+	got := storetest.CheckExactlyOnce(t, 4, 100, s, envPath+"="+path)
 	t.Logf("outcomes: %v", got)
 }
 
@@ -161,7 +151,7 @@ func TestLoadThousandDistinct(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "distinct.sqlite")
 	s := open(t, path)
-	got := storetest.CheckNoneLost(t, 4, 1000, 4, counter(t, s), envPath+"="+path)
+	got := storetest.CheckNoneLost(t, 4, 1000, 4, s, envPath+"="+path)
 	t.Logf("outcomes: %v", got)
 }
 

@@ -1,17 +1,32 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 )
+
+// Counter is the store the load checks count tickets in.
+type Counter interface {
+	CountTickets(ctx context.Context) (int, error)
+}
+
+func count(t *testing.T, s Counter) int {
+	t.Helper()
+	n, err := s.CountTickets(context.Background())
+	if err != nil {
+		t.Fatalf("CountTickets: %v", err)
+	}
+	return n
+}
 
 // CheckExactlyOnce runs the load guarantees of issue 4 against one store
 // shared by several OS processes: n identical new callbacks from procs
 // processes make exactly one ticket, n-1 deduplicated with the same
 // ticket_id, no busy and no error. count reads the number of stored
-// tickets. It returns the summed outcomes.
-func CheckExactlyOnce(t *testing.T, procs, n int, count func() int, env ...string) map[string]int {
+// tickets in s. It returns the summed outcomes.
+func CheckExactlyOnce(t *testing.T, procs, n int, s Counter, env ...string) map[string]int {
 	t.Helper()
-	before := count()
+	before := count(t, s)
 	counts := Processes(t, procs, n/procs, n/procs, "same", env...)
 	byOutcome, ids := Summary(counts)
 	if byOutcome["created"] != 1 || byOutcome["deduplicated"] != n-1 || len(byOutcome) != 2 {
@@ -25,7 +40,7 @@ func CheckExactlyOnce(t *testing.T, procs, n int, count func() int, env ...strin
 	if len(ids["deduplicated"]) != 1 || !ids["deduplicated"][created] {
 		t.Fatalf("deduplicated answers carried %d ticket ids, want only %s", len(ids["deduplicated"]), created)
 	}
-	if got := count() - before; got != 1 {
+	if got := count(t, s) - before; got != 1 {
 		t.Fatalf("tickets stored = %d, want 1", got)
 	}
 	return byOutcome
@@ -34,15 +49,15 @@ func CheckExactlyOnce(t *testing.T, procs, n int, count func() int, env ...strin
 // CheckNoneLost sends n distinct new callbacks from procs processes,
 // workers at a time in each, and checks that exactly n tickets were
 // stored: none lost, none doubled.
-func CheckNoneLost(t *testing.T, procs, n, workers int, count func() int, env ...string) map[string]int {
+func CheckNoneLost(t *testing.T, procs, n, workers int, s Counter, env ...string) map[string]int {
 	t.Helper()
-	before := count()
+	before := count(t, s)
 	counts := Processes(t, procs, n/procs, workers, "distinct", env...)
 	byOutcome, ids := Summary(counts)
 	if byOutcome["created"] != n || len(byOutcome) != 1 || len(ids["created"]) != n {
 		t.Fatalf("%d distinct callbacks: %v with %d distinct ids; want %d created", n, byOutcome, len(ids["created"]), n)
 	}
-	if got := count() - before; got != n {
+	if got := count(t, s) - before; got != n {
 		t.Fatalf("tickets stored = %d, want %d", got, n)
 	}
 	return byOutcome

@@ -83,11 +83,7 @@ func (e *Env) Get(user, ticketID string) core.Outcome {
 // Tickets counts stored tickets.
 func (e *Env) Tickets() int {
 	e.T.Helper()
-	n, err := e.Store.CountTickets(context.Background())
-	if err != nil {
-		e.T.Fatalf("CountTickets: %v", err)
-	}
-	return n
+	return count(e.T, e.Store)
 }
 
 // Want fails the test unless o has kind k.
