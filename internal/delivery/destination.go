@@ -1,0 +1,92 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Ticket is what a destination receives of a ticket: the stored ticket with
+// its arguments unpacked. ID is the delivery key: it is sent as the
+// Idempotency-Key header and as the helpdesk's external id, and it never
+// changes across retries.
+type Ticket struct {
+	ID           string
+	OperationKey string
+	TenantID     string
+	UserID       string
+	Title        string
+	Description  string // "" when the ticket has none
+	Priority     string // as stored
+	CreatedAt    time.Time
+}
+
+// Receipt is what the helpdesk answered for a ticket it holds.
+type Receipt struct {
+	ExternalID  string // the helpdesk's id, as a string
+	ExternalURL string // "" when the helpdesk gave none
+}
+
+// Destination creates tickets in a helpdesk. Implementations never resend
+// on their own: every resend goes through the Engine's state machine.
+type Destination interface {
+	// Send creates the ticket once. On success it returns the receipt; on
+	// failure the error is a *SendError saying what is known of the outcome.
+	Send(ctx context.Context, t Ticket) (Receipt, error)
+	// Lookup asks the helpdesk whether it holds a ticket under the delivery
+	// key id. It returns (receipt, true, nil) when found, (Receipt{}, false,
+	// nil) when the helpdesk says it is absent, ErrNoLookup when the
+	// destination cannot be queried, and any other error when the lookup
+	// itself failed (the answer is then unknown).
+	Lookup(ctx context.Context, id string) (Receipt, bool, error)
+}
+
+// ErrNoLookup: the destination cannot be queried by delivery key.
+var ErrNoLookup = errors.New("destination has no lookup")
+
+// Outcome classifies a failed send.
+type Outcome int
+
+const (
+	// NotCreated: the helpdesk certainly did not create the ticket (the
+	// request never left, or it answered 429 or another "try later" that
+	// creates nothing). Retry later with the same key.
+	NotCreated Outcome = iota + 1
+	// Unknown: the helpdesk may have created it (timeout, connection lost
+	// after the request was written, a 5xx, a 409, Zendesk's 400
+	// IdempotentRequestError). Look it up before any resend.
+	Unknown
+	// Refused: the helpdesk refused it for good (a permanent 4xx). Do not
+	// retry.
+	Refused
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case NotCreated:
+		return "not_created"
+	case Unknown:
+		return "unknown"
+	case Refused:
+		return "refused"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// SendError is the error of a failed Send.
+type SendError struct {
+	Outcome    Outcome
+	Status     int           // HTTP status, 0 when none was received
+	RetryAfter time.Duration // the helpdesk's Retry-After, 0 when absent
+	Err        error         // the cause, for logs; never carries credentials
+}
+
+func (e *SendError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("send %s (HTTP %d): %v", e.Outcome, e.Status, e.Err)
+	}
+	return fmt.Sprintf("send %s: %v", e.Outcome, e.Err)
+}
+
+func (e *SendError) Unwrap() error { return e.Err }
