@@ -225,9 +225,10 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
-		if secs > uint64(math.MaxInt64/int64(time.Second)) {
-			return time.Duration(math.MaxInt64)
+	if strings.Trim(v, "0123456789") == "" {
+		secs, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || secs > uint64(math.MaxInt64/int64(time.Second)) {
+			return time.Duration(math.MaxInt64) // all digits, beyond range
 		}
 		return time.Duration(secs) * time.Second
 	}
@@ -262,6 +263,11 @@ func CheckURL(raw string) (*url.URL, error) {
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return nil, fmt.Errorf("url: %q has no host", Redact(u))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("url: %q has a bad port", Redact(u))
+		}
 	}
 	if u.Fragment != "" {
 		return nil, fmt.Errorf("url: %q must not have a fragment", Redact(u))
