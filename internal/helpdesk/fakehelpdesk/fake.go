@@ -322,6 +322,14 @@ func (s *Server) Requests(kind Kind) int {
 	return s.counts[kind]
 }
 
+// InFlight is the number of creates being processed (a slow answer
+// pending, for instance); a create under the same key meanwhile gets 409.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight)
+}
+
 // Connections is the number of connections accepted.
 func (s *Server) Connections() int {
 	s.mu.Lock()
