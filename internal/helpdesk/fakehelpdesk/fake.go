@@ -196,9 +196,12 @@ type Server struct {
 	wKeys    map[string]*idem
 }
 
-// New starts a fake helpdesk on a loopback port; it is closed when tb ends.
+// New starts a fake helpdesk on a loopback port; it is closed when tb
+// ends. With a nil tb (in an example, say) the caller closes it.
 func New(tb testing.TB, cfg Config) *Server {
-	tb.Helper()
+	if tb != nil {
+		tb.Helper()
+	}
 	if cfg.Email == "" {
 		cfg.Email = DefaultEmail
 	}
@@ -228,7 +231,9 @@ func New(tb testing.TB, cfg Config) *Server {
 		}
 	}
 	s.srv.Start()
-	tb.Cleanup(s.Close)
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
 	return s
 }
 
