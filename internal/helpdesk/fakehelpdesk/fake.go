@@ -35,7 +35,7 @@ const (
 const (
 	DefaultEmail       = "agent@example.test"
 	DefaultToken       = "zendesk-test-token"
-	DefaultSecret      = "webhook-test-secret"
+	DefaultSecret      = "webhook-test-secret" //nolint:gosec // a test fixture, not a credential
 	DefaultKeyTTL      = 2 * time.Hour
 	DefaultWebhookPath = "/hook"
 )
@@ -513,7 +513,7 @@ func write(w http.ResponseWriter, a answer) {
 		w.Header().Set("Retry-After", a.retryAfter)
 	}
 	w.WriteHeader(a.status)
-	w.Write(a.body)
+	_, _ = w.Write(a.body) // a client that left is the client's problem
 }
 
 // authenticate checks Basic auth (Zendesk) or the signature (webhook).
