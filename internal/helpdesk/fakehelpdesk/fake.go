@@ -71,7 +71,8 @@ type Fault struct {
 	// fails as below. Without it nothing is stored.
 	Commit bool
 	// Delay waits this long (real time) before answering, or before
-	// dropping. The wait ends early when the client goes away.
+	// dropping; alone, it delays the normal handling. The wait ends early
+	// when the client goes away.
 	Delay time.Duration
 	// Drop closes the connection without answering.
 	Drop bool
@@ -442,8 +443,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if scripted && !fault.Commit {
-		s.fail(w, r, fault, answer{})
-		return
+		if fault.Drop || fault.Status != 0 {
+			s.fail(w, r, fault, answer{})
+			return
+		}
+		// Only a delay: wait, then handle the request as usual.
+		if !wait(r, fault.Delay) {
+			return
+		}
+		scripted = false
 	}
 	if busy {
 		write(w, jsonAnswer(http.StatusConflict, `{"error":"InProgress","description":"a request with this idempotency key is being processed"}`))
@@ -480,14 +488,8 @@ func (s *Server) match(kind Kind, n int, key string) (Fault, bool) {
 
 // fail carries out a fault; normal is the answer the request would have had.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Fault, normal answer) {
-	if f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if !wait(r, f.Delay) {
+		return
 	}
 	if f.Drop {
 		conn, _, err := http.NewResponseController(w).Hijack()
@@ -503,6 +505,21 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Fault, normal an
 		return
 	}
 	write(w, normal)
+}
+
+// wait sleeps d, or until the client goes away (then it reports false).
+func wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 func write(w http.ResponseWriter, a answer) {

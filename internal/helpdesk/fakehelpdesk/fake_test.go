@@ -245,6 +245,8 @@ func TestFaults(t *testing.T) {
 		{"422", fakehelpdesk.Refuse(422), 422, "", 0},
 		{"400 idempotent", fakehelpdesk.IdempotentRequestError(), 400, "", 0},
 		{"commit then slow", fakehelpdesk.CommitThenSlow(2 * time.Second), 0, "", 1},
+		{"slow, then commit", fakehelpdesk.Fault{Delay: 2 * time.Second}, 0, "", 0},
+		{"late but in time", fakehelpdesk.Fault{Delay: 10 * time.Millisecond}, 201, "", 1},
 	}
 	for _, tc := range cases {
 		for _, kind := range []fakehelpdesk.Kind{fakehelpdesk.ZendeskCreate, fakehelpdesk.WebhookCreate} {
@@ -264,6 +266,9 @@ func TestFaults(t *testing.T) {
 				}
 				if tc.status != 0 && (r.err != nil || r.status != tc.status || r.header.Get("Retry-After") != tc.retryAfter) {
 					t.Fatalf("got %d %v (Retry-After %q); want %d %q", r.status, r.err, r.header.Get("Retry-After"), tc.status, tc.retryAfter)
+				}
+				for s.InFlight() > 0 {
+					time.Sleep(time.Millisecond)
 				}
 				if got := s.Held("k"); got != tc.held {
 					t.Fatalf("held %d; want %d", got, tc.held)

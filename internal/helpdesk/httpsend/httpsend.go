@@ -118,7 +118,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
 		return nil, &delivery.SendError{Outcome: delivery.NotCreated,
-			Err: fmt.Errorf("%s %s: %v", r.Method, Redact(r.URL), errors.Unwrap(err))}
+			Err: fmt.Errorf("%s %s: %v", r.Method, Redact(r.URL), cause(err))}
 	}
 	req.GetBody = nil
 	req.ContentLength = int64(len(r.Body))
