@@ -350,16 +350,16 @@ func (s *Server) Received() []Received {
 	return slices.Clone(s.received)
 }
 
-// SeedZendesk stores a Zendesk ticket under externalID with the given
+// AddZendeskTicket stores a Zendesk ticket under externalID with the given
 // creation time, as if created earlier by someone else; it returns its id.
-// Ids grow, so seeding an older createdAt after a newer one gives a list
+// Ids grow, so adding an older createdAt after a newer one gives a list
 // whose id order and date order disagree.
-func (s *Server) SeedZendesk(externalID string, createdAt time.Time) int64 {
+func (s *Server) AddZendeskTicket(externalID string, createdAt time.Time) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.zNextID++
 	s.zTickets = append(s.zTickets, &zTicket{id: s.zNextID, externalID: externalID,
-		subject: "seeded", body: "seeded", priority: "normal", createdAt: createdAt.UTC(), committed: s.now})
+		subject: "added by hand", body: "added by hand", priority: "normal", createdAt: createdAt.UTC(), committed: s.now})
 	return s.zNextID
 }
 

@@ -357,11 +357,11 @@ func TestLookupLag(t *testing.T) {
 	want(t, c.webhookLookup("w2", ""), 200, `"id":"WH-2"`)
 }
 
-func TestSeedZendesk(t *testing.T) {
+func TestAddZendeskTicket(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c := newClient(t, s, 5*time.Second)
-	newer := s.SeedZendesk("k", fakehelpdesk.DefaultStart)
-	older := s.SeedZendesk("k", fakehelpdesk.DefaultStart.Add(-time.Hour))
+	newer := s.AddZendeskTicket("k", fakehelpdesk.DefaultStart)
+	older := s.AddZendeskTicket("k", fakehelpdesk.DefaultStart.Add(-time.Hour))
 	r := c.zendeskLookup("k")
 	want(t, r, 200, fmt.Sprintf(`"id":%d`, older))
 	if !strings.Contains(r.body, fmt.Sprintf(`"id":%d`, newer)) || s.Held("k") != 2 {

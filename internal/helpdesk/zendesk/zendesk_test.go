@@ -284,13 +284,13 @@ func TestLookupTakesTheOldest(t *testing.T) {
 	if err != nil || !found || r.ExternalID != "1001" {
 		t.Fatalf("got %+v %v %v; want 1001", r, found, err)
 	}
-	older := s.SeedZendesk(ticket.ID, fakehelpdesk.DefaultStart.Add(-time.Minute)) // higher id, older date
+	older := s.AddZendeskTicket(ticket.ID, fakehelpdesk.DefaultStart.Add(-time.Minute)) // higher id, older date
 	r, _, _ = c.Lookup(ctx, ticket.ID)
 	if r.ExternalID != fmt.Sprint(older) {
 		t.Fatalf("got %s; want the oldest by date, %d", r.ExternalID, older)
 	}
-	s.SeedZendesk("tie", fakehelpdesk.DefaultStart)
-	s.SeedZendesk("tie", fakehelpdesk.DefaultStart)
+	s.AddZendeskTicket("tie", fakehelpdesk.DefaultStart)
+	s.AddZendeskTicket("tie", fakehelpdesk.DefaultStart)
 	r, _, _ = c.Lookup(ctx, "tie")
 	if r.ExternalID != fmt.Sprint(older+1) {
 		t.Fatalf("tie: got %s; want the lower id %d", r.ExternalID, older+1)
