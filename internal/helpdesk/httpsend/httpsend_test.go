@@ -20,7 +20,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
 
-func mustURL(t *testing.T, raw string) *url.URL {
+func mustURL(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -29,7 +29,7 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	return u
 }
 
-func post(t *testing.T, raw string) httpsend.Request {
+func post(t testing.TB, raw string) httpsend.Request {
 	h := http.Header{}
 	h.Set("Idempotency-Key", "key-1")
 	h.Set("Content-Type", "application/json")
