@@ -669,7 +669,7 @@ func TestLogLines(t *testing.T) {
 	type req struct {
 		r      func() *http.Request
 		status int
-		fields map[string]any // expected values of some fields
+		fields map[string]any // expected values of some fields; nil: absent
 	}
 	postReq := func(body, nonceHeader string) func() *http.Request {
 		return func() *http.Request {
@@ -692,10 +692,10 @@ func TestLogLines(t *testing.T) {
 			req{postReq(withConv(callBody(core.CreateTicket, "user-b", id, args(i))), n), 403,
 				map[string]any{"outcome": "rejected", "code": "request_id_conflict"}},
 			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, `{"title":`+q(title+"\n")+`}`)), n), 200,
-				map[string]any{"outcome": "rejected", "code": "invalid_arguments", "operation_key": false}},
+				map[string]any{"outcome": "rejected", "code": "invalid_arguments", "operation_key": nil}},
 			req{func() *http.Request {
 				return postReq(withConv(callBody(core.GetTicket, "user-a", "", `{"ticket_id":`+q(lastTicket)+`}`)), n)()
-			}, 200, map[string]any{"function": "get_ticket", "outcome": "found", "operation_key": false}},
+			}, 200, map[string]any{"function": "get_ticket", "outcome": "found", "operation_key": nil}},
 			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, args(i))), "$2a$04$"+strings.Repeat("x", 53)), 401,
 				map[string]any{"outcome": "unauthenticated", "function": "", "tenant": ""}},
 			req{postReq(withConv(callBody(core.CreateTicket, "user-x", id, args(i))), n), 403,
@@ -746,7 +746,7 @@ func TestLogLines(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("line %d is not JSON: %q", i, line)
 		}
-		for _, f := range []string{"function", "tenant", "outcome", "http_status", "duration_ms", "operation_key"} {
+		for _, f := range []string{"function", "tenant", "outcome", "http_status", "duration_ms"} {
 			if _, ok := m[f]; !ok {
 				t.Fatalf("line %d lacks %s: %s", i, f, line)
 			}
@@ -764,7 +764,7 @@ func TestLogLines(t *testing.T) {
 			t.Fatalf("line %d http_status %v; want %d", i, m["http_status"], reqs[i].status)
 		}
 		for k, v := range reqs[i].fields {
-			if m[k] != v {
+			if got, ok := m[k]; got != v || (v == nil && ok) {
 				t.Fatalf("line %d: %s = %v; want %v\n%s", i, k, m[k], v, line)
 			}
 		}

@@ -83,12 +83,12 @@ func child(open func() (core.Store, error)) (Counts, error) {
 				if mode == "distinct" {
 					rid = fmt.Sprintf("%s-%s-%d", run, proc, i)
 				}
-				o := svc.Handle(context.Background(), core.Call{Function: core.CreateTicket,
+				o := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
 					Content: json.RawMessage(title), ExternalUserID: "user-a", RequestID: rid})
 				name := kindNames[o.Kind]
 				switch o.Kind {
 				case core.KindCreated, core.KindDuplicate:
-					name += " " + o.TicketID
+					name += " " + o.TicketID()
 				case core.KindBusy, core.KindInternal:
 					// Say why, so a failing run shows the cause.
 					reason := fmt.Sprint(o.Err)
