@@ -375,11 +375,15 @@ func (s commitThenFail) Create(ctx context.Context, op core.Operation, t core.Ti
 	return nil, fmt.Errorf("%w: injected timeout after commit", core.ErrBusy)
 }
 
-// failBefore fails before the transaction starts.
+// failBefore calls the real store with a deadline that has already
+// passed, as a callback whose time ran out before its transaction began:
+// the adapter must answer busy and write nothing.
 type failBefore struct{ core.Store }
 
-func (failBefore) Create(context.Context, core.Operation, core.Ticket, time.Time) (*core.Operation, error) {
-	return nil, fmt.Errorf("%w: injected timeout before the transaction", core.ErrBusy)
+func (s failBefore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+	ctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+	defer cancel()
+	return s.Store.Create(ctx, op, t, now)
 }
 
 func must(t *testing.T, err error) {
