@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 )
 
@@ -67,8 +68,7 @@ func TestLocalServerSIGTERMFinishesInFlight(t *testing.T) {
 		rest <- log.String()
 	}()
 
-	body := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"In flight"}},` +
-		`"context":{"externalUserId":"user-a","metadata":{"request_id":"r-inflight"}}}`
+	body := callbacktest.Create("user-a", "r-inflight", callbacktest.Title("In flight"))
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
@@ -64,23 +65,12 @@ func q(s string) string {
 	return string(b)
 }
 
-// ctx is a full AIVAX context for user and request_id.
-func ctx(user, requestID string) string {
-	return `{"externalUserId":` + q(user) + `,"metadata":{"request_id":` + q(requestID) + `},` +
-		`"callSource":"ChatCompletionsApi","conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}`
-}
-
-func body(fn, content, context string) string {
-	b := `{"type":"tool_call","function":{"name":` + q(fn) + `,"content":` + content + `}`
-	if context != "" {
-		b += `,"context":` + context
-	}
-	return b + "}"
-}
-
-func create(user, requestID, content string) string {
-	return body(core.CreateTicket, content, ctx(user, requestID))
-}
+// The callback builders, under the short names the tables use.
+var (
+	ctx    = callbacktest.Context
+	body   = callbacktest.Body
+	create = callbacktest.Create
+)
 
 const okArgs = `{"title":"Cannot sign in","description":"Since Monday.","priority":"high"}`
 

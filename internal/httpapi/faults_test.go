@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -39,8 +40,7 @@ func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sqlite
 	}, s
 }
 
-const faultBody = `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Fault"}},
- "context":{"externalUserId":"user-a","metadata":{"request_id":"r-fault"}}}`
+var faultBody = callbacktest.Create("user-a", "r-fault", callbacktest.Title("Fault"))
 
 func post(h http.Handler, w http.ResponseWriter) {
 	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(faultBody))

@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
@@ -127,13 +128,11 @@ func q(s string) string {
 }
 
 func callBody(fn, user, requestID, content string) string {
-	return `{"type":"tool_call","function":{"name":` + q(fn) + `,"content":` + content + `},` +
-		`"context":{"externalUserId":` + q(user) + `,"metadata":{"request_id":` + q(requestID) + `},` +
-		`"callSource":"ChatCompletionsApi","conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}}`
+	return callbacktest.Body(fn, content, callbacktest.Context(user, requestID))
 }
 
 func createBody(user, requestID, title string) string {
-	return callBody(core.CreateTicket, user, requestID, `{"title":`+q(title)+`}`)
+	return callbacktest.Create(user, requestID, callbacktest.Title(title))
 }
 
 // decode returns the body as a generic map and its sorted key list.

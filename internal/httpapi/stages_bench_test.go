@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
@@ -20,10 +21,8 @@ import (
 // response, write the log line. new_request is what the benchmark itself
 // spends building the request with httptest, which is not the handler's.
 func BenchmarkStages(b *testing.B) {
-	body := []byte(`{"type":"tool_call","function":{"name":"create_ticket","content":` +
-		`{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}},` +
-		`"context":{"externalUserId":"user-a","metadata":{"request_id":"bench-1"},"callSource":"ChatCompletionsApi",` +
-		`"conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}}`)
+	body := []byte(callbacktest.Create("user-a", "bench-1",
+		`{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`))
 	call, err := ParseCall(body)
 	if err != nil {
 		b.Fatal(err)
