@@ -16,8 +16,8 @@ import (
 // MaxRequestIDLen is the longest metadata.request_id accepted, in characters.
 const MaxRequestIDLen = 128
 
-// Call is a parsed, authenticated callback body: what SPEC section 2 sends,
-// reduced to what the checks need.
+// Call is a parsed, authenticated callback body, reduced to what the
+// checks need.
 type Call struct {
 	Function       string
 	Content        json.RawMessage // function.content, a JSON object
@@ -28,7 +28,8 @@ type Call struct {
 	RequestIDNotString bool
 }
 
-// Service runs SPEC section 3 steps 4 to 8 for a parsed call.
+// Service runs the checks after the body is parsed (function, user,
+// request_id, arguments) and the store transaction.
 type Service struct {
 	Store     Store
 	Users     Users
@@ -38,22 +39,23 @@ type Service struct {
 	NewID     func() string    // ticket ids
 }
 
-// Handle answers one call. It never panics on bad input and writes nothing
-// for a call it rejects.
-func (s *Service) Handle(ctx context.Context, c Call) Outcome {
-	out := s.handle(ctx, c)
-	out.Function = c.Function
-	return out
-}
+// Answer runs the checks of a parsed call in order (function, user,
+// request_id, arguments), then creates or reads, and says what happened.
+// It never panics on bad input and writes nothing for a call it rejects.
+// Whatever the answer, the outcome names the function, the tenant once
+// the user is known and the operation key once derived, for the log.
+func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
+	var tenant, key string
+	defer func() { out.Function, out.TenantID, out.Key = c.Function, tenant, key }()
 
-func (s *Service) handle(ctx context.Context, c Call) Outcome {
 	// Step 4.
 	fn, ok := LookupFunction(c.Function)
 	if !ok {
 		return Reject(CodeUnknownFunction, fmt.Sprintf(
 			"There is no function named %q here; call create_ticket or get_ticket instead.", clip(c.Function)))
 	}
-	// Step 5: identity, and the tenant from the user's record only.
+	// Step 5: identity, and the tenant from the user's record only. The
+	// user is authorized before the store is read or written.
 	if c.ExternalUserID == "" {
 		return Reject(CodeMissingExternalUserID,
 			"The call carries no externalUserId, so it cannot be tied to a user. Do not invent one: tell the user the request could not be completed.")
@@ -66,23 +68,18 @@ func (s *Service) handle(ctx context.Context, c Call) Outcome {
 		return busy(err)
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
-	case user.Disabled:
-		return Outcome{Kind: KindForbidden, TenantID: user.TenantID}
 	}
-	out := s.handleAs(ctx, fn, user, c)
-	out.TenantID = user.TenantID
-	return out
-}
-
-// handleAs runs steps 6 to 8 for an authorized, enabled user.
-func (s *Service) handleAs(ctx context.Context, fn *Function, user User, c Call) Outcome {
+	tenant = user.TenantID
+	if user.Disabled {
+		return Outcome{Kind: KindForbidden}
+	}
 	// Step 6, for functions that write.
 	if fn.Writes {
 		if out, bad := checkRequestID(c); bad {
 			return out
 		}
 	}
-	// Step 7, then the limits of SPEC section 4, which hold for every
+	// Step 7, then the limits of the operation key, which hold for every
 	// function, not only the ones that derive a key.
 	args, err := fn.Validate(c.Content)
 	var canonical string
@@ -92,12 +89,12 @@ func (s *Service) handleAs(ctx context.Context, fn *Function, user User, c Call)
 	if err != nil {
 		return Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
 	}
+	// Step 8.
 	switch fn.Name {
 	case CreateTicket:
-		key, fingerprint := opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
-		out := s.create(ctx, fn, user, key, fingerprint, canonical)
-		out.Key = key
-		return out
+		var fingerprint string
+		key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
+		return s.create(ctx, fn, user, key, fingerprint, canonical)
 	case GetTicket:
 		return s.getTicket(ctx, user, args["ticket_id"])
 	}
@@ -127,28 +124,21 @@ func checkRequestID(c Call) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// createdResult is the stored result of create_ticket; a repeat replays it
-// with deduplicated set to true.
-type createdResult struct {
-	Status   string `json:"status"`
-	TicketID string `json:"ticket_id"`
-}
-
 // create claims key and writes the ticket in one transaction (step 8), or
 // answers from the operation that already holds the key.
 func (s *Service) create(ctx context.Context, fn *Function, user User, key, fingerprint, canonical string) Outcome {
 	now := s.now()
-	ticketID := s.NewID()
-	result, err := json.Marshal(createdResult{Status: "created", TicketID: ticketID})
+	result := Result{Status: "created", TicketID: s.NewID()}
+	stored, err := json.Marshal(result)
 	if err != nil {
 		return Outcome{Kind: KindInternal, Err: err}
 	}
 	op := Operation{
 		Key: key, State: StateCompleted, TenantID: user.TenantID, UserID: user.UserID,
-		Function: fn.Name, Fingerprint: fingerprint, Result: result,
+		Function: fn.Name, Fingerprint: fingerprint, Result: stored,
 		CreatedAt: now, ExpiresAt: now.Add(s.Retention).Truncate(time.Second),
 	}
-	t := Ticket{ID: ticketID, TenantID: user.TenantID, UserID: user.UserID,
+	t := Ticket{ID: result.TicketID, TenantID: user.TenantID, UserID: user.UserID,
 		OperationKey: key, Arguments: canonical, CreatedAt: now}
 	existing, err := s.Store.Create(ctx, op, t, now)
 	switch {
@@ -157,7 +147,7 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, key, fing
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
 	case existing == nil:
-		return Outcome{Kind: KindCreated, TicketID: ticketID}
+		return Outcome{Kind: KindCreated, Result: &result}
 	}
 	return s.repeat(user, fingerprint, existing)
 }
@@ -177,11 +167,12 @@ func (s *Service) repeat(user User, fingerprint string, existing *Operation) Out
 		return Reject(CodeArgumentsMismatch,
 			"This request already created a ticket with other arguments; do not create another. Tell the user, and start a new request only if they want a second ticket.")
 	}
-	var r createdResult
-	if err := json.Unmarshal(existing.Result, &r); err != nil || r.TicketID == "" {
-		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %v", existing.Key, err)}
+	var r Result
+	if err := json.Unmarshal(existing.Result, &r); err != nil || r.Status == "" || r.TicketID == "" {
+		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", existing.Key, existing.Result)}
 	}
-	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: r.TicketID}
+	r.Deduplicated = true
+	return Outcome{Kind: KindDuplicate, Result: &r}
 }
 
 func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {

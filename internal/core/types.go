@@ -33,7 +33,7 @@ type Operation struct {
 	UserID      string
 	Function    string
 	Fingerprint string // SHA-256 hex of the canonical arguments
-	Result      []byte // JSON text of the stored response, without "deduplicated"
+	Result      []byte // JSON text of the stored Result, deduplicated false
 	CreatedAt   time.Time
 	ExpiresAt   time.Time // second precision: stored as epoch seconds
 }

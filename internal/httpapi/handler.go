@@ -43,81 +43,77 @@ type Handler struct {
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var out core.Outcome
-	var row response
+	var rep reply
 	defer func() {
 		if p := recover(); p != nil {
-			out = core.Outcome{Kind: core.KindInternal, Function: out.Function, TenantID: out.TenantID,
-				Key: out.Key, Err: panicError{p}}
-			row = write(w, out)
+			rep = write(w, refuse(internalError, panicError{p}))
 		}
-		h.log(r.Context(), r, out, row, time.Since(start))
+		h.log(r.Context(), r, rep, time.Since(start))
 	}()
 	switch r.URL.Path {
 	case "/callback":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			out = core.Outcome{Kind: core.KindMethodNotAllowed}
+			rep = refuse(methodNotAllowed, nil)
 			break
 		}
-		out = h.callback(r)
+		rep = h.callback(r)
 	case "/functions":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			out = core.Outcome{Kind: core.KindMethodNotAllowed}
+			rep = refuse(methodNotAllowed, nil)
 			break
 		}
 		if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-			out = core.Outcome{Kind: core.KindUnauthenticated, Err: err}
+			rep = refuse(unauthenticated, err)
 			break
 		}
-		row = writeCatalogue(w, h.callbackURL(r))
-		return
+		rep = catalogue(h.callbackURL(r))
 	default:
-		out = core.Outcome{Kind: core.KindNotFound}
+		rep = refuse(notFound, nil)
 	}
-	row = write(w, out)
+	rep = write(w, rep)
 }
 
-// callback runs SPEC section 3 in order.
-func (h *Handler) callback(r *http.Request) core.Outcome {
+// callback runs the checks in order: size, nonce, shape, then the service.
+func (h *Handler) callback(r *http.Request) reply {
 	// Step 1: size (after base64 decoding), and bodies that do not decode.
-	body, out, ok := h.readBody(r)
+	body, refused, ok := h.readBody(r)
 	if !ok {
-		return out
+		return refused
 	}
 	// Step 2: the nonce, before the body is parsed.
 	if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-		return core.Outcome{Kind: core.KindUnauthenticated, Err: err}
+		return refuse(unauthenticated, err)
 	}
 	// Step 3: JSON of the documented shape.
 	call, err := ParseCall(body)
 	if err != nil {
-		return core.Outcome{Kind: core.KindBadRequest, Err: err}
+		return refuse(badRequest, err)
 	}
 	// Steps 4 to 8.
-	return h.Service.Handle(r.Context(), call)
+	return answer(h.Service.Answer(r.Context(), call))
 }
 
-func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
+func (h *Handler) readBody(r *http.Request) ([]byte, reply, bool) {
 	limit := h.MaxBody
 	if limit <= 0 {
 		limit = DefaultMaxBody
 	}
 	if r.ContentLength > limit {
-		return nil, core.Outcome{Kind: core.KindTooLarge}, false
+		return nil, refuse(tooLarge, nil), false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	switch {
 	case err != nil:
 		if corrupt := base64.CorruptInputError(0); errors.As(err, &corrupt) {
-			return nil, core.Outcome{Kind: core.KindBadRequest, Err: errors.New("base64 body does not decode")}, false
+			return nil, refuse(badRequest, errors.New("base64 body does not decode")), false
 		}
-		return nil, core.Outcome{Kind: core.KindBadRequest, Err: err}, false
+		return nil, refuse(badRequest, err), false
 	case int64(len(body)) > limit:
-		return nil, core.Outcome{Kind: core.KindTooLarge}, false
+		return nil, refuse(tooLarge, nil), false
 	}
-	return body, core.Outcome{}, true
+	return body, reply{}, true
 }
 
 // wireCall is the body of SPEC section 2. Unknown fields are ignored;
@@ -192,9 +188,10 @@ type panicError struct{ v any }
 
 func (p panicError) Error() string { return "panic while serving a request" }
 
-// log writes the one line of SPEC section 8: never the arguments, the
-// nonce, the hook key or the body.
-func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row response, d time.Duration) {
+// log writes the one line of a request: never the arguments, the nonce,
+// the hook key or the body. The operation key is there once derived, and
+// absent otherwise.
+func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Duration) {
 	// The response is already written and any commit done: a failing log
 	// handler must not turn that into a crash.
 	defer func() { _ = recover() }()
@@ -203,28 +200,26 @@ func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row 
 		l = slog.Default()
 	}
 	level := slog.LevelInfo
-	if row.status >= 500 {
+	if rep.status >= 500 {
 		level = slog.LevelError
 	}
-	var buf [9]slog.Attr // on the stack: LogAttrs copies the attributes
-	attrs := append(buf[:0],
+	o := rep.out
+	attrs := []slog.Attr{
 		slog.String("path", r.URL.Path),
 		slog.String("function", o.Function),
 		slog.String("tenant", o.TenantID),
-		slog.String("outcome", row.name),
-		slog.Int("http_status", row.status),
+		slog.String("outcome", rep.name),
+		slog.Int("http_status", rep.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-	)
+	}
 	if o.Key != "" {
 		attrs = append(attrs, slog.String("operation_key", o.Key))
-	} else {
-		attrs = append(attrs, slog.Bool("operation_key", false))
 	}
 	if o.Code != "" {
 		attrs = append(attrs, slog.String("code", o.Code))
 	}
-	if o.Err != nil && row.status >= 500 {
-		attrs = append(attrs, slog.String("error", o.Err.Error()))
+	if rep.err != nil && rep.status >= 500 {
+		attrs = append(attrs, slog.Any("error", rep.err))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }

@@ -18,6 +18,7 @@ type Store struct {
 	mu      sync.Mutex
 	ops     map[string]core.Operation
 	tickets map[string]core.Ticket
+	calls   int // Create and Ticket calls, reads included
 }
 
 // New returns an empty store.
@@ -29,6 +30,7 @@ func New() *Store {
 func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	if old, ok := s.ops[op.Key]; ok && old.Live(now) {
 		return &old, nil
 	}
@@ -52,11 +54,20 @@ func (s *Store) Put(op core.Operation) {
 func (s *Store) Ticket(_ context.Context, id string) (core.Ticket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	t, ok := s.tickets[id]
 	if !ok {
 		return core.Ticket{}, core.ErrNotFound
 	}
 	return t, nil
+}
+
+// Calls returns how many times Create or Ticket was called, whatever
+// they found: a test can see that a call never touched the store.
+func (s *Store) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
 }
 
 // Count returns how many operations and tickets are stored.
