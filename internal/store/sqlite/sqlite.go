@@ -293,11 +293,11 @@ func mapError(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: %v", core.ErrBusy, err)
+			return fmt.Errorf("%w: %w", core.ErrBusy, err)
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %v", core.ErrBusy, err)
+		return fmt.Errorf("%w: %w", core.ErrBusy, err)
 	}
 	return err
 }
