@@ -48,9 +48,9 @@ const (
 	// MinRetention is the shortest deduplication window accepted: agents
 	// retry within seconds to minutes, and template.yaml's pattern for
 	// RETENTION admits nothing shorter either.
-	MinRetention = time.Minute
-	DefaultListen    = "127.0.0.1:3210"
-	DefaultMaxBody   = 64 << 10
+	MinRetention   = time.Minute
+	DefaultListen  = "127.0.0.1:3210"
+	DefaultMaxBody = 64 << 10
 )
 
 // FromEnv reads the Lambda configuration through getenv (os.Getenv).
