@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json/jsontext"
@@ -133,11 +134,28 @@ type wireCall struct {
 		Content jsontext.Value `json:"content"`
 	} `json:"function"`
 	Context *struct {
-		ExternalUserID jsontext.Value `json:"externalUserId"`
+		ExternalUserID exactText `json:"externalUserId"`
 		Metadata       *struct {
-			RequestID jsontext.Value `json:"request_id"`
+			RequestID exactText `json:"request_id"`
 		} `json:"metadata"`
 	} `json:"context"`
+}
+
+// exactText is a member that should be a string, decoded by exactString
+// straight from the decoder's buffer.
+type exactText struct {
+	s    string
+	kind int
+}
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (t *exactText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	t.s, t.kind = exactString(raw)
+	return nil
 }
 
 // ErrShape is returned by ParseCall for a body that is not the documented
@@ -170,7 +188,7 @@ func ParseCall(body []byte) (core.Call, error) {
 	}
 	c := core.Call{Function: *w.Function.Name, Content: []byte(w.Function.Content)}
 	if w.Context != nil {
-		switch v, kind := exactString(w.Context.ExternalUserID); kind {
+		switch v, kind := w.Context.ExternalUserID.s, w.Context.ExternalUserID.kind; kind {
 		case absentValue:
 		case stringValue:
 			c.ExternalUserID = v
@@ -180,7 +198,7 @@ func ParseCall(body []byte) (core.Call, error) {
 			return core.Call{}, ErrShape
 		}
 		if md := w.Context.Metadata; md != nil {
-			switch v, kind := exactString(md.RequestID); kind {
+			switch v, kind := md.RequestID.s, md.RequestID.kind; kind {
 			case absentValue:
 			case stringValue:
 				c.RequestID = v
@@ -213,6 +231,11 @@ func exactString(raw jsontext.Value) (string, int) {
 	case '"':
 	default:
 		return "", otherValue
+	}
+	// The common case, a string without escapes: its text is the value.
+	// (The envelope decoder has already refused control characters.)
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), stringValue
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
