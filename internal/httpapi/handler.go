@@ -128,17 +128,40 @@ func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
 // context field may be missing or null. The fields whose exact text
 // matters are kept raw and decoded strictly in ParseCall.
 type wireCall struct {
-	Type     *string `json:"type"`
-	Function *struct {
-		Name    *string        `json:"name"`
-		Content jsontext.Value `json:"content"`
-	} `json:"function"`
-	Context *struct {
-		ExternalUserID exactText `json:"externalUserId"`
-		Metadata       *struct {
-			RequestID exactText `json:"request_id"`
-		} `json:"metadata"`
-	} `json:"context"`
+	Type     *string                  `json:"type"`
+	Function lastObject[wireFunction] `json:"function"`
+	Context  lastObject[wireContext]  `json:"context"`
+}
+
+type wireFunction struct {
+	Name    *string        `json:"name"`
+	Content jsontext.Value `json:"content"`
+}
+
+type wireContext struct {
+	ExternalUserID exactText                `json:"externalUserId"`
+	Metadata       lastObject[wireMetadata] `json:"metadata"`
+}
+
+type wireMetadata struct {
+	RequestID exactText `json:"request_id"`
+}
+
+// lastObject is an optional object member whose last occurrence wins
+// whole, as in JavaScript: a repeated "context" replaces the first one
+// instead of being merged into it. p is nil when the member is missing or
+// null.
+type lastObject[T any] struct{ p *T }
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (o *lastObject[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		o.p = nil
+		return err
+	}
+	o.p = new(T)
+	return json.UnmarshalDecode(dec, o.p)
 }
 
 // exactText is a member that should be a string, decoded by exactString
@@ -183,12 +206,13 @@ func ParseCall(body []byte) (core.Call, error) {
 	if w.Type != nil && *w.Type != "tool_call" {
 		return core.Call{}, ErrShape
 	}
-	if w.Function == nil || w.Function.Name == nil || len(w.Function.Content) == 0 {
+	fn, ctx := w.Function.p, w.Context.p
+	if fn == nil || fn.Name == nil || len(fn.Content) == 0 {
 		return core.Call{}, ErrShape
 	}
-	c := core.Call{Function: *w.Function.Name, Content: []byte(w.Function.Content)}
-	if w.Context != nil {
-		switch v, kind := w.Context.ExternalUserID.s, w.Context.ExternalUserID.kind; kind {
+	c := core.Call{Function: *fn.Name, Content: []byte(fn.Content)}
+	if ctx != nil {
+		switch v, kind := ctx.ExternalUserID.s, ctx.ExternalUserID.kind; kind {
 		case absentValue:
 		case stringValue:
 			c.ExternalUserID = v
@@ -197,7 +221,7 @@ func ParseCall(body []byte) (core.Call, error) {
 		default:
 			return core.Call{}, ErrShape
 		}
-		if md := w.Context.Metadata; md != nil {
+		if md := ctx.Metadata.p; md != nil {
 			switch v, kind := md.RequestID.s, md.RequestID.kind; kind {
 			case absentValue:
 			case stringValue:

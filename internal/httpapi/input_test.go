@@ -233,3 +233,44 @@ func TestLogLineClipsCallerValues(t *testing.T) {
 		t.Errorf("clipped function name not marked: %s", lines[0])
 	}
 }
+
+// A member repeated in the envelope: the last occurrence wins whole, as in
+// JavaScript (an object is replaced, not merged). Repeated names inside the
+// arguments stay invalid_arguments.
+func TestRepeatedEnvelopeMembersLastWins(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		user, rid  string
+		fn         string
+		shapeError bool
+	}{
+		{"externalUserId", `{"function":{"name":"create_ticket","content":{}},"context":{"externalUserId":"user-a","externalUserId":"user-b","metadata":{"request_id":"r"}}}`,
+			"user-b", "r", core.CreateTicket, false},
+		{"context replaced, not merged", `{"function":{"name":"create_ticket","content":{}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r"}},"context":{"externalUserId":"user-b"}}`,
+			"user-b", "", core.CreateTicket, false},
+		{"metadata replaced, not merged", `{"function":{"name":"create_ticket","content":{}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r"},"metadata":{}}}`,
+			"user-a", "", core.CreateTicket, false},
+		{"context then null", `{"function":{"name":"create_ticket","content":{}},"context":{"externalUserId":"user-a"},"context":null}`,
+			"", "", core.CreateTicket, false},
+		{"function replaced, not merged", `{"function":{"name":"create_ticket","content":{}},"function":{"name":"get_ticket"}}`,
+			"", "", "", true},
+		{"request_id then null", `{"function":{"name":"create_ticket","content":{}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r","request_id":null}}}`,
+			"user-a", "", core.CreateTicket, false},
+	} {
+		c, err := httpapi.ParseCall([]byte(tc.body))
+		if tc.shapeError {
+			if err == nil {
+				t.Errorf("%s: accepted %+v, want a shape error", tc.name, c)
+			}
+			continue
+		}
+		if err != nil || c.ExternalUserID != tc.user || c.RequestID != tc.rid || c.Function != tc.fn {
+			t.Errorf("%s: %+v, %v; want user %q request_id %q", tc.name, c, err, tc.user, tc.rid)
+		}
+	}
+	e := newInputHarness()
+	code, m := e.post(t, "/callback", `{"function":{"name":"create_ticket","content":{"title":"a","title":"b"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r"}}}`)
+	if code != 200 || rejectionCode(m) != core.CodeInvalidArguments {
+		t.Errorf("repeated argument name: %d %v, want invalid_arguments", code, m)
+	}
+}
