@@ -125,8 +125,9 @@ func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
 // wireCall is the body of a callback. Member names match exactly, as
 // JavaScript's JSON.parse matches them: "EXTERNALUSERID" or "Request_ID" is
 // an unknown field, never an alias. Unknown fields are ignored; every
-// context field may be missing or null. The fields whose exact text
-// matters are kept raw and decoded strictly in ParseCall.
+// context field may be missing or null. The strings that make identity
+// and keys (externalUserId, request_id) are decoded strictly (exactText),
+// and the arguments are kept raw for validation and canonicalization.
 type wireCall struct {
 	Type     *string                  `json:"type"`
 	Function lastObject[wireFunction] `json:"function"`
