@@ -5,8 +5,10 @@
 //
 //	go run ./cmd/seedlocal -endpoint http://127.0.0.1:8000 -table tickets-local -config config.example.json
 //
-// With -endpoint set it uses static dummy credentials (DynamoDB Local
-// accepts any); without it, the usual AWS credential chain and region.
+// It signs with the usual AWS credential chain, as the local server does;
+// with -endpoint set and no credentials found, with dummy ones (DynamoDB
+// Local accepts any, and `make dynamodb-local` runs it with -sharedDb, so
+// every access key sees the same tables).
 package main
 
 import (
@@ -14,16 +16,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -55,14 +57,9 @@ func run(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(*region)}
-	if *endpoint != "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := app.LocalAWSConfig(ctx, *region, *endpoint, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
-		return fmt.Errorf("aws config: %w", err)
+		return err
 	}
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if *endpoint != "" {

@@ -16,16 +16,29 @@ import (
 // MaxRequestIDLen is the longest metadata.request_id accepted, in characters.
 const MaxRequestIDLen = 128
 
+// MaxExternalUserIDLen is the longest externalUserId that can name a user,
+// in bytes. A user record's key is "USER#" plus the id, and DynamoDB refuses
+// a partition key over 2048 bytes with a ValidationException; a longer id
+// names no user on any store, so it is refused (403) without a store call.
+const MaxExternalUserIDLen = 1024
+
 // Call is a parsed, authenticated callback body, reduced to what the
 // checks need.
 type Call struct {
 	Function       string
-	Content        json.RawMessage // function.content, a JSON object
+	Content        json.RawMessage // function.content: any JSON value, an object when valid
 	ExternalUserID string          // "" when missing or null
 	RequestID      string          // "" when missing or null
+	// ExternalUserIDMalformed is set when externalUserId is a string with
+	// invalid UTF-8 or a lone surrogate escape: it names no user.
+	ExternalUserIDMalformed bool
 	// RequestIDNotString is set when metadata.request_id is present but not
 	// a JSON string.
 	RequestIDNotString bool
+	// RequestIDMalformed is set when metadata.request_id is a string with
+	// invalid UTF-8 or a lone surrogate escape. A decoder that replaced them
+	// with U+FFFD would give two different request_ids one key.
+	RequestIDMalformed bool
 }
 
 // Service runs the checks after the body is parsed (function, user,
@@ -59,6 +72,9 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	if c.ExternalUserID == "" {
 		return Reject(CodeMissingExternalUserID,
 			"The call carries no externalUserId, so it cannot be tied to a user. Do not invent one: tell the user the request could not be completed.")
+	}
+	if c.ExternalUserIDMalformed || len(c.ExternalUserID) > MaxExternalUserIDLen || !utf8.ValidString(c.ExternalUserID) {
+		return Outcome{Kind: KindForbidden} // names no user on any store
 	}
 	user, err := s.Users.User(ctx, c.ExternalUserID)
 	switch {
@@ -115,9 +131,10 @@ func checkRequestID(c Call) (Outcome, bool) {
 		return Reject(CodeInvalidRequestID, "metadata.request_id must be a string."+fix), true
 	case c.RequestID == "":
 		return Reject(CodeMissingRequestID, "The call carries no metadata.request_id, so it cannot be made safe to repeat."+fix), true
+	case c.RequestIDMalformed || !utf8.ValidString(c.RequestID):
+		return Reject(CodeInvalidRequestID, "metadata.request_id must be well-formed Unicode text."+fix), true
 	case utf8.RuneCountInString(c.RequestID) > MaxRequestIDLen ||
-		strings.IndexFunc(c.RequestID, unicode.IsControl) >= 0 ||
-		!utf8.ValidString(c.RequestID):
+		strings.IndexFunc(c.RequestID, unicode.IsControl) >= 0:
 		return Reject(CodeInvalidRequestID, fmt.Sprintf(
 			"metadata.request_id must be at most %d characters without control characters.", MaxRequestIDLen)+fix), true
 	}
@@ -178,7 +195,7 @@ func (s *Service) repeat(user User, fingerprint string, existing *Operation) Out
 func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 	notFound := Reject(CodeTicketNotFound,
 		"No ticket with this ticket_id exists for this user; check the ticket_id, or ask the user for it.")
-	t, err := s.Store.Ticket(ctx, strings.TrimSpace(id))
+	t, err := s.Store.Ticket(ctx, TrimBlank(id))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound

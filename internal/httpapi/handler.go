@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/json/jsontext"
+	"encoding/json/v2"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
@@ -116,48 +118,114 @@ func (h *Handler) readBody(r *http.Request) ([]byte, reply, bool) {
 	return body, reply{}, true
 }
 
-// wireCall is the body of SPEC section 2. Unknown fields are ignored;
-// every context field may be missing or null.
+// wireCall is the body of a callback. Member names match exactly, as
+// JavaScript's JSON.parse matches them: "EXTERNALUSERID" or "Request_ID" is
+// an unknown field, never an alias. Unknown fields are ignored; every
+// context field may be missing or null. The strings that make identity
+// and keys (externalUserId, request_id) are decoded strictly (exactText),
+// and the arguments are kept raw for validation and canonicalization.
 type wireCall struct {
-	Type     *string `json:"type"`
-	Function *struct {
-		Name    *string         `json:"name"`
-		Content json.RawMessage `json:"content"`
-	} `json:"function"`
-	Context *struct {
-		ExternalUserID *string `json:"externalUserId"`
-		Metadata       *struct {
-			RequestID json.RawMessage `json:"request_id"`
-		} `json:"metadata"`
-	} `json:"context"`
+	Type     *string                  `json:"type"`
+	Function lastObject[wireFunction] `json:"function"`
+	Context  lastObject[wireContext]  `json:"context"`
+}
+
+type wireFunction struct {
+	Name    *string        `json:"name"`
+	Content jsontext.Value `json:"content"`
+}
+
+type wireContext struct {
+	ExternalUserID exactText                `json:"externalUserId"`
+	Metadata       lastObject[wireMetadata] `json:"metadata"`
+}
+
+type wireMetadata struct {
+	RequestID exactText `json:"request_id"`
+}
+
+// lastObject is an optional object member whose last occurrence wins
+// whole, as in JavaScript: a repeated "context" replaces the first one
+// instead of being merged into it. p is nil when the member is missing or
+// null.
+type lastObject[T any] struct{ p *T }
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (o *lastObject[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		o.p = nil
+		return err
+	}
+	o.p = new(T)
+	return json.UnmarshalDecode(dec, o.p)
+}
+
+// exactText is a member that should be a string, decoded by exactString
+// straight from the decoder's buffer.
+type exactText struct {
+	s    string
+	kind int
+}
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (t *exactText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	t.s, t.kind = exactString(raw)
+	return nil
 }
 
 // ErrShape is returned by ParseCall for a body that is not the documented
 // shape.
 var ErrShape = errors.New("body is not a tool_call")
 
+// envelopeOptions decode the envelope: names matched exactly (the v2
+// default), duplicate names left to the canonicalization of the arguments
+// (which refuses them there, with a message for the model), and invalid
+// UTF-8 tolerated in fields that are ignored. The raw values of the fields
+// that make identity and keys keep their bytes and are checked strictly.
+var envelopeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
 // ParseCall reads the body of a callback. It fails for a body that is not
-// JSON or not the shape of SPEC section 2: no function object, no string
-// function.name, function.content not an object, a type other than
-// "tool_call", or a context field of the wrong JSON type.
+// JSON or not the documented shape: no function object, no string
+// function.name, no function.content, a type other than "tool_call", or a
+// context field of the wrong JSON type. A function.content that is present
+// but not an object is passed on: the model can correct it, so the service
+// answers it with invalid_arguments.
 func ParseCall(body []byte) (core.Call, error) {
 	var w wireCall
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := json.Unmarshal(body, &w, envelopeOptions); err != nil {
 		return core.Call{}, ErrShape
 	}
 	if w.Type != nil && *w.Type != "tool_call" {
 		return core.Call{}, ErrShape
 	}
-	if w.Function == nil || w.Function.Name == nil || !isObject(w.Function.Content) {
+	fn, ctx := w.Function.p, w.Context.p
+	if fn == nil || fn.Name == nil || len(fn.Content) == 0 {
 		return core.Call{}, ErrShape
 	}
-	c := core.Call{Function: *w.Function.Name, Content: w.Function.Content}
-	if w.Context != nil {
-		if w.Context.ExternalUserID != nil {
-			c.ExternalUserID = *w.Context.ExternalUserID
+	c := core.Call{Function: *fn.Name, Content: []byte(fn.Content)}
+	if ctx != nil {
+		switch v, kind := ctx.ExternalUserID.s, ctx.ExternalUserID.kind; kind {
+		case absentValue:
+		case stringValue:
+			c.ExternalUserID = v
+		case malformedString:
+			c.ExternalUserID, c.ExternalUserIDMalformed = v, true
+		default:
+			return core.Call{}, ErrShape
 		}
-		if md := w.Context.Metadata; md != nil && len(md.RequestID) > 0 && string(md.RequestID) != "null" {
-			if err := json.Unmarshal(md.RequestID, &c.RequestID); err != nil {
+		if md := ctx.Metadata.p; md != nil {
+			switch v, kind := md.RequestID.s, md.RequestID.kind; kind {
+			case absentValue:
+			case stringValue:
+				c.RequestID = v
+			case malformedString:
+				c.RequestID, c.RequestIDMalformed = v, true
+			default:
 				c.RequestIDNotString = true
 			}
 		}
@@ -165,9 +233,37 @@ func ParseCall(body []byte) (core.Call, error) {
 	return c, nil
 }
 
-func isObject(raw json.RawMessage) bool {
-	s := bytes.TrimLeft(raw, " \t\r\n")
-	return len(s) > 0 && s[0] == '{'
+// Kinds of a raw value read by exactString.
+const (
+	absentValue     = iota // missing or null
+	stringValue            // a well-formed string
+	malformedString        // a string with invalid UTF-8 or a lone surrogate escape
+	otherValue             // a number, object, array or boolean
+)
+
+// exactString decodes a raw JSON value that should be a string. Decoding
+// is strict: invalid UTF-8 and lone surrogate escapes ("\ud800"), which a
+// lenient decoder silently turns into U+FFFD, are reported as malformed,
+// so that two different texts never become one.
+func exactString(raw jsontext.Value) (string, int) {
+	switch raw.Kind() {
+	case 0, 'n':
+		return "", absentValue
+	case '"':
+	default:
+		return "", otherValue
+	}
+	// The common case, a string without escapes: its text is the value.
+	// (The envelope decoder has already refused control characters.)
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), stringValue
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		_ = json.Unmarshal(raw, &s, jsontext.AllowInvalidUTF8(true))
+		return s, malformedString
+	}
+	return s, stringValue
 }
 
 func (h *Handler) callbackURL(r *http.Request) string {
@@ -182,6 +278,24 @@ func (h *Handler) callbackURL(r *http.Request) string {
 		scheme = p
 	}
 	return scheme + "://" + r.Host + "/callback"
+}
+
+// MaxLoggedLen bounds, in bytes, what the log line carries of a value the
+// caller chose (the path, the function name): a caller must not be able to
+// write megabytes into the logs per request.
+const MaxLoggedLen = 64
+
+// clipLogged cuts s to at most MaxLoggedLen bytes on a character boundary,
+// marking the cut with "…".
+func clipLogged(s string) string {
+	if len(s) <= MaxLoggedLen {
+		return s
+	}
+	cut := MaxLoggedLen - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 type panicError struct{ v any }
@@ -205,8 +319,8 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 	}
 	o := rep.out
 	attrs := []slog.Attr{
-		slog.String("path", r.URL.Path),
-		slog.String("function", o.Function),
+		slog.String("path", clipLogged(r.URL.Path)),
+		slog.String("function", clipLogged(o.Function)),
 		slog.String("tenant", o.TenantID),
 		slog.String("outcome", rep.name),
 		slog.Int("http_status", rep.status),
