@@ -48,8 +48,8 @@ type Record struct {
 	// worker looks it up before any resend.
 	SentUnknown bool
 	// DueAt is when the ticket may next be claimed, in whole seconds: the
-	// backoff's end while pending, the lease's end while delivering. Zero
-	// once final.
+	// backoff's end while pending, the second after the lease's end while
+	// delivering. Zero once final.
 	DueAt      time.Time
 	LeaseUntil time.Time // while delivering
 	LeaseOwner string    // the claiming worker's token, while delivering
@@ -103,9 +103,9 @@ type Store interface {
 	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
 	// Claim moves the ticket to delivering under the lease (owner,
 	// leaseUntil), only if it is pending with DueAt <= now, or delivering
-	// with LeaseUntil < now; else it returns ErrNotClaimable. It sets DueAt
-	// to leaseUntil, so an abandoned claim is found again when the lease
-	// ends.
+	// with LeaseUntil < now (times in whole seconds); else it returns
+	// ErrNotClaimable. It sets DueAt to the second after leaseUntil, so an
+	// abandoned claim is found again as soon as the lease has run out.
 	Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Claimed, error)
 	// Record writes u only if owner still holds the ticket (state
 	// delivering, lease owner unchanged); else it returns ErrLeaseLost.

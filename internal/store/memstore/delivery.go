@@ -71,7 +71,7 @@ func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.
 		return delivery.Claimed{}, err
 	}
 	before := *r
-	r.State, r.LeaseOwner, r.LeaseUntil, r.DueAt = delivery.StateDelivering, owner, leaseUntil, leaseUntil
+	r.State, r.LeaseOwner, r.LeaseUntil, r.DueAt = delivery.StateDelivering, owner, leaseUntil, leaseUntil.Add(time.Second)
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
 }
 
