@@ -132,3 +132,10 @@ func TestDeliveryIndexIsSparse(t *testing.T) {
 		t.Fatalf("index holds %v, want only TICKET#%s (not %s, %s)", keys, live, done, plain)
 	}
 }
+
+// A worker process killed before, during and after its send: the next
+// worker finishes the ticket, and the helpdesk holds it once.
+func TestDeliveryWorkerKilled(t *testing.T) {
+	s, endpoint := newTable(t)
+	deliverytest.Kill(t, s.Store, envEndpoint+"="+endpoint, envTable+"="+s.table)
+}

@@ -45,6 +45,9 @@ func TestConformance(t *testing.T) {
 const envPath = "SQLITE_TEST_PATH"
 
 func TestMain(m *testing.M) {
+	deliverytest.KillMain(func() (delivery.Store, error) {
+		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
+	})
 	storetest.ChildMain(func() (core.Store, error) {
 		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
 	})
@@ -207,4 +210,11 @@ func TestDeliveryMigrationOnExistingFile(t *testing.T) {
 	if ids, err := s.Due(ctx, now, 10); err != nil || len(ids) != 1 || ids[0] != "new" {
 		t.Fatalf("Due = %v, %v", ids, err)
 	}
+}
+
+// A worker process killed before, during and after its send: the next
+// worker finishes the ticket, and the helpdesk holds it once.
+func TestDeliveryWorkerKilled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "killed.sqlite")
+	deliverytest.Kill(t, open(t, path), envPath+"="+path)
 }
