@@ -458,3 +458,61 @@ func waitState(t *testing.T, f *fixture, id string, want delivery.State) {
 	r, _ := f.store.Delivery(context.Background(), id)
 	t.Fatalf("ticket %s: state %s, want %s", id, r.State, want)
 }
+
+// gateDest holds the send of one ticket until released; others go through.
+type gateDest struct {
+	script
+	hold    string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gateDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+	if t.ID == g.hold {
+		close(g.entered)
+		<-g.release
+	}
+	return g.script.Send(ctx, t)
+}
+
+// A slow send does not hold back a fresh ticket; with every slot taken,
+// the tickets left behind are picked up as soon as a slot frees, without
+// waiting for the poll.
+func TestWorkerSlowSendDoesNotBlockOthers(t *testing.T) {
+	for _, conc := range []int{2, 1} {
+		t.Run(fmt.Sprintf("concurrency %d", conc), func(t *testing.T) {
+			f := newFixture(t, nil)
+			var mu sync.Mutex
+			f.eng.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return f.now }
+			gate := &gateDest{script: script{sends: []error{created}}, entered: make(chan struct{}), release: make(chan struct{})}
+			f.eng.Destination = gate
+			mu.Lock()
+			slow := f.ticket()
+			mu.Unlock()
+			gate.hold = slow
+			w := &delivery.Worker{Engine: f.eng, Poll: time.Hour, Concurrency: conc}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = w.Run(ctx) }()
+			<-gate.entered
+			mu.Lock()
+			fresh := f.ticket()
+			mu.Unlock()
+			w.Notify()
+			if conc == 1 {
+				// Let the worker take the Notify while its one slot is busy
+				// (ordering only, nothing timed is asserted), then free it.
+				time.Sleep(100 * time.Millisecond)
+				close(gate.release)
+			}
+			waitState(t, f, fresh, delivery.StateDelivered)
+			if conc > 1 {
+				if r, _ := f.store.Delivery(context.Background(), slow); r.State != delivery.StateDelivering {
+					t.Fatalf("slow ticket: %s, want still delivering", r.State)
+				}
+				close(gate.release)
+			}
+			waitState(t, f, slow, delivery.StateDelivered)
+		})
+	}
+}

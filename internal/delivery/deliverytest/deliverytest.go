@@ -360,10 +360,20 @@ func Run(t *testing.T, h Harness) {
 		for i := range 6 {
 			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"engine %d"}`, i)))
 		}
-		// Two workers sweep at once.
+		// Two workers sweep at once, three tickets at a time each, until
+		// nothing is due.
 		var wg sync.WaitGroup
 		for range 2 {
-			wg.Go(func() { (&delivery.Worker{Engine: eng, Concurrency: 3}).Sweep(ctx) })
+			wg.Go(func() {
+				w := &delivery.Worker{Engine: eng, Concurrency: 3}
+				for range 10 {
+					if w.Sweep(ctx) == 0 {
+						if ids, _ := e.Store.Due(ctx, e.Now, 10); len(ids) == 0 {
+							return
+						}
+					}
+				}
+			})
 		}
 		wg.Wait()
 		for _, id := range ids {
