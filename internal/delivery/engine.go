@@ -24,6 +24,20 @@ const (
 	leaseMargin = 3 * time.Second
 )
 
+// MaxLease bounds the lease LeaseFor sizes: well under a minute, so a
+// ticket abandoned by a killed worker is taken over within a minute.
+const MaxLease = 45 * time.Second
+
+// LeaseFor sizes the lease for a destination whose calls time out after
+// timeout: a lookup plus a send, plus the margin, at most MaxLease (a
+// longer timeout is then cut short by the lease).
+func LeaseFor(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return DefaultLease
+	}
+	return min(2*timeout+leaseMargin, MaxLease)
+}
+
 // Engine drives one ticket at a time through the delivery state machine:
 // claim under a lease, look up first when an earlier send may have created
 // the ticket, send, record. It is the same for every runner (the local
@@ -125,7 +139,11 @@ func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 // step decides what becomes of a claimed ticket. It makes at most one
 // lookup and one send, each cut off before the lease ends.
 func (e *Engine) step(ctx context.Context, c Claimed) Update {
-	ctx, cancel := context.WithTimeout(ctx, e.lease()-leaseMargin)
+	budget := e.lease() - leaseMargin
+	if budget < e.lease()/2 {
+		budget = e.lease() / 2 // a short lease (tests) keeps half for the calls
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	max := e.maxAttempts()
 	u := Update{

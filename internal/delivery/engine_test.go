@@ -516,3 +516,41 @@ func TestWorkerSlowSendDoesNotBlockOthers(t *testing.T) {
 		})
 	}
 }
+
+func TestLeaseFor(t *testing.T) {
+	for _, c := range []struct{ timeout, want time.Duration }{
+		{0, delivery.DefaultLease},
+		{10 * time.Second, 23 * time.Second},
+		{2 * time.Second, 7 * time.Second},
+		{time.Minute, delivery.MaxLease},
+	} {
+		if got := delivery.LeaseFor(c.timeout); got != c.want {
+			t.Errorf("LeaseFor(%v) = %v, want %v", c.timeout, got, c.want)
+		}
+	}
+}
+
+// The calls under a lease are cut off before it runs out.
+func TestCallsAreCutOffBeforeTheLeaseEnds(t *testing.T) {
+	f := newFixture(t, nil)
+	f.eng.Lease = 2 * time.Second
+	var deadline time.Time
+	f.eng.Destination = deadlineDest{&deadline}
+	id := f.ticket()
+	start := time.Now()
+	f.deliver(id)
+	if deadline.IsZero() || deadline.After(start.Add(f.eng.Lease)) {
+		t.Fatalf("send deadline %v, want before the lease's end %v", deadline, start.Add(f.eng.Lease))
+	}
+}
+
+type deadlineDest struct{ at *time.Time }
+
+func (d deadlineDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+	*d.at, _ = ctx.Deadline()
+	return delivery.Receipt{ExternalID: "x"}, nil
+}
+
+func (deadlineDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
+	return delivery.Receipt{}, false, delivery.ErrNoLookup
+}
