@@ -136,6 +136,9 @@ func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, erro
 // index is eventually consistent: a ticket just claimed may still show,
 // and Claim then refuses it.
 func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
 	var out *dynamodb.QueryOutput
 	err := st.call(ctx, func(ctx context.Context) (err error) {
 		out, err = st.client.Query(ctx, &dynamodb.QueryInput{
