@@ -110,6 +110,12 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, e
 	var missing *types.ResourceNotFoundException
 	switch {
 	case err == nil:
+		// A table from before delivery existed gains its due index.
+		if added, err := dynamo.EnsureDeliveryIndex(ctx, c, table); err != nil {
+			return false, err
+		} else if added {
+			fmt.Printf("added index %s to table %s\n", dynamo.DeliveryDueIndex, table)
+		}
 		return false, nil
 	case !errors.As(err, &missing):
 		return false, fmt.Errorf("describe table %s: %w", table, err)

@@ -139,3 +139,43 @@ func TestDeliveryWorkerKilled(t *testing.T) {
 	s, endpoint := newTable(t)
 	deliverytest.Kill(t, s.Store, envEndpoint+"="+endpoint, envTable+"="+s.table)
 }
+
+// A table created before delivery existed gains the due index, and the
+// delivery store works on it.
+func TestEnsureDeliveryIndexOnOldTable(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	client := testenv.DynamoClient(t, endpoint)
+	ctx := context.Background()
+	table := fmt.Sprintf("old-%d", time.Now().UnixNano())
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	s := dynamo.New(client, table, dynamo.Options{})
+	if _, err := s.Due(ctx, time.Now(), 10); err == nil {
+		t.Fatal("Due on a table without the index: no error")
+	}
+	for i, want := range []bool{true, false} {
+		added, err := dynamo.EnsureDeliveryIndex(ctx, client, table)
+		if err != nil || added != want {
+			t.Fatalf("call %d: added %v, %v; want %v", i, added, err, want)
+		}
+	}
+	e := deliverytest.NewEnv(t, s, true)
+	id := e.Create(`{"title":"after the index"}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids, err := s.Due(ctx, e.Now, 10)
+		if err == nil && len(ids) == 1 && ids[0] == id {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Due = %v, %v; want [%s]", ids, err, id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,6 +1,10 @@
 package dynamo
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -35,5 +39,49 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
+	}
+}
+
+// EnsureDeliveryIndex adds DeliveryDueIndex to a table created before it
+// existed, and waits until the index is active; it reports whether it
+// added it. Tickets written before carry no delivery state and stay out.
+func EnsureDeliveryIndex(ctx context.Context, c *dynamodb.Client, table string) (bool, error) {
+	active := func() (found, ready bool, err error) {
+		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+		if err != nil {
+			return false, false, fmt.Errorf("describe table %s: %w", table, err)
+		}
+		for _, gsi := range out.Table.GlobalSecondaryIndexes {
+			if aws.ToString(gsi.IndexName) == DeliveryDueIndex {
+				return true, gsi.IndexStatus == types.IndexStatusActive || gsi.IndexStatus == "", nil
+			}
+		}
+		return false, false, nil
+	}
+	found, _, err := active()
+	if err != nil || found {
+		return false, err
+	}
+	def := TableInput(table)
+	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName:            &table,
+		AttributeDefinitions: def.AttributeDefinitions,
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+			IndexName: def.GlobalSecondaryIndexes[0].IndexName,
+			KeySchema: def.GlobalSecondaryIndexes[0].KeySchema, Projection: def.GlobalSecondaryIndexes[0].Projection,
+		}}},
+	})
+	if err != nil {
+		return false, fmt.Errorf("add index %s to %s: %w", DeliveryDueIndex, table, err)
+	}
+	for {
+		if _, ready, err := active(); err != nil || ready {
+			return true, err
+		}
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
