@@ -154,7 +154,9 @@ func TestEnsureDeliveryIndexOnOldTable(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	s := dynamo.New(client, table, dynamo.Options{})
 	if _, err := s.Due(ctx, time.Now(), 10); err == nil {
 		t.Fatal("Due on a table without the index: no error")
