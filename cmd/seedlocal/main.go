@@ -100,23 +100,24 @@ func run(args []string) error {
 	return nil
 }
 
-// ensureTable creates the table (pk S, on demand, TTL on expires_at) unless
+// ensureTable creates the table (dynamo.TableInput, TTL on expires_at) unless
 // it exists, and waits until it is active.
 func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, error) {
 	_, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 	var missing *types.ResourceNotFoundException
 	switch {
 	case err == nil:
+		// A table from before delivery existed gains its due index.
+		if added, err := dynamo.EnsureDeliveryIndex(ctx, c, table); err != nil {
+			return false, err
+		} else if added {
+			fmt.Printf("added index %s to table %s\n", dynamo.DeliveryDueIndex, table)
+		}
 		return false, nil
 	case !errors.As(err, &missing):
 		return false, fmt.Errorf("describe table %s: %w", table, err)
 	}
-	_, err = c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &table,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-	})
+	_, err = c.CreateTable(ctx, dynamo.TableInput(table))
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) { // in use: created concurrently
 		return false, fmt.Errorf("create table %s: %w", table, err)

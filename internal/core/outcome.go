@@ -88,6 +88,16 @@ type TicketView struct {
 	Description string `json:"description"`
 	Priority    string `json:"priority"`
 	CreatedAt   string `json:"created_at"`
+	// Delivery is absent for a ticket with no delivery state.
+	Delivery *DeliveryView `json:"delivery,omitempty"`
+}
+
+// DeliveryView is get_ticket's view of a ticket's delivery: the helpdesk's
+// id and URL only once delivered.
+type DeliveryView struct {
+	State       string `json:"state"`
+	ExternalID  string `json:"external_id,omitempty"`
+	ExternalURL string `json:"external_url,omitempty"`
 }
 
 // Reject builds a correctable-input rejection.

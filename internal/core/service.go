@@ -50,6 +50,9 @@ type Service struct {
 	Retention time.Duration
 	Now       func() time.Time // defaults to time.Now
 	NewID     func() string    // ticket ids
+	// Deliver: a helpdesk destination is configured, so every new ticket is
+	// written with its delivery record in state pending.
+	Deliver bool
 }
 
 // Answer runs the checks of a parsed call in order (function, user,
@@ -157,6 +160,10 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, key, fing
 	}
 	t := Ticket{ID: result.TicketID, TenantID: user.TenantID, UserID: user.UserID,
 		OperationKey: key, Arguments: canonical, CreatedAt: now}
+	if s.Deliver {
+		// Due at once: the second it was created in.
+		t.Delivery = &Delivery{State: DeliveryPending, DueAt: now.Truncate(time.Second)}
+	}
 	existing, err := s.Store.Create(ctx, op, t, now)
 	switch {
 	case errors.Is(err, ErrBusy):
@@ -219,8 +226,21 @@ func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 	}
 	return Outcome{Kind: KindFound, Ticket: &TicketView{
 		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,
-		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339),
+		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Delivery: deliveryView(t.Delivery),
 	}}
+}
+
+// deliveryView shows a ticket's delivery state, and the helpdesk's id and
+// URL once delivered.
+func deliveryView(d *Delivery) *DeliveryView {
+	if d == nil || d.State == "" {
+		return nil
+	}
+	v := &DeliveryView{State: d.State}
+	if d.State == "delivered" {
+		v.ExternalID, v.ExternalURL = d.ExternalID, d.ExternalURL
+	}
+	return v
 }
 
 func busy(err error) Outcome {

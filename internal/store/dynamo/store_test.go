@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
@@ -26,6 +28,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	deliverytest.KillMain(func() (delivery.Store, error) {
+		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
+		if err != nil {
+			return nil, err
+		}
+		return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
+	})
 	storetest.ChildMain(func() (core.Store, error) {
 		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
 		if err != nil {

@@ -7,9 +7,11 @@ package memstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
 // Store keeps operations and tickets in maps under one mutex, which makes
@@ -19,11 +21,16 @@ type Store struct {
 	ops     map[string]core.Operation
 	tickets map[string]core.Ticket
 	calls   int // Create and Ticket calls, reads included
+	// deliveries are the tickets' delivery records (see delivery.go).
+	deliveries map[string]*delivery.Record
+	// DeliveryCalls counts calls of the delivery.Store methods.
+	DeliveryCalls atomic.Int64
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{ops: map[string]core.Operation{}, tickets: map[string]core.Ticket{}}
+	return &Store{ops: map[string]core.Operation{}, tickets: map[string]core.Ticket{},
+		deliveries: map[string]*delivery.Record{}}
 }
 
 // Create implements core.Store.
@@ -39,6 +46,7 @@ func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now 
 	}
 	s.ops[op.Key] = op
 	s.tickets[t.ID] = t
+	s.addDelivery(t)
 	return nil, nil
 }
 
@@ -59,6 +67,7 @@ func (s *Store) Ticket(_ context.Context, id string) (core.Ticket, error) {
 	if !ok {
 		return core.Ticket{}, core.ErrNotFound
 	}
+	t.Delivery = s.coreDelivery(id)
 	return t, nil
 }
 

@@ -110,7 +110,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	}
 	db.SetMaxOpenConns(4)
 	s := &Store{db: db, opt: opt, writeSlot: make(chan struct{}, 1)}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if _, err := db.ExecContext(ctx, schema+deliverySchema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", mapError(err))
 	}
@@ -185,6 +185,9 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 	if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, t.OperationKey, gen, t.TenantID,
 		t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
 		return nil, mapError(err)
+	}
+	if err := insertDelivery(ctx, tx, t); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, mapError(err)
@@ -286,7 +289,10 @@ func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
 	if err != nil {
 		return core.Ticket{}, mapError(err)
 	}
-	t.CreatedAt, err = time.Parse(time.RFC3339Nano, created)
+	if t.CreatedAt, err = time.Parse(time.RFC3339Nano, created); err != nil {
+		return core.Ticket{}, err
+	}
+	t.Delivery, err = s.coreDelivery(ctx, id)
 	return t, err
 }
 

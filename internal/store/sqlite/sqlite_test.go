@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
@@ -43,6 +45,9 @@ func TestConformance(t *testing.T) {
 const envPath = "SQLITE_TEST_PATH"
 
 func TestMain(m *testing.M) {
+	deliverytest.KillMain(func() (delivery.Store, error) {
+		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
+	})
 	storetest.ChildMain(func() (core.Store, error) {
 		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
 	})
@@ -210,4 +215,56 @@ func TestRestartInNewProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "restart.sqlite")
 	open(t, path)
 	storetest.CheckRestart(t, envPath+"="+path)
+}
+
+func TestDeliveryConformance(t *testing.T) {
+	deliverytest.Run(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Store {
+			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
+		},
+	})
+}
+
+// A database file from before delivery existed (no deliveries table) opens
+// unchanged: its tickets have no delivery state, new ones get theirs.
+func TestDeliveryMigrationOnExistingFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.sqlite")
+	s := open(t, path)
+	now := time.Now()
+	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
+		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, err := s.Create(ctx, op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
+		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `DROP INDEX deliveries_due; DROP TABLE deliveries`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	if tk, err := s.Ticket(ctx, "old"); err != nil || tk.Delivery != nil {
+		t.Fatalf("old ticket: %+v, %v", tk.Delivery, err)
+	}
+	op.Key = "k2"
+	if _, err := s.Create(ctx, op, core.Ticket{ID: "new", TenantID: "t", UserID: "u", OperationKey: "k2",
+		Arguments: `{"title":"new"}`, CreatedAt: now,
+		Delivery: &core.Delivery{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Delivery(ctx, "new"); err != nil || r.State != delivery.StatePending {
+		t.Fatalf("new ticket: %+v, %v", r, err)
+	}
+	if ids, err := s.Due(ctx, now, 10); err != nil || len(ids) != 1 || ids[0] != "new" {
+		t.Fatalf("Due = %v, %v", ids, err)
+	}
+}
+
+// A worker process killed before, during and after its send: the next
+// worker finishes the ticket, and the helpdesk holds it once.
+func TestDeliveryWorkerKilled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "killed.sqlite")
+	deliverytest.Kill(t, open(t, path), envPath+"="+path)
 }
