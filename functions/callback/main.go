@@ -42,7 +42,7 @@ func runLambda() {
 		logger.Error(err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(lambdaurl.Handler(h))
+	lambda.Start(lambdaurl.Wrap(h))
 }
 
 func runLocal(args []string) int {
