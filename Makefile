@@ -24,8 +24,9 @@ run:
 ## test: everything CI runs. Installs the tools first (idempotent).
 test: tools fmt vet unit load fuzz lint vuln
 
-## tools: DynamoDB Local, aws-lambda-rie, golangci-lint, govulncheck and the
-## offline vulnerability database, into .cache/.
+## tools: the Go tools of tools/go.mod (golangci-lint, govulncheck,
+## aws-lambda-rie), DynamoDB Local and the offline vulnerability database,
+## into .cache/.
 tools:
 	bash scripts/tools.sh
 
