@@ -72,8 +72,12 @@ build-CallbackFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
 
 ## bench: benchmarks, load and cold-start runs; writes docs/benchmarks.md.
+## Refuses a tree with uncommitted changes (BENCHFLAGS=-allow-dirty flags the
+## document instead); BENCH_BASE=<revision> adds a before/after comparison.
+BENCH_BASE ?=
+BENCHFLAGS ?=
 bench: tools
-	bash scripts/bench.sh
+	go run ./cmd/benchreport -out docs/benchmarks.md $(if $(BENCH_BASE),-base $(BENCH_BASE)) $(BENCHFLAGS)
 
 ## dynamodb-local: DynamoDB Local in the foreground on port 8000.
 dynamodb-local: tools

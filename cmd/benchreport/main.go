@@ -109,6 +109,10 @@ func render(dir, out string) error {
 // measure runs everything and leaves the raw results and meta.json in dir.
 func measure(o options, root, dir string) error {
 	start := time.Now()
+	dirty, err := checkClean(root, o.allowDirty)
+	if err != nil {
+		return err
+	}
 	for _, tool := range []string{".cache/dynamodb-local/DynamoDBLocal.jar", ".cache/bin/aws-lambda-rie"} {
 		if _, err := os.Stat(filepath.Join(root, tool)); err != nil {
 			return fmt.Errorf("%s is missing: run make tools first", tool)
@@ -116,14 +120,6 @@ func measure(o options, root, dir string) error {
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return errors.New("java is not on PATH (DynamoDB Local needs it)")
-	}
-	status, err := gitOut(root, "status", "--porcelain")
-	if err != nil {
-		return err
-	}
-	dirty := status != ""
-	if dirty && !o.allowDirty {
-		return fmt.Errorf("the working tree has uncommitted changes; commit them (the report names the revision it measured) or pass -allow-dirty:\n%s", status)
 	}
 	rev, err := gitOut(root, "rev-parse", "--short=12", "HEAD")
 	if err != nil {
@@ -241,6 +237,20 @@ func measure(o options, root, dir string) error {
 	meta.LoadEnd = loadAverage()
 	meta.Seconds = int(time.Since(start).Seconds())
 	return results.WriteJSON(filepath.Join(dir, report.FileMeta), meta)
+}
+
+// checkClean reports whether the tree at root has uncommitted changes
+// (untracked files included: they can change what is built), and refuses
+// them unless allowDirty.
+func checkClean(root string, allowDirty bool) (dirty bool, err error) {
+	status, err := gitOut(root, "status", "--porcelain")
+	if err != nil {
+		return false, err
+	}
+	if status != "" && !allowDirty {
+		return true, fmt.Errorf("the working tree has uncommitted changes; commit them (the report names the revision it measured) or pass -allow-dirty:\n%s", status)
+	}
+	return status != "", nil
 }
 
 type runner struct {

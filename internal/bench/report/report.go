@@ -266,7 +266,7 @@ func Load(dir string) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		s = s.scale(1e-6) // ns → ms
+		s = s.scale(1e3) // benchfmt reports ns/op as sec/op
 		b := BCrypt{Cost: cost, Ms: s}
 		for _, mb := range rp.LambdaSmallerMBs {
 			b.AtMemory = append(b.AtMemory, MemoryTime{MB: mb, Ms: s.Center * lambdaOneVCPUMB / float64(mb)})
@@ -340,6 +340,7 @@ func (r *testRun) row(name string) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
+	// benchfmt normalizes ns/op to sec/op; the tables show ns.
 	return Row{Name: strings.TrimPrefix(name, "Benchmark"), Time: t.scale(1e9), Bytes: b, Allocs: a}, nil
 }
 
@@ -391,15 +392,15 @@ func compare(base, cur *testRun) ([]Comparison, error) {
 			if len(bv) == 0 {
 				continue // new at this revision: nothing to compare
 			}
-			scale := 1.0
+			scale, shown := 1.0, unit
 			if unit == unitTime {
-				scale = 1e9
+				scale, shown = 1e9, "ns/op"
 			}
 			bs := benchmath.NewSample(bv, &benchmath.DefaultThresholds)
 			ns := benchmath.NewSample(nv, &benchmath.DefaultThresholds)
 			c := benchmath.AssumeNothing.Compare(bs, ns)
 			b, n := summarize(bv).scale(scale), summarize(nv).scale(scale)
-			out = append(out, Comparison{Name: strings.TrimPrefix(name, "Benchmark"), Unit: unit, Base: b, New: n,
+			out = append(out, Comparison{Name: strings.TrimPrefix(name, "Benchmark"), Unit: shown, Base: b, New: n,
 				Delta: c.FormatDelta(b.Center, n.Center) + " (" + c.String() + ")"})
 		}
 	}

@@ -77,7 +77,8 @@ func median(vs []float64) float64 {
 
 // fmtStat shows a median and its confidence interval, with prec decimals.
 func fmtStat(prec int, s Stat) string {
-	if s.N < 2 || s.Lo == s.Hi {
+	if s.N < 2 || s.Lo == s.Hi || math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) {
+		// Too few runs for an interval (benchmath needs six at 95 %).
 		return fmt.Sprintf("%.*f", prec, s.Center)
 	}
 	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Center, prec, s.Lo, prec, s.Hi)
