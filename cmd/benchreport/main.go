@@ -82,7 +82,7 @@ func run(args []string) error {
 			return err
 		}
 		defer func() { _ = os.RemoveAll(dir) }()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	if err := measure(o, root, dir); err != nil {
@@ -96,7 +96,7 @@ func render(dir, out string) error {
 	if err != nil {
 		return fmt.Errorf("reading the results in %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(out), 0o750); err != nil {
 		return err
 	}
 	if err := report.WriteFile(rp, out); err != nil {
@@ -302,7 +302,7 @@ func (r *runner) capture(cmd *exec.Cmd, file string) error {
 	if cmd.Env == nil {
 		cmd.Env = r.env
 	}
-	f, err := os.OpenFile(filepath.Join(r.dir, file), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(r.dir, file), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (r *runner) capture(cmd *exec.Cmd, file string) error {
 // against its own store.
 func (r *runner) checkoutBase(rev string) (string, error) {
 	dir := filepath.Join(r.work, "base")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", err
 	}
 	archive := exec.Command("git", "archive", rev)

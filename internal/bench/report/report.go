@@ -434,5 +434,5 @@ func WriteFile(rp *Report, path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return os.WriteFile(path, b, 0o644) //nolint:gosec // a document of the repository, readable like every checked-in file
 }
