@@ -24,8 +24,9 @@ run:
 ## test: everything CI runs. Installs the tools first (idempotent).
 test: tools fmt vet unit load fuzz lint vuln
 
-## tools: DynamoDB Local, aws-lambda-rie, golangci-lint, govulncheck and the
-## offline vulnerability database, into .cache/.
+## tools: the Go tools of tools/go.mod (golangci-lint, govulncheck,
+## aws-lambda-rie), DynamoDB Local and the offline vulnerability database,
+## into .cache/.
 tools:
 	bash scripts/tools.sh
 
@@ -71,8 +72,12 @@ build-CallbackFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
 
 ## bench: benchmarks, load and cold-start runs; writes docs/benchmarks.md.
+## Refuses a tree with uncommitted changes (BENCHFLAGS=-allow-dirty flags the
+## document instead); BENCH_BASE=<revision> adds a before/after comparison.
+BENCH_BASE ?=
+BENCHFLAGS ?=
 bench: tools
-	bash scripts/bench.sh
+	go run ./cmd/benchreport -out docs/benchmarks.md $(if $(BENCH_BASE),-base $(BENCH_BASE)) $(BENCHFLAGS)
 
 ## dynamodb-local: DynamoDB Local in the foreground on port 8000. -sharedDb:
 ## one database whatever the access key, so tables made with the AWS CLI's

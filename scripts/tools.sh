@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # Installs the test/CI tools into <repo>/.cache (git-ignored). Idempotent:
-# every step is skipped when its output already exists, so a second run is
-# fast. Needs only Go, Java 17 and Node/npm on the machine.
+# a second run only checks. Needs only Go, Java 17 and Node/npm.
 #
+#   .cache/bin/                 golangci-lint, govulncheck, aws-lambda-rie:
+#                               the `tool` directives of tools/go.mod, built
+#                               with `go build` (versions and checksums live in
+#                               tools/go.mod and tools/go.sum; the build cache
+#                               makes a rebuild take about a second)
 #   .cache/dynamodb-local/      DynamoDB Local (jar + DynamoDBLocal_lib), taken
 #                               from the amplify-dynamodb-simulator npm package
-#   .cache/bin/aws-lambda-rie   Lambda Runtime Interface Emulator
-#   .cache/bin/golangci-lint    golangci-lint v2
-#   .cache/bin/govulncheck      govulncheck
 #   .cache/vulndb/              offline Go vulnerability database (govulncheck -db file://...)
+#
+# Only what the go command cannot fetch as a Go tool is pinned here.
 set -euo pipefail
 
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 
-# Pinned versions.
+# Pinned versions of what is not a Go tool.
 DDB_SIM_VERSION="2.9.30" # amplify-dynamodb-simulator; ships DynamoDB Local 1.25.1
-RIE_VERSION="v0.0.0-20261030222936-bef5c4ba774d"
-GOLANGCI_LINT_VERSION="v2.15.0"
-GOVULNCHECK_VERSION="v1.9.0"
 VULNDB_VERSION="v0.0.0-20261105234957-e22db6528018"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -83,30 +83,15 @@ install_dynamodb_local() {
 }
 
 # ---------------------------------------------------------------------------
-# go_tool NAME PKG@VERSION: go install into .cache/bin unless the binary is
-# there with a matching version stamp.
-go_tool() {
-	local name="$1" pkg="$2" stamp="$BIN/.$1.version"
-	if [[ -x "$BIN/$name" && -f "$stamp" && "$(cat "$stamp")" == "$pkg" ]]; then
-		log "$name: already installed (skip)"
-		return
-	fi
+# The Go tools: every `tool` of tools/go.mod, built into .cache/bin. go build
+# is incremental, so this is cheap when nothing changed; tools/ is its own
+# module so that the linters' dependencies never enter the product's go.mod.
+install_go_tools() {
 	need go
-	log "$name: go install $pkg"
-	GOBIN="$BIN" CGO_ENABLED=0 go install "$pkg"
-	echo "$pkg" >"$stamp"
-}
-
-install_rie() {
-	go_tool aws-lambda-rie "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$RIE_VERSION"
-}
-
-install_golangci_lint() {
-	go_tool golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
-}
-
-install_govulncheck() {
-	go_tool govulncheck "golang.org/x/vuln/cmd/govulncheck@$GOVULNCHECK_VERSION"
+	(cd "$ROOT/tools" && CGO_ENABLED=0 go build -o "$BIN/" tool)
+	(cd "$ROOT/tools" && go list -f '{{.ImportPath}}' tool) | while read -r pkg; do
+		log "go tool: $BIN/${pkg##*/}"
+	done
 }
 
 # ---------------------------------------------------------------------------
@@ -151,8 +136,6 @@ install_vulndb() {
 # ---------------------------------------------------------------------------
 log "cache: $CACHE"
 step dynamodb-local install_dynamodb_local
-step aws-lambda-rie install_rie
-step golangci-lint install_golangci_lint
-step govulncheck install_govulncheck
+step go-tools install_go_tools
 step vulndb install_vulndb
 log "all tools ready"

@@ -1,6 +1,6 @@
 // Command seedlocal prepares a DynamoDB table for local runs (DynamoDB Local
-// or a dev account): it creates the table of SPEC section 5 if it is
-// missing and writes a USER#<id> item for every user of a local
+// or a dev account): it creates the table (docs/contract.md, Stored items)
+// if it is missing and writes a USER#<id> item for every user of a local
 // configuration file.
 //
 //	go run ./cmd/seedlocal -endpoint http://127.0.0.1:8000 -table tickets-local -config config.example.json
@@ -29,6 +29,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 func main() {
@@ -100,8 +101,8 @@ func run(args []string) error {
 	return nil
 }
 
-// ensureTable creates the table (dynamo.TableInput, TTL on expires_at) unless
-// it exists, and waits until it is active.
+// ensureTable creates the table of package tableschema (pk S, on demand,
+// TTL on expires_at) unless it exists, and waits until it is active.
 func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, error) {
 	_, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 	var missing *types.ResourceNotFoundException
@@ -117,7 +118,7 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, e
 	case !errors.As(err, &missing):
 		return false, fmt.Errorf("describe table %s: %w", table, err)
 	}
-	_, err = c.CreateTable(ctx, dynamo.TableInput(table))
+	_, err = c.CreateTable(ctx, tableschema.CreateTable(table))
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) { // in use: created concurrently
 		return false, fmt.Errorf("create table %s: %w", table, err)
@@ -125,13 +126,7 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, e
 	if err := dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, time.Minute); err != nil {
 		return false, fmt.Errorf("wait for table %s: %w", table, err)
 	}
-	_, err = c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-		TableName: &table,
-		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String("expires_at"),
-			Enabled:       aws.Bool(true),
-		},
-	})
+	_, err = c.UpdateTimeToLive(ctx, tableschema.EnableTTL(table))
 	if err != nil {
 		// Some DynamoDB Local versions reject or ignore TTL; the claim's
 		// condition treats expired operations as absent anyway.

@@ -42,7 +42,7 @@ func runLambda() {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(lambdaurl.Handler(h))
+	lambda.Start(lambdaurl.Wrap(h))
 }
 
 func runLocal(args []string) int {

@@ -58,20 +58,10 @@ func TestTemplate(t *testing.T) {
 		t.Errorf("HOOK_KEY must stay empty in the template: the hook key lives in SSM")
 	}
 
-	// The table (SPEC section 5).
+	// The table (docs/contract.md, Stored items). Its keys, index, billing
+	// and TTL are held to the Go definition by tableschema.TestMatchesTemplate.
 	tb := "Resources.TicketsTable"
 	tp.str(tb+".Type", "AWS::DynamoDB::Table")
-	tp.str(tb+".Properties.BillingMode", "PAY_PER_REQUEST")
-	keys := tp.node(tb + ".Properties.KeySchema")
-	if len(keys.Content) != 1 || value(keys.Content[0], "AttributeName") != "pk" || value(keys.Content[0], "KeyType") != "HASH" {
-		t.Errorf("KeySchema: want exactly pk HASH")
-	}
-	attrs := tp.node(tb + ".Properties.AttributeDefinitions")
-	if len(attrs.Content) != 1 || value(attrs.Content[0], "AttributeName") != "pk" || value(attrs.Content[0], "AttributeType") != "S" {
-		t.Errorf("AttributeDefinitions: want exactly pk S")
-	}
-	tp.str(tb+".Properties.TimeToLiveSpecification.AttributeName", "expires_at")
-	tp.str(tb+".Properties.TimeToLiveSpecification.Enabled", "true")
 	tp.str(tb+".Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled", "true")
 	tp.str(tb+".Properties.SSESpecification.SSEEnabled", "true")
 	tp.tagged(tb+".Properties.DeletionProtectionEnabled", "!Ref", "TableDeletionProtection")

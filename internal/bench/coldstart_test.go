@@ -11,19 +11,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // Environment of TestColdStart.
 const (
-	envColdStartOut  = "BENCH_COLDSTART_OUT"  // the Markdown is written here; unset: skip
+	envColdStartOut  = "BENCH_COLDSTART_OUT"  // the results (JSON, results.ColdStart) are written here; unset: skip
 	envColdStartRuns = "BENCH_COLDSTART_RUNS" // cold starts per build (default 7)
 )
 
@@ -35,6 +35,7 @@ const coldEvent = `{"version":"2.0","rawPath":"/callback","headers":{"content-ty
 
 type build struct {
 	name, tags string
+	sqlite     bool
 	host       string // the host-arch bootstrap
 	hostSize   int64
 	armSize    int64 // the arm64 deploy build
@@ -51,7 +52,7 @@ type build struct {
 func TestColdStart(t *testing.T) {
 	out := os.Getenv(envColdStartOut)
 	if out == "" {
-		t.Skip(envColdStartOut + " not set: the cold-start table is made by scripts/bench.sh")
+		t.Skip(envColdStartOut + " not set: make bench sets it")
 	}
 	runs := 7
 	if v := os.Getenv(envColdStartRuns); v != "" {
@@ -65,18 +66,15 @@ func TestColdStart(t *testing.T) {
 	dir := t.TempDir()
 	builds := []*build{
 		{name: "Lambda build (no SQLite)", tags: "lambda.norpc,nosqlite"},
-		{name: "with SQLite", tags: "lambda.norpc"},
+		{name: "with SQLite", tags: "lambda.norpc", sqlite: true},
 	}
 	for i, b := range builds {
 		b.host = filepath.Join(dir, fmt.Sprintf("bootstrap-%d", i))
 		b.hostSize = testenv.BuildBootstrap(t, b.tags, runtime.GOARCH, b.host)
 		b.armSize = testenv.BuildBootstrap(t, b.tags, "arm64", filepath.Join(dir, fmt.Sprintf("bootstrap-%d-arm64", i)))
 	}
-	var md strings.Builder
-	fmt.Fprintf(&md, "| build | `-tags` | bootstrap linux/%s | bootstrap linux/arm64 (deployed) | INIT REPORT, median of %d (min–max) | first invoke, median | package init, median of 3 (inittrace) |\n",
-		runtime.GOARCH, runs)
-	md.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
-	var traces strings.Builder
+	const traced = 3
+	res := results.ColdStart{HostArch: runtime.GOARCH, Runs: runs, Traced: traced}
 	for _, b := range builds {
 		var inits, firsts []float64
 		for range runs {
@@ -88,7 +86,6 @@ func TestColdStart(t *testing.T) {
 		// INIT REPORT figures): the median total, and per package the mean.
 		var totals []float64
 		perPkg := map[string]pkgInit{}
-		const traced = 3
 		for range traced {
 			_, _, trace := coldStart(t, b.host, true)
 			total, pkgs := summarizeInitTrace(trace)
@@ -99,27 +96,19 @@ func TestColdStart(t *testing.T) {
 				perPkg[p.pkg] = q
 			}
 		}
-		slices.Sort(totals)
-		total := median(totals)
-		var top []pkgInit
+		var top []results.PackageInit
 		for _, p := range perPkg {
-			top = append(top, p)
+			top = append(top, results.PackageInit{Package: p.pkg, Ms: p.ms, Bytes: p.bytes})
 		}
-		sort.Slice(top, func(i, j int) bool { return top[i].ms > top[j].ms })
+		sort.Slice(top, func(i, j int) bool { return top[i].Ms > top[j].Ms })
 		top = top[:min(5, len(top))]
-		slices.Sort(inits)
-		slices.Sort(firsts)
-		t.Logf("%s: host %d bytes, arm64 %d bytes, INIT REPORT %v ms, first invoke %v ms, package init %.1f ms",
-			b.name, b.hostSize, b.armSize, inits, firsts, total)
-		fmt.Fprintf(&md, "| %s | `%s` | %s | %s | %.1f ms (%.1f–%.1f) | %.1f ms | %.1f ms |\n", b.name, b.tags,
-			mib(b.hostSize), mib(b.armSize), median(inits), inits[0], inits[len(inits)-1], median(firsts), total)
-		fmt.Fprintf(&traces, "\nLargest package initialisers, %s (GODEBUG=inittrace=1, mean of %d cold starts):\n\n", b.name, traced)
-		for _, p := range top {
-			fmt.Fprintf(&traces, "- `%s`: %.2f ms, %s allocated\n", p.pkg, p.ms, kib(p.bytes))
-		}
+		t.Logf("%s: host %d bytes, arm64 %d bytes, INIT REPORT %v ms, first invoke %v ms, package init %v ms",
+			b.name, b.hostSize, b.armSize, inits, firsts, totals)
+		res.Builds = append(res.Builds, results.ColdStartBuild{Name: b.name, Tags: b.tags, SQLite: b.sqlite,
+			HostBytes: b.hostSize, ARM64Bytes: b.armSize, InitMs: inits, FirstMs: firsts, PackageInitMs: totals,
+			TopPackages: top})
 	}
-	md.WriteString(traces.String())
-	if err := os.WriteFile(out, []byte(md.String()), 0o644); err != nil {
+	if err := results.WriteJSON(out, res); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -196,14 +185,3 @@ func summarizeInitTrace(trace string) (total float64, pkgs []pkgInit) {
 	}
 	return total, pkgs
 }
-
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n) }
-func kib(n int64) string { return fmt.Sprintf("%.0f KiB", float64(n)/1024) }

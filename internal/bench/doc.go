@@ -6,17 +6,20 @@
 //     bare store operation it is built on, in the same run: on DynamoDB
 //     Local one TransactWriteItems of the same two items from the same
 //     client; on SQLite BEGIN IMMEDIATE, the same three inserts, COMMIT on
-//     the same database handle. Each reports ddb-calls/op or the time per
-//     callback; scripts/bench.sh turns each pair into a ratio.
+//     the same database handle. Each reports the mean time of both sides
+//     (raw-µs, full-µs), their ratio (full/raw) and, on DynamoDB, the
+//     requests per callback (ddb-calls/callback).
 //   - TestThroughput (only with BENCH_THROUGHPUT_OUT set): 1, 4, 16 and 64
 //     concurrent clients sending new and repeated operations through the
-//     full path for a bounded time per cell; writes a Markdown table of
-//     operations/s, p50 and p99 latency to the file the variable names.
+//     full path for a bounded time per cell; writes operations, p50 and p99
+//     latency per cell (results.Throughput, JSON) to the file the variable
+//     names.
 //   - TestColdStart (only with BENCH_COLDSTART_OUT set): builds the Lambda
 //     bootstrap with and without SQLite, starts each cold under
-//     aws-lambda-rie several times, and writes sizes and the median of the
-//     emulator's INIT REPORT to the file the variable names.
+//     aws-lambda-rie several times, and writes the sizes, every INIT REPORT
+//     and the package initialisation (results.ColdStart, JSON) to the file
+//     the variable names.
 //
-// `make bench` (scripts/bench.sh) runs all of them and writes
-// docs/benchmarks.md.
+// `make bench` (cmd/benchreport) runs all of them and writes
+// docs/benchmarks.md through package report.
 package bench

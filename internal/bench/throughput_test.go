@@ -2,17 +2,15 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -21,13 +19,14 @@ import (
 
 // Environment of TestThroughput.
 const (
-	envThroughputOut = "BENCH_THROUGHPUT_OUT" // the Markdown table is written here; unset: skip
+	envThroughputOut = "BENCH_THROUGHPUT_OUT" // the results (JSON, results.Throughput) are written here; unset: skip
 	envCellDuration  = "BENCH_CELL_DURATION"  // how long each cell runs (Go duration, default 2s)
 )
 
 // cell is one measured combination.
 type cell struct {
-	store, mode string
+	store, kind string
+	mode        string
 	clients     int
 	ops         int
 	elapsed     time.Duration
@@ -43,7 +42,7 @@ type cell struct {
 func TestThroughput(t *testing.T) {
 	out := os.Getenv(envThroughputOut)
 	if out == "" {
-		t.Skip(envThroughputOut + " not set: the throughput table is made by scripts/bench.sh")
+		t.Skip(envThroughputOut + " not set: make bench sets it")
 	}
 	d := 2 * time.Second
 	if v := os.Getenv(envCellDuration); v != "" {
@@ -67,11 +66,11 @@ func TestThroughput(t *testing.T) {
 	t.Cleanup(func() { _ = lite.Close() })
 
 	stores := []struct {
-		name string
-		h    http.Handler
+		name, kind string
+		h          http.Handler
 	}{
-		{"DynamoDB Local", newHandler(ddb, usercache.New(ddb, time.Hour, 16))},
-		{"SQLite (file, WAL, synchronous=FULL)", newHandler(lite, usersOf(benchUser))},
+		{"DynamoDB Local", "dynamodb", newHandler(ddb, usercache.New(ddb, time.Hour, 16))},
+		{"SQLite (file, WAL, synchronous=FULL)", "sqlite", newHandler(lite, usersOf(benchUser))},
 	}
 	var cells []cell
 	for _, st := range stores {
@@ -80,14 +79,19 @@ func TestThroughput(t *testing.T) {
 		for _, mode := range []string{"new", "repeat"} {
 			for _, clients := range []int{1, 4, 16, 64} {
 				c := run(t, st.h, ids, clients, d, mode == "repeat")
-				c.store, c.mode = st.name, mode
+				c.store, c.kind, c.mode = st.name, st.kind, mode
 				cells = append(cells, c)
 				t.Logf("%s %s %d clients: %.0f ops/s, p50 %v, p99 %v, other %v", c.store, c.mode, c.clients,
 					float64(c.ops)/c.elapsed.Seconds(), c.p50, c.p99, c.other)
 			}
 		}
 	}
-	if err := os.WriteFile(out, []byte(markdownTable(cells, d)), 0o644); err != nil {
+	res := results.Throughput{CellSeconds: d.Seconds()}
+	for _, c := range cells {
+		res.Cells = append(res.Cells, results.ThroughputCell{Store: c.store, StoreKind: c.kind, Mode: c.mode, Clients: c.clients,
+			Ops: c.ops, Seconds: c.elapsed.Seconds(), P50ms: ms(c.p50), P99ms: ms(c.p99), Other: c.other})
+	}
+	if err := results.WriteJSON(out, res); err != nil {
 		t.Fatal(err)
 	}
 	// The table shows them, but a figure measured over wrong answers is
@@ -163,24 +167,4 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-func markdownTable(cells []cell, d time.Duration) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "| store | operations | clients | callbacks/s | p50 | p99 | callbacks in %v | other answers |\n", d)
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
-	for _, c := range cells {
-		other := "none"
-		if len(c.other) > 0 {
-			var parts []string
-			for k, v := range c.other {
-				parts = append(parts, fmt.Sprintf("%s: %d", k, v))
-			}
-			sort.Strings(parts)
-			other = strings.Join(parts, ", ")
-		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %s | %s | %d | %s |\n", c.store, c.mode, c.clients,
-			float64(c.ops)/c.elapsed.Seconds(), ms(c.p50), ms(c.p99), c.ops, other)
-	}
-	return b.String()
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -7,6 +7,19 @@
 // decode. Panics are the handler's business (httpapi recovers them into a
 // 500); this adapter never returns an error to the runtime for a request,
 // so a bad request cannot turn into a function error.
+//
+// # Why not github.com/aws/aws-lambda-go/lambdaurl
+//
+// aws-lambda-go ships a package of the same name whose Wrap also turns an
+// http.Handler into a Lambda handler, but only for function URLs configured
+// with InvokeMode RESPONSE_STREAM: it answers with a streaming response
+// (events.LambdaFunctionURLStreamingResponse, the
+// application/vnd.awslambda.http-integration-response encoding) and its
+// lambdaurl.Start needs the provided runtimes' streaming support. The
+// callback's answers are small JSON documents and its function URL uses the
+// default BUFFERED mode, whose events are LambdaFunctionURLRequest and
+// LambdaFunctionURLResponse; this package serves those, and keeps upstream's
+// entry point name (Wrap) so the two read alike.
 package lambdaurl
 
 import (
@@ -26,8 +39,9 @@ import (
 // time out (and answer busy) before the runtime kills the invocation.
 const DeadlineMargin = 500 * time.Millisecond
 
-// Handler returns the function the Lambda runtime calls.
-func Handler(h http.Handler) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+// Wrap returns the function the Lambda runtime calls for a BUFFERED function
+// URL: it serves each event with h and returns h's buffered answer.
+func Wrap(h http.Handler) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 	return func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		if dl, ok := ctx.Deadline(); ok {
 			var cancel context.CancelFunc

@@ -140,7 +140,7 @@ func TestRequestContext(t *testing.T) {
 	}
 }
 
-func TestHandlerResponse(t *testing.T) {
+func TestWrapResponse(t *testing.T) {
 	tests := []struct {
 		name       string
 		h          http.HandlerFunc
@@ -180,7 +180,7 @@ func TestHandlerResponse(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := Handler(tc.h)(context.Background(), event("GET", "/", "", nil, "", false))
+			resp, err := Wrap(tc.h)(context.Background(), event("GET", "/", "", nil, "", false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,7 +202,7 @@ func TestHandlerResponse(t *testing.T) {
 	}
 }
 
-func TestHandlerServesRequest(t *testing.T) {
+func TestWrapServesRequest(t *testing.T) {
 	var gotPath, gotBody, gotNonce string
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotPath, gotNonce = r.URL.Path, r.Header.Get("X-Request-Nonce")
@@ -211,7 +211,7 @@ func TestHandlerServesRequest(t *testing.T) {
 	})
 	ev := event("POST", "/call%62ack", "", map[string]string{"x-request-nonce": "n"},
 		base64.StdEncoding.EncodeToString([]byte("{}")), true)
-	if _, err := Handler(h)(context.Background(), ev); err != nil {
+	if _, err := Wrap(h)(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
 	if gotPath != "/callback" || gotBody != "{}" || gotNonce != "n" {
@@ -219,7 +219,7 @@ func TestHandlerServesRequest(t *testing.T) {
 	}
 }
 
-func TestHandlerDeadline(t *testing.T) {
+func TestWrapDeadline(t *testing.T) {
 	tests := []struct {
 		name     string
 		deadline time.Duration // from now; 0: none
@@ -240,7 +240,7 @@ func TestHandlerDeadline(t *testing.T) {
 			var got time.Time
 			var ok bool
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got, ok = r.Context().Deadline() })
-			if _, err := Handler(h)(ctx, event("GET", "/", "", nil, "", false)); err != nil {
+			if _, err := Wrap(h)(ctx, event("GET", "/", "", nil, "", false)); err != nil {
 				t.Fatal(err)
 			}
 			if tc.deadline == 0 {

@@ -1,7 +1,7 @@
 // Package testenv gives tests of other packages the local services they need:
 // a DynamoDB Local endpoint and the path of the Lambda Runtime Interface
 // Emulator (aws-lambda-rie). Both are installed under <repo>/.cache by
-// scripts/tools.sh (`make tools`).
+// `make tools`.
 //
 // A test binary that calls [DynamoDB] should have
 //
@@ -19,31 +19,12 @@
 //
 // # aws-lambda-rie
 //
-// Flags (github.com/jessevdk/go-flags; unknown flags are ignored, and there is
-// no --help: it would be taken as the bootstrap to run):
-//
-//	--runtime-interface-emulator-address HOST:PORT  invoke API (default 0.0.0.0:8080)
-//	--runtime-api-address HOST:PORT                 Lambda Runtime API given to the
-//	                                                function as AWS_LAMBDA_RUNTIME_API
-//	                                                (default 127.0.0.1:9001)
-//	--log-level LEVEL                               or env LOG_LEVEL
-//
-// The remaining arguments are the bootstrap command (if more than one, the last
-// is taken as the handler name). Set both addresses to ports from [FreePort] so
-// tests can run in parallel. The function's environment is the emulator's own
-// environment. Invoke with
-//
-//	POST http://HOST:PORT/2015-03-31/functions/function/invocations
-//
-// with the event as the body; the response body is the function's result.
-// The first invoke starts the bootstrap (init is lazy). The function's stdout
-// and stderr, and the emulator's START/END/REPORT lines, go to the emulator's
-// stdout; its own [INFO] logs go to stderr. The first REPORT line carries
-// "Init Duration: N ms" (later ones do not):
-//
-//	REPORT RequestId: <uuid>\tInit Duration: 0.08 ms\tDuration: 13.84 ms\tBilled Duration: 14 ms\tMemory Size: 3008 MB\tMax Memory Used: 3008 MB\t
-//
-// That Init Duration only times the emulator's asynchronous Init call, not the
-// bootstrap's start-up (that time ends up in the first invoke's Duration); the
-// real figure is in the stderr line "INIT REPORT(durationMs: N)".
+// Use [StartRIE]: it runs the emulator with a built bootstrap on free
+// loopback ports, with an environment built from scratch, and returns the
+// invoke URL (POST the event, read the function's result) and the
+// emulator's output. The first invoke starts the bootstrap. For init time,
+// read the line "INIT REPORT(durationMs: N)" from that output: the first
+// REPORT line's "Init Duration" only times the emulator's own bookkeeping.
+// The emulator's flags and behaviour are documented at
+// https://github.com/aws/aws-lambda-runtime-interface-emulator.
 package testenv

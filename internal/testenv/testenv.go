@@ -24,7 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 // EnvDynamoDBEndpoint names the variable that, when set, gives the endpoint
@@ -293,9 +293,9 @@ func CountCalls(n *atomic.Int64) func(*dynamodb.Options) {
 
 var tableSeq atomic.Int64
 
-// CreateTable creates a fresh, uniquely named table as dynamo.TableInput
-// defines it, waits until it is ACTIVE, and deletes it when
-// the test ends.
+// CreateTable creates a fresh, uniquely named table as the product defines
+// it (package tableschema: partition key pk, on-demand billing, TTL on
+// expires_at), waits until it is ACTIVE, and deletes it when the test ends.
 func CreateTable(t testing.TB, endpoint string) (tableName string) {
 	t.Helper()
 	var rnd [4]byte
@@ -305,7 +305,7 @@ func CreateTable(t testing.TB, endpoint string) (tableName string) {
 	client := DynamoClient(t, endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := client.CreateTable(ctx, dynamo.TableInput(name))
+	_, err := client.CreateTable(ctx, tableschema.CreateTable(name))
 	if err != nil {
 		t.Fatalf("testenv: create table %s on %s: %v", name, endpoint, err)
 	}
@@ -322,6 +322,9 @@ func CreateTable(t testing.TB, endpoint string) (tableName string) {
 			t.Fatalf("testenv: table %s not ACTIVE: %v", name, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+	if _, err := client.UpdateTimeToLive(ctx, tableschema.EnableTTL(name)); err != nil {
+		t.Fatalf("testenv: TTL on table %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

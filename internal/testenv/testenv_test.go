@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -167,6 +168,31 @@ func TestCreateTableUnique(t *testing.T) {
 				t.Errorf("PutItem on new table: %v", err)
 			}
 		})
+	}
+}
+
+// A table from CreateTable has the product's key schema and TTL, as
+// package tableschema defines them.
+func TestCreateTableSchema(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	name := testenv.CreateTable(t, endpoint)
+	client := testenv.DynamoClient(t, endpoint)
+	ctx := context.Background()
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := out.Table.KeySchema
+	if len(ks) != 1 || *ks[0].AttributeName != tableschema.PartitionKey || ks[0].KeyType != types.KeyTypeHash {
+		t.Errorf("KeySchema = %+v, want only %s HASH", ks, tableschema.PartitionKey)
+	}
+	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := ttl.TimeToLiveDescription
+	if d == nil || d.AttributeName == nil || *d.AttributeName != tableschema.TTLAttribute || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
+		t.Errorf("TTL = %+v, want %s ENABLED", d, tableschema.TTLAttribute)
 	}
 }
 

@@ -181,6 +181,7 @@ func TestRoundTripsPerCallback(t *testing.T) {
 	}
 	for _, st := range steps {
 		o, n := call(st.rid)
+		t.Logf("%s: %d DynamoDB requests", st.name, n) // read back by make bench
 		if o.Kind != st.want || n != st.wantCalls {
 			t.Errorf("%s: kind %v with %d DynamoDB calls, want %v with %d", st.name, o.Kind, n, st.want, st.wantCalls)
 		}

@@ -8,39 +8,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
-// DeliveryDueIndex is the sparse global secondary index of tickets a
-// delivery worker still has to move on: partition delivery_shard, sort
-// delivery_due_at, keys only. Both attributes are on a ticket item only
-// while its delivery is pending or delivering, so the index holds exactly
-// the live deliveries and finding the due ones is a Query, never a Scan.
-const DeliveryDueIndex = "delivery-due"
-
-// TableInput is the one definition of the table, used by the tests and by
-// cmd/seedlocal (template.yaml declares the same for AWS): partition key pk
-// (S), on-demand billing, and the sparse delivery index. The TTL on
-// expires_at is set separately, after the table is active.
-func TableInput(name string) *dynamodb.CreateTableInput {
-	return &dynamodb.CreateTableInput{
-		TableName:   aws.String(name),
-		BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{
-			{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrShard), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(attrDueAt), AttributeType: types.ScalarAttributeTypeN},
-		},
-		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(DeliveryDueIndex),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(attrShard), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(attrDueAt), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
-		}},
-	}
-}
+// DeliveryDueIndex is the sparse index of live deliveries
+// (tableschema.DeliveryDueIndex).
+const DeliveryDueIndex = tableschema.DeliveryDueIndex
 
 // EnsureDeliveryIndex adds DeliveryDueIndex to a table created before it
 // existed, and waits until the index is active; it reports whether it
@@ -62,13 +36,12 @@ func EnsureDeliveryIndex(ctx context.Context, c *dynamodb.Client, table string) 
 	if err != nil || found {
 		return false, err
 	}
-	def := TableInput(table)
+	index := tableschema.DeliveryIndex()
 	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
 		TableName:            &table,
-		AttributeDefinitions: def.AttributeDefinitions,
+		AttributeDefinitions: tableschema.AttributeDefinitions(),
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
-			IndexName: def.GlobalSecondaryIndexes[0].IndexName,
-			KeySchema: def.GlobalSecondaryIndexes[0].KeySchema, Projection: def.GlobalSecondaryIndexes[0].Projection,
+			IndexName: index.IndexName, KeySchema: index.KeySchema, Projection: index.Projection,
 		}}},
 	})
 	if err != nil {

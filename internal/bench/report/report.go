@@ -1,0 +1,438 @@
+// Package report turns the measurements of `make bench` into
+// docs/benchmarks.md. cmd/benchreport runs the benchmarks and tests with
+// `go test -json` into a directory of raw results; [Load] reads that
+// directory (benchmark lines through golang.org/x/perf/benchfmt, medians
+// and before/after comparisons through golang.org/x/perf/benchmath, the
+// throughput and cold-start results as the JSON types of package results) and
+// [Render] writes the document from one text/template. Every figure comes
+// from the directory; a benchmark or unit the template needs that is
+// missing is an error, not an empty cell.
+package report
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchmath"
+
+	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
+)
+
+// Files of a results directory.
+const (
+	FileMeta           = "meta.json"
+	FileOverhead       = "overhead.json"      // BenchmarkHandlerOverhead, internal/httpapi
+	FileOverheadBase   = "overhead.base.json" // the same at the base revision
+	FileOpkey          = "opkey.json"         // BenchmarkCanonical, BenchmarkKey, internal/opkey
+	FileOpkeyBase      = "opkey.base.json"
+	FileStages         = "stages.json"   // BenchmarkStages, internal/httpapi
+	FileBCrypt         = "bcrypt.json"   // BenchmarkVerify, internal/nonce
+	FileDynamoDB       = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
+	FileSQLite         = "sqlite.json"   // BenchmarkSQLite, internal/bench
+	FileSQLiteBase     = "sqlite.base.json"
+	FileRoundTrips     = "roundtrips.json" // TestRoundTripsPerCallback, internal/store/dynamo
+	FileThroughput     = "throughput.json" // results.Throughput from TestThroughput
+	FileColdStart      = "coldstart.json"  // results.ColdStart from TestColdStart
+	roundTripsTest     = "TestRoundTripsPerCallback"
+	handlerNew         = "BenchmarkHandlerOverhead/new_key"
+	handlerRepeat      = "BenchmarkHandlerOverhead/repeat_key"
+	stagesRequest      = "BenchmarkStages/new_request"
+	bcryptPrefix       = "BenchmarkVerify/cost="
+	unitTime           = "sec/op"
+	unitAllocs         = "allocs/op"
+	unitBytes          = "B/op"
+	unitRaw, unitFull  = "raw-µs", "full-µs"
+	unitRatio          = "full/raw"
+	unitCalls          = "ddb-calls/callback"
+	confidence         = 0.95
+	lambdaOneVCPUMB    = 1769 // Lambda's memory size with one full vCPU
+	storeKindDynamoDB  = "dynamodb"
+	storeKindSQLite    = "sqlite"
+	throughputModeNew  = "new"
+	throughputModeRept = "repeat"
+)
+
+// Meta describes the run: where, on what, with which commands. The
+// command fills it in while it measures.
+type Meta struct {
+	Revision  string   `json:"revision"` // git revision the tree was at
+	Dirty     bool     `json:"dirty"`    // the tree had uncommitted changes
+	Base      string   `json:"base"`     // revision compared against, "" for none
+	CPU       string   `json:"cpu"`      // model name
+	CPUs      int      `json:"cpus"`     // logical CPUs
+	Go        string   `json:"go"`       // go version
+	Java      string   `json:"java"`     // java -version, first line
+	OS        string   `json:"os"`       // kernel and architecture
+	TempFS    string   `json:"temp_fs"`  // file system of the temporary directory
+	LoadStart string   `json:"load_start"`
+	LoadEnd   string   `json:"load_end"`
+	Seconds   int      `json:"seconds"` // how long the run took
+	Count     int      `json:"count"`   // runs per benchmark
+	Commands  []string `json:"commands"`
+}
+
+// Stat is a median with its confidence interval.
+type Stat struct {
+	Center, Lo, Hi float64
+	N              int
+}
+
+// Row is one benchmark's time, bytes and allocations.
+type Row struct {
+	Name                string
+	Time, Bytes, Allocs Stat // Time in ns
+}
+
+// Comparison is one benchmark and unit, before and after.
+type Comparison struct {
+	Name, Unit string
+	Base, New  Stat
+	Delta      string // benchmath's "-12.34% (p=0.008 n=5)" or "~ (p=… n=…)"
+}
+
+// StorePath is one full-path-against-raw-store benchmark.
+type StorePath struct {
+	Name               string
+	RawUs, FullUs      Stat
+	Ratio              Stat
+	Calls              *Stat // DynamoDB requests per callback; nil on SQLite
+	BaseFullUs, BaseRt *Stat // at the base revision, when compared
+}
+
+// BCrypt is one work factor's verification time.
+type BCrypt struct {
+	Cost     int
+	Ms       Stat
+	AtMemory []MemoryTime // expected time at smaller Lambda memory sizes
+}
+
+// MemoryTime is the expected time at a Lambda memory size.
+type MemoryTime struct {
+	MB int
+	Ms float64
+}
+
+// Report is everything the template shows.
+type Report struct {
+	Meta             Meta
+	RoundTrips       []RoundTrip
+	HandlerNew       Row
+	HandlerRepeat    Row
+	HandlerBaseNew   *Row
+	HandlerBaseRep   *Row
+	HarnessRequest   Row
+	Stages           []Row
+	Opkey            []Row
+	Comparisons      []Comparison // empty without a base
+	DynamoDBNew      StorePath
+	DynamoDBRepeat   StorePath
+	SQLiteNew        StorePath
+	SQLiteRepeat     StorePath
+	Throughput       results.Throughput
+	ColdStart        results.ColdStart
+	ColdNoSQLite     results.ColdStartBuild
+	ColdWithSQLite   results.ColdStartBuild
+	BCrypt           []BCrypt
+	LambdaSmallerMBs []int
+	OneVCPUMB        int
+}
+
+// StorePaths are the four store benchmarks in the order the table shows.
+func (rp *Report) StorePaths() []StorePath {
+	return []StorePath{rp.DynamoDBNew, rp.DynamoDBRepeat, rp.SQLiteNew, rp.SQLiteRepeat}
+}
+
+// Load reads a results directory.
+func Load(dir string) (*Report, error) {
+	rp := &Report{LambdaSmallerMBs: []int{512, 1024}, OneVCPUMB: lambdaOneVCPUMB}
+	if err := results.ReadJSON(filepath.Join(dir, FileMeta), &rp.Meta); err != nil {
+		return nil, err
+	}
+	read := func(name string) (*testRun, error) { return readTestJSON(filepath.Join(dir, name)) }
+	hasBase := rp.Meta.Base != ""
+
+	rt, err := read(FileRoundTrips)
+	if err != nil {
+		return nil, err
+	}
+	if rp.RoundTrips, err = rt.roundTrips(roundTripsTest); err != nil {
+		return nil, err
+	}
+
+	overhead, err := read(FileOverhead)
+	if err != nil {
+		return nil, err
+	}
+	if rp.HandlerNew, err = overhead.row(handlerNew); err != nil {
+		return nil, err
+	}
+	if rp.HandlerRepeat, err = overhead.row(handlerRepeat); err != nil {
+		return nil, err
+	}
+	opkey, err := read(FileOpkey)
+	if err != nil {
+		return nil, err
+	}
+	if rp.Opkey, err = opkey.rows(); err != nil {
+		return nil, err
+	}
+	stages, err := read(FileStages)
+	if err != nil {
+		return nil, err
+	}
+	if rp.Stages, err = stages.rows(); err != nil {
+		return nil, err
+	}
+	if rp.HarnessRequest, err = stages.row(stagesRequest); err != nil {
+		return nil, err
+	}
+	if hasBase {
+		ob, err := read(FileOverheadBase)
+		if err != nil {
+			return nil, err
+		}
+		bn, err := ob.row(handlerNew)
+		if err != nil {
+			return nil, err
+		}
+		br, err := ob.row(handlerRepeat)
+		if err != nil {
+			return nil, err
+		}
+		rp.HandlerBaseNew, rp.HandlerBaseRep = &bn, &br
+		kb, err := read(FileOpkeyBase)
+		if err != nil {
+			return nil, err
+		}
+		for _, pair := range [][2]*testRun{{ob, overhead}, {kb, opkey}} {
+			cs, err := compare(pair[0], pair[1])
+			if err != nil {
+				return nil, err
+			}
+			rp.Comparisons = append(rp.Comparisons, cs...)
+		}
+	}
+
+	ddb, err := read(FileDynamoDB)
+	if err != nil {
+		return nil, err
+	}
+	if rp.DynamoDBNew, err = ddb.storePath("BenchmarkDynamoDB/new", true); err != nil {
+		return nil, err
+	}
+	if rp.DynamoDBRepeat, err = ddb.storePath("BenchmarkDynamoDB/repeat", true); err != nil {
+		return nil, err
+	}
+	lite, err := read(FileSQLite)
+	if err != nil {
+		return nil, err
+	}
+	if rp.SQLiteNew, err = lite.storePath("BenchmarkSQLite/new", false); err != nil {
+		return nil, err
+	}
+	if rp.SQLiteRepeat, err = lite.storePath("BenchmarkSQLite/repeat", false); err != nil {
+		return nil, err
+	}
+	if hasBase {
+		lb, err := read(FileSQLiteBase)
+		if err != nil {
+			return nil, err
+		}
+		old, err := lb.storePath("BenchmarkSQLite/new", false)
+		if err != nil {
+			return nil, err
+		}
+		rp.SQLiteNew.BaseFullUs, rp.SQLiteNew.BaseRt = &old.FullUs, &old.Ratio
+	}
+
+	bc, err := read(FileBCrypt)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range bc.names() {
+		costText, ok := strings.CutPrefix(name, bcryptPrefix)
+		if !ok {
+			continue
+		}
+		cost, err := strconv.Atoi(costText)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: work factor %q", FileBCrypt, name, costText)
+		}
+		s, err := bc.stat(name, unitTime)
+		if err != nil {
+			return nil, err
+		}
+		s = s.scale(1e3) // benchfmt reports ns/op as sec/op
+		b := BCrypt{Cost: cost, Ms: s}
+		for _, mb := range rp.LambdaSmallerMBs {
+			b.AtMemory = append(b.AtMemory, MemoryTime{MB: mb, Ms: s.Center * lambdaOneVCPUMB / float64(mb)})
+		}
+		rp.BCrypt = append(rp.BCrypt, b)
+	}
+	if len(rp.BCrypt) == 0 {
+		return nil, fmt.Errorf("%s: no %sN results", FileBCrypt, bcryptPrefix)
+	}
+
+	if err := results.ReadJSON(filepath.Join(dir, FileThroughput), &rp.Throughput); err != nil {
+		return nil, err
+	}
+	for _, kind := range []string{storeKindDynamoDB, storeKindSQLite} {
+		for _, mode := range []string{throughputModeNew, throughputModeRept} {
+			if len(rp.cells(kind, mode)) == 0 {
+				return nil, fmt.Errorf("%s: no %s %s cells", FileThroughput, kind, mode)
+			}
+		}
+	}
+	if err := results.ReadJSON(filepath.Join(dir, FileColdStart), &rp.ColdStart); err != nil {
+		return nil, err
+	}
+	var haveWith, haveWithout bool
+	for _, b := range rp.ColdStart.Builds {
+		if len(b.InitMs) == 0 || len(b.FirstMs) == 0 || len(b.PackageInitMs) == 0 {
+			return nil, fmt.Errorf("%s: build %q has no measurements", FileColdStart, b.Name)
+		}
+		if b.SQLite {
+			rp.ColdWithSQLite, haveWith = b, true
+		} else {
+			rp.ColdNoSQLite, haveWithout = b, true
+		}
+	}
+	if !haveWith || !haveWithout {
+		return nil, fmt.Errorf("%s: want a build with and one without SQLite", FileColdStart)
+	}
+	return rp, nil
+}
+
+// stat summarizes every value of unit that benchmark name reported.
+func (r *testRun) stat(name, unit string) (Stat, error) {
+	vs := r.values(name, unit)
+	if len(vs) == 0 {
+		return Stat{}, fmt.Errorf("no %s of %s in the results (benchmarks: %v)", unit, name, r.names())
+	}
+	return summarize(vs), nil
+}
+
+func summarize(vs []float64) Stat {
+	s := benchmath.AssumeNothing.Summary(benchmath.NewSample(vs, &benchmath.DefaultThresholds), confidence)
+	return Stat{Center: s.Center, Lo: s.Lo, Hi: s.Hi, N: len(vs)}
+}
+
+func (s Stat) scale(f float64) Stat {
+	return Stat{Center: s.Center * f, Lo: s.Lo * f, Hi: s.Hi * f, N: s.N}
+}
+
+// row is a benchmark's time (ns), bytes and allocations; -benchmem is
+// required.
+func (r *testRun) row(name string) (Row, error) {
+	t, err := r.stat(name, unitTime)
+	if err != nil {
+		return Row{}, err
+	}
+	b, err := r.stat(name, unitBytes)
+	if err != nil {
+		return Row{}, err
+	}
+	a, err := r.stat(name, unitAllocs)
+	if err != nil {
+		return Row{}, err
+	}
+	// benchfmt normalizes ns/op to sec/op; the tables show ns.
+	return Row{Name: strings.TrimPrefix(name, "Benchmark"), Time: t.scale(1e9), Bytes: b, Allocs: a}, nil
+}
+
+// rows are every benchmark of the run.
+func (r *testRun) rows() ([]Row, error) {
+	var out []Row
+	for _, n := range r.names() {
+		row, err := r.row(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no benchmark results")
+	}
+	return out, nil
+}
+
+func (r *testRun) storePath(name string, dynamo bool) (StorePath, error) {
+	p := StorePath{Name: strings.TrimPrefix(name, "Benchmark")}
+	var err error
+	if p.RawUs, err = r.stat(name, unitRaw); err != nil {
+		return p, err
+	}
+	if p.FullUs, err = r.stat(name, unitFull); err != nil {
+		return p, err
+	}
+	if p.Ratio, err = r.stat(name, unitRatio); err != nil {
+		return p, err
+	}
+	if dynamo {
+		c, err := r.stat(name, unitCalls)
+		if err != nil {
+			return p, err
+		}
+		p.Calls = &c
+	}
+	return p, nil
+}
+
+// compare holds every benchmark and unit of base against the same in cur
+// with benchmath's Mann-Whitney U test, as benchstat does.
+func compare(base, cur *testRun) ([]Comparison, error) {
+	var out []Comparison
+	for _, name := range cur.names() {
+		for _, unit := range cur.units(name) {
+			bv, nv := base.values(name, unit), cur.values(name, unit)
+			if len(bv) == 0 {
+				continue // new at this revision: nothing to compare
+			}
+			scale, shown := 1.0, unit
+			if unit == unitTime {
+				scale, shown = 1e9, "ns/op"
+			}
+			bs := benchmath.NewSample(bv, &benchmath.DefaultThresholds)
+			ns := benchmath.NewSample(nv, &benchmath.DefaultThresholds)
+			c := benchmath.AssumeNothing.Compare(bs, ns)
+			b, n := summarize(bv).scale(scale), summarize(nv).scale(scale)
+			out = append(out, Comparison{Name: strings.TrimPrefix(name, "Benchmark"), Unit: shown, Base: b, New: n,
+				Delta: c.FormatDelta(b.Center, n.Center) + " (" + c.String() + ")"})
+		}
+	}
+	return out, nil
+}
+
+// cells are the throughput cells of a store kind and mode, by clients.
+func (rp *Report) cells(kind, mode string) []results.ThroughputCell {
+	var out []results.ThroughputCell
+	for _, c := range rp.Throughput.Cells {
+		if c.StoreKind == kind && c.Mode == mode {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b results.ThroughputCell) int { return a.Clients - b.Clients })
+	return out
+}
+
+// Render writes the document.
+func Render(rp *Report) ([]byte, error) {
+	var b strings.Builder
+	if err := tmpl.Execute(&b, rp); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+// WriteFile renders rp to path.
+func WriteFile(rp *Report, path string) error {
+	b, err := Render(rp)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644) //nolint:gosec // a document of the repository, readable like every checked-in file
+}

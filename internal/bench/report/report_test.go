@@ -1,0 +1,182 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md from testdata/run")
+
+// The recorded results in testdata/run come from one short real run
+// (go run ./cmd/benchreport -count 2 -cell 300ms -coldstart-runs 1 -base
+// HEAD -keep ...): `go test -json` streams and the JSON of the throughput
+// and cold-start tests. The document rendered from them must stay the
+// golden one; a change to the template or the arithmetic shows up here as
+// a diff to review (go test -run TestGolden -update ./internal/bench/report).
+func TestGolden(t *testing.T) {
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Render(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "benchmarks.golden.md")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("rendered report differs from %s (run with -update after checking the change):\n%s", golden, firstDiff(string(want), string(got)))
+	}
+	for _, s := range []string{"<no value>", "NaN", "%!"} {
+		if strings.Contains(string(got), s) {
+			t.Errorf("rendered report contains %q", s)
+		}
+	}
+}
+
+// Spot checks on the golden input, so that the golden file is not merely
+// self-consistent: figures computed by hand from the recorded events.
+func TestFiguresFromRecordedRun(t *testing.T) {
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.RoundTrips) != 4 || rp.RoundTrips[0].Requests != 2 || rp.RoundTrips[1].Requests != 1 {
+		t.Errorf("round trips = %+v, want 2, 1, 1, 1", rp.RoundTrips)
+	}
+	if rp.HandlerNew.Time.N != rp.Meta.Count || rp.HandlerNew.Time.Center <= 0 {
+		t.Errorf("handler new key: %+v, want %d samples", rp.HandlerNew.Time, rp.Meta.Count)
+	}
+	if rp.Meta.Base == "" || len(rp.Comparisons) == 0 {
+		t.Errorf("recorded run has a base, but no comparisons")
+	}
+	if rp.DynamoDBNew.Calls == nil || rp.SQLiteNew.Calls != nil {
+		t.Errorf("DynamoDB must report calls per callback, SQLite none")
+	}
+	if got := len(rp.Throughput.Cells); got != 16 {
+		t.Errorf("throughput cells = %d, want 16", got)
+	}
+	for _, b := range rp.BCrypt {
+		if len(b.AtMemory) != 2 || b.AtMemory[0].MB != 512 || b.AtMemory[0].Ms != b.Ms.Center*1769/512 {
+			t.Errorf("BCrypt cost %d at memory: %+v", b.Cost, b.AtMemory)
+		}
+	}
+}
+
+// The report is only as honest as its inputs: a benchmark the template
+// needs that is missing, a renamed JSON field, or a round-trip test that did
+// not pass must stop the report, never render as an empty or zero cell.
+func TestMissingInputFails(t *testing.T) {
+	cases := []struct {
+		name, file string
+		edit       func(string) string
+		want       string
+	}{
+		{"benchmark renamed", FileOverhead,
+			func(s string) string { return strings.ReplaceAll(s, "repeat_key", "repeated_key") },
+			"BenchmarkHandlerOverhead/repeat_key"},
+		{"unit gone", FileDynamoDB,
+			func(s string) string { return strings.ReplaceAll(s, "ddb-calls/callback", "calls") },
+			"ddb-calls/callback"},
+		{"JSON field renamed", FileThroughput,
+			func(s string) string { return strings.ReplaceAll(s, `"p99_ms"`, `"p99"`) },
+			"unknown field"},
+		{"round-trip test failed", FileRoundTrips,
+			func(s string) string {
+				return strings.ReplaceAll(s, `"Action":"pass","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestRoundTripsPerCallback"`,
+					`"Action":"fail","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestRoundTripsPerCallback"`)
+			},
+			"did not pass"},
+		{"round-trip counts not logged", FileRoundTrips,
+			func(s string) string { return strings.ReplaceAll(s, "DynamoDB requests", "requests") },
+			"logged no"},
+		{"cold start without the SQLite build", FileColdStart,
+			func(s string) string { return strings.ReplaceAll(s, `"sqlite": true`, `"sqlite": false`) },
+			"with and one without SQLite"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyRun(t)
+			path := filepath.Join(dir, tc.file)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := tc.edit(string(b))
+			if edited == string(b) {
+				t.Fatalf("the edit changed nothing in %s", tc.file)
+			}
+			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A run on a tree with uncommitted changes is flagged at the top of the
+// document and beside the revision.
+func TestDirtyTreeIsFlagged(t *testing.T) {
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := Render(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(clean, []byte("uncommitted")) {
+		t.Fatalf("a clean run mentions uncommitted changes")
+	}
+	rp.Meta.Dirty = true
+	dirty, err := Render(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(dirty), "## Machine")
+	if !strings.Contains(head, "WARNING: the working tree had uncommitted changes") {
+		t.Errorf("dirty run not flagged before the first section:\n%s", head)
+	}
+}
+
+func copyRun(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "run"))); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			return "line " + strconv.Itoa(i+1) + ":\n  want: " + wl + "\n  got:  " + gl
+		}
+	}
+	return ""
+}
