@@ -22,6 +22,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
@@ -46,9 +48,16 @@ func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.H
 	if err != nil {
 		return nil, err
 	}
-	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
+	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace}
+	if err := rec.Check(); err != nil {
+		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
+	}
+	ddb := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
+	store := metrics.TimedStore{Store: ddb, Users: ddb, Recorder: rec}
 	users := usercache.New(store, cfg.UserCacheTTL, cfg.UserCacheSize)
-	return handler(cfg.Common, store, users, auth, logger), nil
+	h := handler(cfg.Common, store, users, auth, logger)
+	h.Metrics = rec
+	return metrics.Collect(h), nil
 }
 
 // ssmGetter is the part of the SSM client Lambda uses.
@@ -138,7 +147,33 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 	default:
 		return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Store.Kind)
 	}
-	return handler(cfg.Common, store, users, auth, logger), closer, nil
+	if cfg.MetricsListen == "" {
+		return handler(cfg.Common, store, users, auth, logger), closer, nil
+	}
+	h := handler(cfg.Common, store, users, auth, logger)
+	rec, srv, err := servePrometheus(cfg.MetricsListen, logger)
+	if err != nil {
+		_ = closer.Close()
+		return nil, nil, err
+	}
+	h.Service.Store = metrics.TimedStore{Store: store, Recorder: rec}
+	h.Metrics = rec
+	// The metrics server closes first: after the callback server, so the
+	// last requests are counted.
+	return metrics.Collect(h), closers{srv, closer}, nil
+}
+
+// closers closes each in order and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 type nopCloser struct{}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
 // DefaultMaxBody is the default body limit (SPEC section 3 step 1).
@@ -38,6 +39,10 @@ type Handler struct {
 	// PublicURL is the base URL AIVAX reaches this function at; when empty
 	// the catalogue derives it from the request.
 	PublicURL string
+	// Metrics, when set, is told of each request once, where its line is
+	// logged; the attribute it returns goes into that line (the Lambda's
+	// Embedded Metric Format rides on it).
+	Metrics metrics.Recorder
 }
 
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.
@@ -206,7 +211,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row 
 	if row.status >= 500 {
 		level = slog.LevelError
 	}
-	var buf [9]slog.Attr // on the stack: LogAttrs copies the attributes
+	var buf [10]slog.Attr // on the stack: LogAttrs copies the attributes
 	attrs := append(buf[:0],
 		slog.String("path", r.URL.Path),
 		slog.String("function", o.Function),
@@ -225,6 +230,12 @@ func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row 
 	}
 	if o.Err != nil && row.status >= 500 {
 		attrs = append(attrs, slog.String("error", o.Err.Error()))
+	}
+	if h.Metrics != nil {
+		// The same function, outcome and code as the line: EMF names these
+		// members as its dimensions.
+		attrs = append(attrs, h.Metrics.Callback(ctx, metrics.Callback{
+			Function: o.Function, Outcome: row.name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }
