@@ -120,7 +120,8 @@ type Delivery struct {
 // values of its closed set.
 func (d Delivery) Check() error {
 	if closed(d.State, DeliveryStates, "") == "" {
-		return fmt.Errorf("metrics: delivery state %q is not one of %v", d.State, DeliveryStates)
+		// The value itself is not repeated: it may be anything.
+		return fmt.Errorf("metrics: a delivery state is not one of %v", DeliveryStates)
 	}
 	return nil
 }
@@ -177,4 +178,18 @@ func (r *Request) StoreCalls() []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Duration(nil), r.calls...)
+}
+
+// AppendSeconds appends the first max durations recorded so far, in
+// seconds, to dst.
+func (r *Request) AppendSeconds(dst []float64, max int) []float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, d := range r.calls {
+		if i == max {
+			break
+		}
+		dst = append(dst, d.Seconds())
+	}
+	return dst
 }

@@ -1,8 +1,11 @@
 package emf
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +23,10 @@ type Recorder struct {
 	Namespace string           // DefaultNamespace when empty
 	Now       func() time.Time // time.Now when nil
 	served    atomic.Bool      // a request was served: later ones are warm
+
+	once   sync.Once
+	shapes [shapes][]byte // "_aws" of each callback shape, after the timestamp
+	err    error          // a namespace CloudWatch refuses
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)
@@ -45,47 +52,123 @@ var (
 // (internal/httpapi writes them), so they are not written again; a value
 // outside its closed set (a function name the catalogue does not know) is
 // left out of the dimension sets, never made a dimension.
+//
+// The "_aws" member depends only on which of those are present, so its
+// directives are encoded once per shape (by CallbackEvent and the generic
+// encoder) and only the timestamp and the values are written per request.
 func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
+	var buf [8]float64
+	store := buf[:0]
+	if req := metrics.RequestFrom(ctx); req != nil {
+		store = req.AppendSeconds(store, MaxValuesPerMetric) // the service makes at most three
+	}
+	sh := callbackShape(c, len(store) > 0, !r.served.Swap(true))
+	r.once.Do(r.encodeShapes)
+	if r.err != nil {
+		return slog.String("metrics_error", r.err.Error())
+	}
+	b := make([]byte, 0, len(r.shapes[sh])+48)
+	b = append(b, `{"Timestamp":`...)
+	b = strconv.AppendInt(b, r.now().UnixMilli(), 10)
+	b = append(b, r.shapes[sh]...)
+	attrs := make([]slog.Attr, 2, 5)
+	attrs[0] = slog.Any("_aws", rawJSON(b))
+	attrs[1] = slog.Float64(metrics.Callbacks, 1)
+	attrs = append(attrs, slog.Float64(metrics.CallbackDuration, c.Duration.Seconds()))
+	switch {
+	case len(store) == 1:
+		attrs = append(attrs, slog.Float64(metrics.StoreCallDuration, store[0]))
+	case len(store) > 1:
+		attrs = append(attrs, slog.Any(metrics.StoreCallDuration, rawJSON(appendValue(nil, store))))
+	}
+	if sh&shapeCold != 0 {
+		attrs = append(attrs, slog.Float64(metrics.ColdStarts, 1))
+	}
+	return slog.Attr{Key: "", Value: slog.GroupValue(attrs...)}
+}
+
+// A callback line's shape: which dimensions and metrics it has.
+const (
+	shapeFunction = 1 << iota // the function is the catalogue's
+	shapeOutcome              // the outcome is one of metrics.Outcomes
+	shapeCode                 // a rejection code of metrics.Codes
+	shapeStore                // store calls were made
+	shapeCold                 // the process's first request
+	shapes
+)
+
+func callbackShape(c metrics.Callback, store, cold bool) int {
 	fn, outcome, code := c.Labels()
-	counts := make([][]string, 0, 4)
-	durations := make([][]string, 0, 3)
-	counts = append(counts, setsAll)
-	durations = append(durations, setsAll)
+	sh := 0
 	if outcome == c.Outcome {
-		counts = append(counts, setOutcome)
-		durations = append(durations, setOutcome)
+		sh |= shapeOutcome
 		if fn != "" {
-			counts = append(counts, setFnOutcome)
-			durations = append(durations, setFnOutcome)
+			sh |= shapeFunction
 		}
 		if code != "" && code == c.Code {
-			counts = append(counts, setOutcomeCode)
+			sh |= shapeCode
 		}
 	}
-	var vals [4]float64
-	vals[0], vals[1] = 1, c.Duration.Seconds()
-	dirs := make([]Directive, 2, 3)
-	dirs[0] = Directive{Dimensions: counts, Metrics: []Metric{{Name: metrics.Callbacks, Unit: Count, Values: vals[0:1:1]}}}
-	dirs[1] = Directive{Dimensions: durations, Metrics: []Metric{{Name: metrics.CallbackDuration, Unit: Seconds, Values: vals[1:2:2]}}}
+	if store {
+		sh |= shapeStore
+	}
+	if cold {
+		sh |= shapeCold
+	}
+	return sh
+}
+
+// CallbackEvent is the event Callback writes for c, with store the store
+// calls' durations in seconds: the generic form of the fast path, which
+// tests hold it to.
+func (r *Recorder) CallbackEvent(c metrics.Callback, store []float64, cold bool) Event {
+	return r.callbackEvent(callbackShape(c, len(store) > 0, cold), c.Duration.Seconds(), store)
+}
+
+func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Event {
+	counts := [][]string{setsAll}
+	durations := [][]string{setsAll}
+	if sh&shapeOutcome != 0 {
+		counts = append(counts, setOutcome)
+		durations = append(durations, setOutcome)
+	}
+	if sh&shapeFunction != 0 {
+		counts = append(counts, setFnOutcome)
+		durations = append(durations, setFnOutcome)
+	}
+	if sh&shapeCode != 0 {
+		counts = append(counts, setOutcomeCode)
+	}
+	dirs := []Directive{
+		{Dimensions: counts, Metrics: []Metric{{Name: metrics.Callbacks, Unit: Count, Values: []float64{1}}}},
+		{Dimensions: durations, Metrics: []Metric{{Name: metrics.CallbackDuration, Unit: Seconds, Values: []float64{duration}}}},
+	}
 	var plain []Metric
-	if req := metrics.RequestFrom(ctx); req != nil {
-		if calls := req.StoreCalls(); len(calls) > 0 {
-			calls = calls[:min(len(calls), MaxValuesPerMetric)] // the service makes at most three
-			secs := make([]float64, len(calls))
-			for i, d := range calls {
-				secs[i] = d.Seconds()
-			}
-			plain = append(plain, Metric{Name: metrics.StoreCallDuration, Unit: Seconds, Values: secs})
-		}
+	if sh&shapeStore != 0 {
+		plain = append(plain, Metric{Name: metrics.StoreCallDuration, Unit: Seconds, Values: store})
 	}
-	if !r.served.Swap(true) {
-		vals[2] = 1
-		plain = append(plain, Metric{Name: metrics.ColdStarts, Unit: Count, Values: vals[2:3:3]})
+	if sh&shapeCold != 0 {
+		plain = append(plain, Metric{Name: metrics.ColdStarts, Unit: Count, Values: []float64{1}})
 	}
 	if len(plain) > 0 {
 		dirs = append(dirs, Directive{Dimensions: noDimensions, Metrics: plain})
 	}
-	return r.attr(Event{Directives: dirs})
+	return Event{Namespace: r.namespace(), Timestamp: r.now(), Directives: dirs}
+}
+
+// encodeShapes encodes each shape's "_aws" member after its timestamp.
+func (r *Recorder) encodeShapes() {
+	for sh := range shapes {
+		e := r.callbackEvent(sh, 0, []float64{0})
+		if err := e.Validate(); err != nil {
+			r.err = err
+			return
+		}
+		full := e.AppendAWS(nil)
+		// Drop {"Timestamp":N; keep from ,"CloudWatchMetrics" on.
+		i := bytes.Index(full, []byte(`,"CloudWatchMetrics"`))
+		r.shapes[sh] = full[i:]
+	}
 }
 
 // StoreCall collects the call for the line of ctx's request.
@@ -117,16 +200,22 @@ func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
 		Metrics: []Metric{{Name: metrics.TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}})
 }
 
-func (r *Recorder) attr(e Event) slog.Attr {
-	e.Namespace = r.Namespace
-	if e.Namespace == "" {
-		e.Namespace = DefaultNamespace
+func (r *Recorder) namespace() string {
+	if r.Namespace == "" {
+		return DefaultNamespace
 	}
+	return r.Namespace
+}
+
+func (r *Recorder) now() time.Time {
 	if r.Now != nil {
-		e.Timestamp = r.Now()
-	} else {
-		e.Timestamp = time.Now()
+		return r.Now()
 	}
+	return time.Now()
+}
+
+func (r *Recorder) attr(e Event) slog.Attr {
+	e.Namespace, e.Timestamp = r.namespace(), r.now()
 	a, err := Attr(e)
 	if err != nil {
 		// Only a bad namespace or an unknown state gets here: say so in
@@ -140,10 +229,11 @@ func (r *Recorder) attr(e Event) slog.Attr {
 // configuration stops the function at start instead of every line
 // carrying a metrics_error.
 func (r *Recorder) Check() error {
-	e := Event{Namespace: r.Namespace, Directives: []Directive{{Dimensions: noDimensions,
+	e := Event{Namespace: r.namespace(), Directives: []Directive{{Dimensions: noDimensions,
 		Metrics: []Metric{{Name: metrics.Callbacks, Values: []float64{0}}}}}}
-	if e.Namespace == "" {
-		e.Namespace = DefaultNamespace
-	}
 	return e.Validate()
 }
+
+// SetServed sets whether the process has served a request, i.e. whether
+// the next Callback is warm (tests).
+func (r *Recorder) SetServed(v bool) { r.served.Store(v) }
