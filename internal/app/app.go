@@ -44,6 +44,12 @@ func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.H
 			return nil, err
 		}
 	}
+	return lambdaHandler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger)
+}
+
+// lambdaHandler builds the deployed handler on a DynamoDB client: the
+// store, the user cache, and EMF metrics in each request's log line.
+func lambdaHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
 	auth, err := authenticator(hookKey, false, cfg.Common, logger)
 	if err != nil {
 		return nil, err
@@ -52,12 +58,16 @@ func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.H
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
-	ddb := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
-	store := metrics.TimedStore{Store: ddb, Users: ddb, Recorder: rec}
-	users := usercache.New(store, cfg.UserCacheTTL, cfg.UserCacheSize)
-	h := handler(cfg.Common, store, users, auth, logger)
+	store := dynamo.New(client, cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
+	users := usercache.New(metrics.TimedStore{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize)
+	return instrument(handler(cfg.Common, store, users, auth, logger), rec), nil
+}
+
+// instrument reports h's requests and store calls to rec.
+func instrument(h *httpapi.Handler, rec metrics.Recorder) http.Handler {
+	h.Service.Store = metrics.TimedStore{Store: h.Service.Store, Recorder: rec}
 	h.Metrics = rec
-	return metrics.Collect(h), nil
+	return metrics.Collect(h)
 }
 
 // ssmGetter is the part of the SSM client Lambda uses.
@@ -150,17 +160,14 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 	if cfg.MetricsListen == "" {
 		return handler(cfg.Common, store, users, auth, logger), closer, nil
 	}
-	h := handler(cfg.Common, store, users, auth, logger)
 	rec, srv, err := servePrometheus(cfg.MetricsListen, logger)
 	if err != nil {
 		_ = closer.Close()
 		return nil, nil, err
 	}
-	h.Service.Store = metrics.TimedStore{Store: store, Recorder: rec}
-	h.Metrics = rec
 	// The metrics server closes first: after the callback server, so the
 	// last requests are counted.
-	return metrics.Collect(h), closers{srv, closer}, nil
+	return instrument(handler(cfg.Common, store, users, auth, logger), rec), closers{srv, closer}, nil
 }
 
 // closers closes each in order and returns the first error.
