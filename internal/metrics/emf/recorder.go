@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -185,19 +186,27 @@ func (r *Recorder) Delivery(_ context.Context, d metrics.Delivery) slog.Attr {
 	if err := d.Check(); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}
+	return r.attr(r.deliveryEvent(d))
+}
+
+func (r *Recorder) deliveryEvent(d metrics.Delivery) Event {
 	dirs := []Directive{{Dimensions: deliveryStateSet,
 		Metrics: []Metric{{Name: metrics.Deliveries, Unit: Count, Values: []float64{1}}}}}
 	if d.State == metrics.StateDelivered {
 		dirs = append(dirs, Directive{Dimensions: noDimensions,
 			Metrics: []Metric{{Name: metrics.DeliveryLag, Unit: Seconds, Values: []float64{d.Lag.Seconds()}}}})
 	}
-	return r.attr(Event{Directives: dirs, Dimensions: []Dimension{{metrics.LabelState, d.State}}})
+	return Event{Directives: dirs, Dimensions: []Dimension{{metrics.LabelState, d.State}}}
 }
 
 // TicketsWaiting returns the tickets_waiting gauge's value.
 func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
-	return r.attr(Event{Directives: []Directive{{Dimensions: noDimensions,
-		Metrics: []Metric{{Name: metrics.TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}})
+	return r.attr(r.waitingEvent(n))
+}
+
+func (r *Recorder) waitingEvent(n int) Event {
+	return Event{Directives: []Directive{{Dimensions: noDimensions,
+		Metrics: []Metric{{Name: metrics.TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}}
 }
 
 func (r *Recorder) namespace() string {
@@ -237,3 +246,40 @@ func (r *Recorder) Check() error {
 // SetServed sets whether the process has served a request, i.e. whether
 // the next Callback is warm (tests).
 func (r *Recorder) SetServed(v bool) { r.served.Store(v) }
+
+// Emitted returns, for each metric the recorder can write, every
+// dimension set it names it under (a set's names in the order written),
+// by running the recorder's own event builders over every shape and
+// state. Tests hold template.yaml's alarms and dashboard to it.
+func Emitted() map[string][][]string {
+	r := &Recorder{}
+	out := map[string][][]string{}
+	add := func(e Event) {
+		for _, dir := range e.Directives {
+			for _, m := range dir.Metrics {
+				for _, set := range dir.Dimensions {
+					if !containsSet(out[m.Name], set) {
+						out[m.Name] = append(out[m.Name], set)
+					}
+				}
+			}
+		}
+	}
+	for sh := range shapes {
+		add(r.callbackEvent(sh, 0, []float64{0}))
+	}
+	for _, s := range metrics.DeliveryStates {
+		add(r.deliveryEvent(metrics.Delivery{State: s}))
+	}
+	add(r.waitingEvent(0))
+	return out
+}
+
+func containsSet(sets [][]string, set []string) bool {
+	for _, s := range sets {
+		if slices.Equal(s, set) {
+			return true
+		}
+	}
+	return false
+}
