@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -395,5 +396,31 @@ func TestCheckNamespace(t *testing.T) {
 	bad := &emf.Recorder{Namespace: "bad\"namespace", Now: fixedNow}
 	if got := string(line(t, "callback", bad.Callback(context.Background(), metrics.Callback{Outcome: "created"}))); !strings.Contains(got, "metrics_error") {
 		t.Errorf("a bad namespace must show in the line: %s", got)
+	}
+}
+
+// TestCallbackAllocs: the recorder's part of a callback's line is three
+// allocations (the _aws text, the attribute list and the raw value's box).
+func TestCallbackAllocs(t *testing.T) {
+	rec := &emf.Recorder{}
+	ctx, req := metrics.WithRequest(context.Background())
+	req.Add(time.Millisecond)
+	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
+	if n := testing.AllocsPerRun(100, func() { _ = rec.Callback(ctx, c) }); n > 3 {
+		t.Errorf("Callback: %v allocations, want at most 3", n)
+	}
+}
+
+// BenchmarkCallbackLine: the recorder's members plus writing the line.
+func BenchmarkCallbackLine(b *testing.B) {
+	rec := &emf.Recorder{}
+	l := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	ctx, req := metrics.WithRequest(context.Background())
+	req.Add(time.Millisecond)
+	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.LogAttrs(ctx, slog.LevelInfo, "callback", slog.String("function", c.Function),
+			slog.String("outcome", c.Outcome), rec.Callback(ctx, c))
 	}
 }
