@@ -24,7 +24,7 @@ func TestInvocation(t *testing.T) {
 		wantOK bool
 	}{
 		{"runtime context and trace value",
-			context.WithValue(lc("lambda-req-1"), traceContextKey, header), "", "url-req",
+			context.WithValue(lc("lambda-req-1"), traceContextKey, header), "", "url-req", //nolint:staticcheck // aws-lambda-go's own key
 			Invocation{RequestID: "lambda-req-1", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
 		{"trace from the environment", lc("lambda-req-2"), header, "",
 			Invocation{RequestID: "lambda-req-2", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
