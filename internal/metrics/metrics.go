@@ -173,13 +173,6 @@ func (r *Request) Add(d time.Duration) {
 	r.mu.Unlock()
 }
 
-// StoreCalls returns the durations recorded so far.
-func (r *Request) StoreCalls() []time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.calls...)
-}
-
 // AppendSeconds appends the first max durations recorded so far, in
 // seconds, to dst.
 func (r *Request) AppendSeconds(dst []float64, max int) []float64 {

@@ -140,9 +140,13 @@ func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Even
 	if sh&shapeCode != 0 {
 		counts = append(counts, setOutcomeCode)
 	}
-	dirs := []Directive{
-		{Dimensions: counts, Metrics: []Metric{{Name: metrics.Callbacks, Unit: Count, Values: []float64{1}}}},
-		{Dimensions: durations, Metrics: []Metric{{Name: metrics.CallbackDuration, Unit: Seconds, Values: []float64{duration}}}},
+	count := Metric{Name: metrics.Callbacks, Unit: Count, Values: []float64{1}}
+	dur := Metric{Name: metrics.CallbackDuration, Unit: Seconds, Values: []float64{duration}}
+	// One directive when both metrics share their sets: the line is
+	// shorter, and writing it costs in proportion to its length.
+	dirs := []Directive{{Dimensions: counts, Metrics: []Metric{count, dur}}}
+	if sh&shapeCode != 0 {
+		dirs = []Directive{{Dimensions: counts, Metrics: []Metric{count}}, {Dimensions: durations, Metrics: []Metric{dur}}}
 	}
 	var plain []Metric
 	if sh&shapeStore != 0 {
