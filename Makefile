@@ -74,9 +74,11 @@ build-CallbackFunction:
 bench: tools
 	bash scripts/bench.sh
 
-## dynamodb-local: DynamoDB Local in the foreground on port 8000.
+## dynamodb-local: DynamoDB Local in the foreground on port 8000. -sharedDb:
+## one database whatever the access key, so tables made with the AWS CLI's
+## credentials and the ones seed-local and the server use are the same.
 dynamodb-local: tools
-	cd .cache/dynamodb-local && java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -port 8000
+	cd .cache/dynamodb-local && java -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar -inMemory -sharedDb -port 8000
 
 ## seed-local: the table and the users of config.example.json in DynamoDB Local.
 seed-local:

@@ -5,8 +5,10 @@
 //
 //	go run ./cmd/seedlocal -endpoint http://127.0.0.1:8000 -table tickets-local -config config.example.json
 //
-// With -endpoint set it uses static dummy credentials (DynamoDB Local
-// accepts any); without it, the usual AWS credential chain and region.
+// It signs with the usual AWS credential chain, as the local server does;
+// with -endpoint set and no credentials found, with dummy ones (DynamoDB
+// Local accepts any, and `make dynamodb-local` runs it with -sharedDb, so
+// every access key sees the same tables).
 package main
 
 import (
@@ -14,16 +16,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -55,14 +57,9 @@ func run(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(*region)}
-	if *endpoint != "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider("local", "local", "")))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	awsCfg, err := app.LocalAWSConfig(ctx, *region, *endpoint, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
-		return fmt.Errorf("aws config: %w", err)
+		return err
 	}
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if *endpoint != "" {
@@ -103,23 +100,24 @@ func run(args []string) error {
 	return nil
 }
 
-// ensureTable creates the table (pk S, on demand, TTL on expires_at) unless
+// ensureTable creates the table (dynamo.TableInput, TTL on expires_at) unless
 // it exists, and waits until it is active.
 func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, error) {
 	_, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
 	var missing *types.ResourceNotFoundException
 	switch {
 	case err == nil:
+		// A table from before delivery existed gains its due index.
+		if added, err := dynamo.EnsureDeliveryIndex(ctx, c, table); err != nil {
+			return false, err
+		} else if added {
+			fmt.Printf("added index %s to table %s\n", dynamo.DeliveryDueIndex, table)
+		}
 		return false, nil
 	case !errors.As(err, &missing):
 		return false, fmt.Errorf("describe table %s: %w", table, err)
 	}
-	_, err = c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &table,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-	})
+	_, err = c.CreateTable(ctx, dynamo.TableInput(table))
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) { // in use: created concurrently
 		return false, fmt.Errorf("create table %s: %w", table, err)

@@ -34,12 +34,12 @@ func runLambda() {
 	logger := app.LambdaLogger()
 	cfg, err := config.FromEnv(os.Getenv)
 	if err != nil {
-		logger.Error(err.Error())
+		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
 	h, err := app.Lambda(context.Background(), cfg, logger)
 	if err != nil {
-		logger.Error(err.Error())
+		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
 	lambda.Start(lambdaurl.Handler(h))

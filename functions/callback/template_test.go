@@ -81,7 +81,7 @@ func TestTemplate(t *testing.T) {
 	tp.str("Parameters.RetentionDuration.Default", "24h")
 	tp.str("Parameters.KeyPolicy.Default", "arguments")
 	tp.strs("Parameters.KeyPolicy.AllowedValues", "arguments", "request")
-	tp.str("Parameters.ReservedConcurrency.Default", "0")
+	tp.str("Parameters.ReservedConcurrency.Default", "10")
 	tp.str("Parameters.TableDeletionProtection.Default", "true")
 	tp.node("Parameters.MemorySize.Default")
 

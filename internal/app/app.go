@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/google/uuid"
@@ -82,10 +84,26 @@ func readParameter(ctx context.Context, c ssmGetter, name string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}
-	if out.Parameter == nil || out.Parameter.Value == nil || *out.Parameter.Value == "" {
+	if out.Parameter == nil || out.Parameter.Value == nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: empty value", name)
 	}
-	return *out.Parameter.Value, nil
+	key := trimStoredNewline(*out.Parameter.Value)
+	if key == "" {
+		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: empty value", name)
+	}
+	return key, nil
+}
+
+// trimStoredNewline removes one trailing line break ("\n" or "\r\n"), as
+// `aws ssm put-parameter --value file://key.txt` stores the file's last
+// line with it. The key is otherwise used exactly as stored: spaces and
+// anything else are part of it.
+func trimStoredNewline(v string) string {
+	v, found := strings.CutSuffix(v, "\n")
+	if found {
+		v = strings.TrimSuffix(v, "\r")
+	}
+	return v
 }
 
 // authenticator fails closed: no hook key and no explicit insecure switch
@@ -140,13 +158,9 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 		}
 		store, closer = s, c
 	case "dynamodb":
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Store.Region))
+		awsCfg, err := LocalAWSConfig(ctx, cfg.Store.Region, cfg.Store.Endpoint, logger)
 		if err != nil {
-			return nil, nil, fmt.Errorf("aws config: %w", err)
-		}
-		if cfg.Store.Endpoint != "" {
-			// DynamoDB Local accepts any credentials; do not require real ones.
-			awsCfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+			return nil, nil, err
 		}
 		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			if cfg.Store.Endpoint != "" {
@@ -182,6 +196,37 @@ func (cs closers) Close() error {
 	}
 	return first
 }
+
+// LocalAWSConfig is the AWS configuration of local runs: the SDK's default
+// credential chain, as the AWS CLI uses it. DynamoDB Local keeps one
+// database per access key unless it runs with -sharedDb, so credentials of
+// our own choosing would hide the tables a user made with the CLI. With an
+// endpoint (DynamoDB Local) and no credentials anywhere in the chain, fixed
+// dummy ones are used, since DynamoDB Local accepts any; the chain's EC2
+// metadata lookup is skipped then, which off EC2 only costs time.
+func LocalAWSConfig(ctx context.Context, region, endpoint string, logger *slog.Logger) (aws.Config, error) {
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(region)}
+	if endpoint != "" {
+		opts = append(opts, awsconfig.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("aws config: %w", err)
+	}
+	if endpoint == "" {
+		return awsCfg, nil
+	}
+	if _, err := awsCfg.Credentials.Retrieve(ctx); err != nil {
+		logger.Info("no AWS credentials found; using dummy ones for the DynamoDB endpoint",
+			slog.String("endpoint", endpoint))
+		awsCfg.Credentials = credentials.NewStaticCredentialsProvider(DummyAccessKeyID, "local", "")
+	}
+	return awsCfg, nil
+}
+
+// DummyAccessKeyID is the access key of the dummy credentials of
+// LocalAWSConfig.
+const DummyAccessKeyID = "local"
 
 type nopCloser struct{}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
@@ -182,8 +183,7 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 }
 
 func callbackBody(user, requestID string) string {
-	return `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in"}},` +
-		`"context":{"externalUserId":"` + user + `","metadata":{"request_id":"` + requestID + `"}}}`
+	return callbacktest.Create(user, requestID, callbacktest.Title("Cannot sign in"))
 }
 
 func post(t *testing.T, url, hookKey, body string) (int, map[string]any) {

@@ -36,7 +36,7 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Sto
 				return
 			case now := <-t.C:
 				if n, err := s.Purge(purgeCtx, now); err != nil {
-					logger.Warn("purge failed", slog.String("error", err.Error()))
+					logger.Warn("purge failed", slog.Any("error", err))
 				} else if n > 0 {
 					logger.Info("purged expired operations", slog.Int64("count", n))
 				}

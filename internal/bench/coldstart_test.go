@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -151,8 +152,13 @@ func coldStart(t *testing.T, bootstrap string, trace bool) (initMs, firstMs floa
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"statusCode":401`) {
-		t.Fatalf("invoke: %d %s\n%s", resp.StatusCode, body, output)
+	var answer struct {
+		StatusCode int    `json:"statusCode"`
+		Body       string `json:"body"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &answer) != nil ||
+		answer.StatusCode != http.StatusUnauthorized || answer.Body != `{"error":"unauthenticated"}`+"\n" {
+		t.Fatalf("invoke: %d %s; want the function URL answer 401 {\"error\":\"unauthenticated\"}\n%s", resp.StatusCode, body, output)
 	}
 	var s string
 	for deadline := time.Now().Add(10 * time.Second); ; {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -33,9 +34,7 @@ const arguments = `{"title":"Cannot sign in","description":"The login page loops
 
 // callBody is a create_ticket callback as AIVAX sends it.
 func callBody(requestID string) string {
-	return `{"type":"tool_call","function":{"name":"create_ticket","content":` + arguments + `},` +
-		`"context":{"externalUserId":"` + benchUser.ExternalID + `","metadata":{"request_id":"` + requestID + `"},` +
-		`"callSource":"ChatCompletionsApi","conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}}`
+	return callbacktest.Create(benchUser.ExternalID, requestID, arguments)
 }
 
 // newHandler is the product's handler on store and users, with

@@ -90,6 +90,14 @@ func TestThroughput(t *testing.T) {
 	if err := os.WriteFile(out, []byte(markdownTable(cells, d)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The table shows them, but a figure measured over wrong answers is
+	// not the product's: any answer other than created (new) or
+	// deduplicated (repeat) fails the run.
+	for _, c := range cells {
+		if len(c.other) > 0 {
+			t.Errorf("%s %s %d clients: unexpected answers %v", c.store, c.mode, c.clients, c.other)
+		}
+	}
 }
 
 // run sends callbacks from clients goroutines for d and measures each.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
@@ -45,8 +46,12 @@ type Lambda struct {
 // Defaults.
 const (
 	DefaultRetention = 24 * time.Hour
-	DefaultListen    = "127.0.0.1:3210"
-	DefaultMaxBody   = 64 << 10
+	// MinRetention is the shortest deduplication window accepted: agents
+	// retry within seconds to minutes, and template.yaml's pattern for
+	// RETENTION admits nothing shorter either.
+	MinRetention   = time.Minute
+	DefaultListen  = "127.0.0.1:3210"
+	DefaultMaxBody = 64 << 10
 )
 
 // FromEnv reads the Lambda configuration through getenv (os.Getenv).
@@ -97,15 +102,18 @@ func common(policy, retention, maxBody, minCost, maxCost, publicURL string, nm n
 	if c.Retention, err = duration(nm.retention, retention, DefaultRetention); err != nil {
 		return c, err
 	}
+	if c.Retention < MinRetention {
+		return c, fmt.Errorf("config: %s: %q is shorter than %s: a window that short deduplicates almost no retry", nm.retention, retention, MinRetention)
+	}
 	mb, err := integer(nm.maxBody, maxBody, DefaultMaxBody, 1024, 16<<20)
 	if err != nil {
 		return c, err
 	}
 	c.MaxBodyBytes = int64(mb)
-	if c.MinCost, err = integer(nm.minCost, minCost, nonce.DefaultMinCost, 4, 31); err != nil {
+	if c.MinCost, err = integer(nm.minCost, minCost, nonce.DefaultMinCost, 4, nonce.CapCost); err != nil {
 		return c, err
 	}
-	if c.MaxCost, err = integer(nm.maxCost, maxCost, nonce.DefaultMaxCost, 4, 31); err != nil {
+	if c.MaxCost, err = integer(nm.maxCost, maxCost, nonce.DefaultMaxCost, 4, nonce.CapCost); err != nil {
 		return c, err
 	}
 	if c.MinCost > c.MaxCost {
@@ -251,6 +259,10 @@ func ParseFile(b []byte) (Local, error) {
 		return c, fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", c.Listen)
 	}
 	for id, u := range c.Users {
+		if len(id) > core.MaxExternalUserIDLen {
+			// The service refuses such an id before any lookup.
+			return c, fmt.Errorf("config: users: an id of %d bytes; at most %d", len(id), core.MaxExternalUserIDLen)
+		}
 		if id == "" || u.TenantID == "" || u.UserID == "" {
 			if q := strconv.Quote(id); q != `"`+id+`"` {
 				id = q // keep the error on one line

@@ -42,7 +42,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	want := Lambda{
 		Common: Common{
 			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
-			MinCost: 4, MaxCost: 12,
+			MinCost: 4, MaxCost: 10,
 		},
 		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, CallTimeout: 2 * time.Second,
 	}
@@ -164,7 +164,7 @@ func TestParseFileDefaults(t *testing.T) {
 	want := Local{
 		Common: Common{
 			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
-			MinCost: 4, MaxCost: 12,
+			MinCost: 4, MaxCost: 10,
 		},
 		Listen: "127.0.0.1:3210",
 		Store:  Store{Kind: "sqlite", Path: "tickets.sqlite"},

@@ -160,7 +160,7 @@ func (fd *Field) check(v string) error {
 	}
 	counted := v
 	if fd.Trim {
-		counted = strings.TrimSpace(v)
+		counted = TrimBlank(v)
 	}
 	n := utf8.RuneCountInString(counted)
 	if n < fd.MinLen {
@@ -220,9 +220,11 @@ func (f *Function) Schema() map[string]any {
 		switch {
 		case fd.Trim && fd.NoControl && fd.MinLen == 1 && fd.MaxLen >= 2:
 			// Length counts after trimming, which minLength and maxLength
-			// cannot say: the pattern carries both bounds. \p{Z} is the
-			// white space that is not a control character.
-			p["pattern"] = fmt.Sprintf(`^\p{Z}*[^\p{Z}\p{Cc}](?:[^\p{Cc}]{0,%d}[^\p{Z}\p{Cc}])?\p{Z}*$`, fd.MaxLen-2)
+			// cannot say: the pattern carries both bounds. blankClass is
+			// the white space of TrimBlank that is not a control character
+			// (the control ones are refused anyway).
+			p["pattern"] = fmt.Sprintf(`^%[1]s*[^%[2]s\p{Cc}](?:[^\p{Cc}]{0,%[3]d}[^%[2]s\p{Cc}])?%[1]s*$`,
+				"["+blankClass+"]", blankClass, fd.MaxLen-2)
 		case fd.Trim || fd.NoControl:
 			panic("core: no schema for field " + fd.Name) // a definition the generator cannot express
 		default:

@@ -62,7 +62,7 @@ func TestSchemaAgreesWithValidate(t *testing.T) {
 			{"title inner U+3000 200", title("a" + r("\u3000", 198) + "b"), true},
 			{"title U+3000 around", title("\u3000x\u3000"), true},
 			{"title zero-width space only", title("\u200b"), true},
-			{"title BOM only", title("\ufeff"), true},
+			{"title BOM only", title("\ufeff"), false},
 			{"title U+180E only", title("\u180e"), true},
 			{"title with <>&", title("<b>&</b>"), true},
 			{"all fields", obj(m("title", `"t"`), m("description", `"d"`), m("priority", `"urgent"`)), true},

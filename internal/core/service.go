@@ -16,19 +16,33 @@ import (
 // MaxRequestIDLen is the longest metadata.request_id accepted, in characters.
 const MaxRequestIDLen = 128
 
-// Call is a parsed, authenticated callback body: what SPEC section 2 sends,
-// reduced to what the checks need.
+// MaxExternalUserIDLen is the longest externalUserId that can name a user,
+// in bytes. A user record's key is "USER#" plus the id, and DynamoDB refuses
+// a partition key over 2048 bytes with a ValidationException; a longer id
+// names no user on any store, so it is refused (403) without a store call.
+const MaxExternalUserIDLen = 1024
+
+// Call is a parsed, authenticated callback body, reduced to what the
+// checks need.
 type Call struct {
 	Function       string
-	Content        json.RawMessage // function.content, a JSON object
+	Content        json.RawMessage // function.content: any JSON value, an object when valid
 	ExternalUserID string          // "" when missing or null
 	RequestID      string          // "" when missing or null
+	// ExternalUserIDMalformed is set when externalUserId is a string with
+	// invalid UTF-8 or a lone surrogate escape: it names no user.
+	ExternalUserIDMalformed bool
 	// RequestIDNotString is set when metadata.request_id is present but not
 	// a JSON string.
 	RequestIDNotString bool
+	// RequestIDMalformed is set when metadata.request_id is a string with
+	// invalid UTF-8 or a lone surrogate escape. A decoder that replaced them
+	// with U+FFFD would give two different request_ids one key.
+	RequestIDMalformed bool
 }
 
-// Service runs SPEC section 3 steps 4 to 8 for a parsed call.
+// Service runs the checks after the body is parsed (function, user,
+// request_id, arguments) and the store transaction.
 type Service struct {
 	Store     Store
 	Users     Users
@@ -36,27 +50,34 @@ type Service struct {
 	Retention time.Duration
 	Now       func() time.Time // defaults to time.Now
 	NewID     func() string    // ticket ids
+	// Deliver: a helpdesk destination is configured, so every new ticket is
+	// written with its delivery record in state pending.
+	Deliver bool
 }
 
-// Handle answers one call. It never panics on bad input and writes nothing
-// for a call it rejects.
-func (s *Service) Handle(ctx context.Context, c Call) Outcome {
-	out := s.handle(ctx, c)
-	out.Function = c.Function
-	return out
-}
+// Answer runs the checks of a parsed call in order (function, user,
+// request_id, arguments), then creates or reads, and says what happened.
+// It never panics on bad input and writes nothing for a call it rejects.
+// Whatever the answer, the outcome names the function, the tenant once
+// the user is known and the operation key once derived, for the log.
+func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
+	var tenant, key string
+	defer func() { out.Function, out.TenantID, out.Key = c.Function, tenant, key }()
 
-func (s *Service) handle(ctx context.Context, c Call) Outcome {
 	// Step 4.
 	fn, ok := LookupFunction(c.Function)
 	if !ok {
 		return Reject(CodeUnknownFunction, fmt.Sprintf(
 			"There is no function named %q here; call create_ticket or get_ticket instead.", clip(c.Function)))
 	}
-	// Step 5: identity, and the tenant from the user's record only.
+	// Step 5: identity, and the tenant from the user's record only. The
+	// user is authorized before the store is read or written.
 	if c.ExternalUserID == "" {
 		return Reject(CodeMissingExternalUserID,
 			"The call carries no externalUserId, so it cannot be tied to a user. Do not invent one: tell the user the request could not be completed.")
+	}
+	if c.ExternalUserIDMalformed || len(c.ExternalUserID) > MaxExternalUserIDLen || !utf8.ValidString(c.ExternalUserID) {
+		return Outcome{Kind: KindForbidden} // names no user on any store
 	}
 	user, err := s.Users.User(ctx, c.ExternalUserID)
 	switch {
@@ -66,23 +87,18 @@ func (s *Service) handle(ctx context.Context, c Call) Outcome {
 		return busy(err)
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
-	case user.Disabled:
-		return Outcome{Kind: KindForbidden, TenantID: user.TenantID}
 	}
-	out := s.handleAs(ctx, fn, user, c)
-	out.TenantID = user.TenantID
-	return out
-}
-
-// handleAs runs steps 6 to 8 for an authorized, enabled user.
-func (s *Service) handleAs(ctx context.Context, fn *Function, user User, c Call) Outcome {
+	tenant = user.TenantID
+	if user.Disabled {
+		return Outcome{Kind: KindForbidden}
+	}
 	// Step 6, for functions that write.
 	if fn.Writes {
 		if out, bad := checkRequestID(c); bad {
 			return out
 		}
 	}
-	// Step 7, then the limits of SPEC section 4, which hold for every
+	// Step 7, then the limits of the operation key, which hold for every
 	// function, not only the ones that derive a key.
 	args, err := fn.Validate(c.Content)
 	var canonical string
@@ -92,12 +108,12 @@ func (s *Service) handleAs(ctx context.Context, fn *Function, user User, c Call)
 	if err != nil {
 		return Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
 	}
+	// Step 8.
 	switch fn.Name {
 	case CreateTicket:
-		key, fingerprint := opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
-		out := s.create(ctx, fn, user, key, fingerprint, canonical)
-		out.Key = key
-		return out
+		var fingerprint string
+		key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
+		return s.create(ctx, fn, user, key, fingerprint, canonical)
 	case GetTicket:
 		return s.getTicket(ctx, user, args["ticket_id"])
 	}
@@ -118,38 +134,36 @@ func checkRequestID(c Call) (Outcome, bool) {
 		return Reject(CodeInvalidRequestID, "metadata.request_id must be a string."+fix), true
 	case c.RequestID == "":
 		return Reject(CodeMissingRequestID, "The call carries no metadata.request_id, so it cannot be made safe to repeat."+fix), true
+	case c.RequestIDMalformed || !utf8.ValidString(c.RequestID):
+		return Reject(CodeInvalidRequestID, "metadata.request_id must be well-formed Unicode text."+fix), true
 	case utf8.RuneCountInString(c.RequestID) > MaxRequestIDLen ||
-		strings.IndexFunc(c.RequestID, unicode.IsControl) >= 0 ||
-		!utf8.ValidString(c.RequestID):
+		strings.IndexFunc(c.RequestID, unicode.IsControl) >= 0:
 		return Reject(CodeInvalidRequestID, fmt.Sprintf(
 			"metadata.request_id must be at most %d characters without control characters.", MaxRequestIDLen)+fix), true
 	}
 	return Outcome{}, false
 }
 
-// createdResult is the stored result of create_ticket; a repeat replays it
-// with deduplicated set to true.
-type createdResult struct {
-	Status   string `json:"status"`
-	TicketID string `json:"ticket_id"`
-}
-
 // create claims key and writes the ticket in one transaction (step 8), or
 // answers from the operation that already holds the key.
 func (s *Service) create(ctx context.Context, fn *Function, user User, key, fingerprint, canonical string) Outcome {
 	now := s.now()
-	ticketID := s.NewID()
-	result, err := json.Marshal(createdResult{Status: "created", TicketID: ticketID})
+	result := Result{Status: "created", TicketID: s.NewID()}
+	stored, err := json.Marshal(result)
 	if err != nil {
 		return Outcome{Kind: KindInternal, Err: err}
 	}
 	op := Operation{
 		Key: key, State: StateCompleted, TenantID: user.TenantID, UserID: user.UserID,
-		Function: fn.Name, Fingerprint: fingerprint, Result: result,
+		Function: fn.Name, Fingerprint: fingerprint, Result: stored,
 		CreatedAt: now, ExpiresAt: now.Add(s.Retention).Truncate(time.Second),
 	}
-	t := Ticket{ID: ticketID, TenantID: user.TenantID, UserID: user.UserID,
+	t := Ticket{ID: result.TicketID, TenantID: user.TenantID, UserID: user.UserID,
 		OperationKey: key, Arguments: canonical, CreatedAt: now}
+	if s.Deliver {
+		// Due at once: the second it was created in.
+		t.Delivery = &Delivery{State: DeliveryPending, DueAt: now.Truncate(time.Second)}
+	}
 	existing, err := s.Store.Create(ctx, op, t, now)
 	switch {
 	case errors.Is(err, ErrBusy):
@@ -157,7 +171,7 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, key, fing
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
 	case existing == nil:
-		return Outcome{Kind: KindCreated, TicketID: ticketID}
+		return Outcome{Kind: KindCreated, Result: &result}
 	}
 	return s.repeat(user, fingerprint, existing)
 }
@@ -177,17 +191,18 @@ func (s *Service) repeat(user User, fingerprint string, existing *Operation) Out
 		return Reject(CodeArgumentsMismatch,
 			"This request already created a ticket with other arguments; do not create another. Tell the user, and start a new request only if they want a second ticket.")
 	}
-	var r createdResult
-	if err := json.Unmarshal(existing.Result, &r); err != nil || r.TicketID == "" {
-		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %v", existing.Key, err)}
+	var r Result
+	if err := json.Unmarshal(existing.Result, &r); err != nil || r.Status == "" || r.TicketID == "" {
+		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", existing.Key, existing.Result)}
 	}
-	return Outcome{Kind: KindDuplicate, Result: existing.Result, TicketID: r.TicketID}
+	r.Deduplicated = true
+	return Outcome{Kind: KindDuplicate, Result: &r}
 }
 
 func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 	notFound := Reject(CodeTicketNotFound,
 		"No ticket with this ticket_id exists for this user; check the ticket_id, or ask the user for it.")
-	t, err := s.Store.Ticket(ctx, strings.TrimSpace(id))
+	t, err := s.Store.Ticket(ctx, TrimBlank(id))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return notFound
@@ -211,8 +226,21 @@ func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 	}
 	return Outcome{Kind: KindFound, Ticket: &TicketView{
 		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,
-		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339),
+		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Delivery: deliveryView(t.Delivery),
 	}}
+}
+
+// deliveryView shows a ticket's delivery state, and the helpdesk's id and
+// URL once delivered.
+func deliveryView(d *Delivery) *DeliveryView {
+	if d == nil || d.State == "" {
+		return nil
+	}
+	v := &DeliveryView{State: d.State}
+	if d.State == "delivered" {
+		v.ExternalID, v.ExternalURL = d.ExternalID, d.ExternalURL
+	}
+	return v
 }
 
 func busy(err error) Outcome {

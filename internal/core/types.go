@@ -33,7 +33,7 @@ type Operation struct {
 	UserID      string
 	Function    string
 	Fingerprint string // SHA-256 hex of the canonical arguments
-	Result      []byte // JSON text of the stored response, without "deduplicated"
+	Result      []byte // JSON text of the stored Result, deduplicated false
 	CreatedAt   time.Time
 	ExpiresAt   time.Time // second precision: stored as epoch seconds
 }
@@ -54,7 +54,24 @@ type Ticket struct {
 	OperationKey string
 	Arguments    string // canonical JSON text of function.content
 	CreatedAt    time.Time
+	// Delivery is the ticket's delivery to the team's helpdesk. The service
+	// sets it to pending when a destination is configured, and the store
+	// writes it in the transaction that creates the ticket (the outbox);
+	// nil for a ticket that is never delivered.
+	Delivery *Delivery
 }
+
+// Delivery is what core knows of a ticket's delivery record; the delivery
+// package owns the state machine.
+type Delivery struct {
+	State       string    // "pending", "delivering", "delivered", "failed", "unknown"
+	DueAt       time.Time // when a worker may first take it, whole seconds
+	ExternalID  string    // the helpdesk's id, once delivered
+	ExternalURL string    // once delivered, when the helpdesk gave one
+}
+
+// DeliveryPending is the state a ticket's delivery is created in.
+const DeliveryPending = "pending"
 
 // Store performs the writes and reads of the product. Adapters implement it
 // and translate their own errors into ErrBusy and ErrNotFound.

@@ -76,3 +76,41 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 		}
 	})
 }
+
+// TestHandlerAllocationBudget: the allocation half of the handler's
+// overhead budget (under 100 allocations per callback), counted, not
+// timed, on the same calls as BenchmarkHandlerOverhead.
+func TestHandlerAllocationBudget(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector adds allocations of its own")
+	}
+	const budget = 100
+	h := &httpapi.Handler{
+		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
+			Retention: 24 * time.Hour, NewID: uuid.NewString},
+		Auth:   nonce.Off{},
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+	i := 0
+	for _, tc := range []struct {
+		name string
+		body func() string
+	}{
+		{"new key", func() string { i++; return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), args) }},
+		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", args) }},
+	} {
+		allocs := testing.AllocsPerRun(200, func() {
+			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(tc.body()))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+		})
+		if allocs >= budget {
+			t.Errorf("%s: %.0f allocations per callback (request building included), budget %d", tc.name, allocs, budget)
+		}
+		t.Logf("%s: %.0f allocations per callback, request building included", tc.name, allocs)
+	}
+}

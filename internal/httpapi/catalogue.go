@@ -26,11 +26,9 @@ func Catalogue(callbackURL string) []CatalogueFunction {
 	return out
 }
 
-func writeCatalogue(w http.ResponseWriter, callbackURL string) response {
-	row := response{http.StatusOK, "catalogue", func(b []byte, _ core.Outcome) ([]byte, error) {
-		return appendMarshal(b, struct {
-			Functions []CatalogueFunction `json:"functions"`
-		}{Catalogue(callbackURL)})
-	}}
-	return writeRow(w, row, core.Outcome{})
+// catalogue is the reply of GET /functions.
+func catalogue(callbackURL string) reply {
+	return reply{response: response{http.StatusOK, "catalogue"}, body: struct {
+		Functions []CatalogueFunction `json:"functions"`
+	}{Catalogue(callbackURL)}}
 }

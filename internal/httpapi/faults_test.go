@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -39,8 +40,7 @@ func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sqlite
 	}, s
 }
 
-const faultBody = `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Fault"}},
- "context":{"externalUserId":"user-a","metadata":{"request_id":"r-fault"}}}`
+var faultBody = callbacktest.Create("user-a", "r-fault", callbacktest.Title("Fault"))
 
 func post(h http.Handler, w http.ResponseWriter) {
 	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(faultBody))
@@ -113,29 +113,35 @@ func TestFailureWhileLoggingLosesNothing(t *testing.T) {
 	}
 }
 
-// failingStore fails before the transaction: nothing may be written.
-type failingStore struct{ *sqlite.Store }
-
-func (failingStore) Create(context.Context, core.Operation, core.Ticket, time.Time) (*core.Operation, error) {
-	return nil, errors.New("disk on fire")
-}
-
-func TestFailureBeforeTheTransactionWritesNothing(t *testing.T) {
+// A failure inside the real transaction (a trigger aborts the ticket's
+// INSERT after the claim and the operation are written) answers 500
+// without detail and leaves no row in any table; the same call then
+// creates.
+func TestFailureInsideTheTransactionWritesNothing(t *testing.T) {
 	h, s := sqliteHandler(t, slog.New(slog.DiscardHandler))
-	real := h.Service.Store
-	h.Service.Store = failingStore{s}
+	if _, err := s.DB().Exec(`CREATE TRIGGER fail_ticket BEFORE INSERT ON tickets
+		BEGIN SELECT RAISE(ABORT, 'injected: disk full'); END`); err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
 	post(h, rec)
-	if rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != `{"error":"internal"}` {
+	if rec.Code != 500 || rec.Body.String() != `{"error":"internal"}`+"\n" {
 		t.Fatalf("answered %d %s, want 500 without detail", rec.Code, rec.Body.String())
 	}
-	if n := ticketsIn(t, s); n != 0 {
-		t.Fatalf("tickets = %d, want 0", n)
+	var rows int
+	if err := s.DB().QueryRow(`SELECT (SELECT COUNT(*) FROM claims) + (SELECT COUNT(*) FROM operations) +
+		(SELECT COUNT(*) FROM tickets)`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("rows after the failed transaction = %d (%v), want 0", rows, err)
 	}
-	h.Service.Store = real
+	if _, err := s.DB().Exec(`DROP TRIGGER fail_ticket`); err != nil {
+		t.Fatal(err)
+	}
 	rec = httptest.NewRecorder()
 	post(h, rec)
-	if body := decodeRec(t, rec); body["status"] != "created" || body["deduplicated"] != false {
-		t.Fatalf("after the failure: %v, want created", body)
+	if body := decodeRec(t, rec); rec.Code != 200 || body["status"] != "created" || body["deduplicated"] != false {
+		t.Fatalf("after the failure: %d %v, want created", rec.Code, body)
+	}
+	if n := ticketsIn(t, s); n != 1 {
+		t.Fatalf("tickets = %d, want 1", n)
 	}
 }

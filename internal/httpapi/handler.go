@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/json/jsontext"
+	"encoding/json/v2"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
@@ -48,125 +50,187 @@ type Handler struct {
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	var out core.Outcome
-	var row response
+	var rep reply
 	defer func() {
 		if p := recover(); p != nil {
-			out = core.Outcome{Kind: core.KindInternal, Function: out.Function, TenantID: out.TenantID,
-				Key: out.Key, Err: panicError{p}}
-			row = write(w, out)
+			rep = write(w, refuse(internalError, panicError{p}))
 		}
-		h.log(r.Context(), r, out, row, time.Since(start))
+		h.log(r.Context(), r, rep, time.Since(start))
 	}()
 	switch r.URL.Path {
 	case "/callback":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			out = core.Outcome{Kind: core.KindMethodNotAllowed}
+			rep = refuse(methodNotAllowed, nil)
 			break
 		}
-		out = h.callback(r)
+		rep = h.callback(r)
 	case "/functions":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			out = core.Outcome{Kind: core.KindMethodNotAllowed}
+			rep = refuse(methodNotAllowed, nil)
 			break
 		}
 		if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-			out = core.Outcome{Kind: core.KindUnauthenticated, Err: err}
+			rep = refuse(unauthenticated, err)
 			break
 		}
-		row = writeCatalogue(w, h.callbackURL(r))
-		return
+		rep = catalogue(h.callbackURL(r))
 	default:
-		out = core.Outcome{Kind: core.KindNotFound}
+		rep = refuse(notFound, nil)
 	}
-	row = write(w, out)
+	rep = write(w, rep)
 }
 
-// callback runs SPEC section 3 in order.
-func (h *Handler) callback(r *http.Request) core.Outcome {
+// callback runs the checks in order: size, nonce, shape, then the service.
+func (h *Handler) callback(r *http.Request) reply {
 	// Step 1: size (after base64 decoding), and bodies that do not decode.
-	body, out, ok := h.readBody(r)
+	body, refused, ok := h.readBody(r)
 	if !ok {
-		return out
+		return refused
 	}
 	// Step 2: the nonce, before the body is parsed.
 	if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-		return core.Outcome{Kind: core.KindUnauthenticated, Err: err}
+		return refuse(unauthenticated, err)
 	}
 	// Step 3: JSON of the documented shape.
 	call, err := ParseCall(body)
 	if err != nil {
-		return core.Outcome{Kind: core.KindBadRequest, Err: err}
+		return refuse(badRequest, err)
 	}
 	// Steps 4 to 8.
-	return h.Service.Handle(r.Context(), call)
+	return answer(h.Service.Answer(r.Context(), call))
 }
 
-func (h *Handler) readBody(r *http.Request) ([]byte, core.Outcome, bool) {
+func (h *Handler) readBody(r *http.Request) ([]byte, reply, bool) {
 	limit := h.MaxBody
 	if limit <= 0 {
 		limit = DefaultMaxBody
 	}
 	if r.ContentLength > limit {
-		return nil, core.Outcome{Kind: core.KindTooLarge}, false
+		return nil, refuse(tooLarge, nil), false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	switch {
 	case err != nil:
 		if corrupt := base64.CorruptInputError(0); errors.As(err, &corrupt) {
-			return nil, core.Outcome{Kind: core.KindBadRequest, Err: errors.New("base64 body does not decode")}, false
+			return nil, refuse(badRequest, errors.New("base64 body does not decode")), false
 		}
-		return nil, core.Outcome{Kind: core.KindBadRequest, Err: err}, false
+		return nil, refuse(badRequest, err), false
 	case int64(len(body)) > limit:
-		return nil, core.Outcome{Kind: core.KindTooLarge}, false
+		return nil, refuse(tooLarge, nil), false
 	}
-	return body, core.Outcome{}, true
+	return body, reply{}, true
 }
 
-// wireCall is the body of SPEC section 2. Unknown fields are ignored;
-// every context field may be missing or null.
+// wireCall is the body of a callback. Member names match exactly, as
+// JavaScript's JSON.parse matches them: "EXTERNALUSERID" or "Request_ID" is
+// an unknown field, never an alias. Unknown fields are ignored; every
+// context field may be missing or null. The strings that make identity
+// and keys (externalUserId, request_id) are decoded strictly (exactText),
+// and the arguments are kept raw for validation and canonicalization.
 type wireCall struct {
-	Type     *string `json:"type"`
-	Function *struct {
-		Name    *string         `json:"name"`
-		Content json.RawMessage `json:"content"`
-	} `json:"function"`
-	Context *struct {
-		ExternalUserID *string `json:"externalUserId"`
-		Metadata       *struct {
-			RequestID json.RawMessage `json:"request_id"`
-		} `json:"metadata"`
-	} `json:"context"`
+	Type     *string                  `json:"type"`
+	Function lastObject[wireFunction] `json:"function"`
+	Context  lastObject[wireContext]  `json:"context"`
+}
+
+type wireFunction struct {
+	Name    *string        `json:"name"`
+	Content jsontext.Value `json:"content"`
+}
+
+type wireContext struct {
+	ExternalUserID exactText                `json:"externalUserId"`
+	Metadata       lastObject[wireMetadata] `json:"metadata"`
+}
+
+type wireMetadata struct {
+	RequestID exactText `json:"request_id"`
+}
+
+// lastObject is an optional object member whose last occurrence wins
+// whole, as in JavaScript: a repeated "context" replaces the first one
+// instead of being merged into it. p is nil when the member is missing or
+// null.
+type lastObject[T any] struct{ p *T }
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (o *lastObject[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		o.p = nil
+		return err
+	}
+	o.p = new(T)
+	return json.UnmarshalDecode(dec, o.p)
+}
+
+// exactText is a member that should be a string, decoded by exactString
+// straight from the decoder's buffer.
+type exactText struct {
+	s    string
+	kind int
+}
+
+// UnmarshalJSONFrom implements json.UnmarshalerFrom.
+func (t *exactText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	t.s, t.kind = exactString(raw)
+	return nil
 }
 
 // ErrShape is returned by ParseCall for a body that is not the documented
 // shape.
 var ErrShape = errors.New("body is not a tool_call")
 
+// envelopeOptions decode the envelope: names matched exactly (the v2
+// default), duplicate names left to the canonicalization of the arguments
+// (which refuses them there, with a message for the model), and invalid
+// UTF-8 tolerated in fields that are ignored. The raw values of the fields
+// that make identity and keys keep their bytes and are checked strictly.
+var envelopeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
 // ParseCall reads the body of a callback. It fails for a body that is not
-// JSON or not the shape of SPEC section 2: no function object, no string
-// function.name, function.content not an object, a type other than
-// "tool_call", or a context field of the wrong JSON type.
+// JSON or not the documented shape: no function object, no string
+// function.name, no function.content, a type other than "tool_call", or a
+// context field of the wrong JSON type. A function.content that is present
+// but not an object is passed on: the model can correct it, so the service
+// answers it with invalid_arguments.
 func ParseCall(body []byte) (core.Call, error) {
 	var w wireCall
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := json.Unmarshal(body, &w, envelopeOptions); err != nil {
 		return core.Call{}, ErrShape
 	}
 	if w.Type != nil && *w.Type != "tool_call" {
 		return core.Call{}, ErrShape
 	}
-	if w.Function == nil || w.Function.Name == nil || !isObject(w.Function.Content) {
+	fn, ctx := w.Function.p, w.Context.p
+	if fn == nil || fn.Name == nil || len(fn.Content) == 0 {
 		return core.Call{}, ErrShape
 	}
-	c := core.Call{Function: *w.Function.Name, Content: w.Function.Content}
-	if w.Context != nil {
-		if w.Context.ExternalUserID != nil {
-			c.ExternalUserID = *w.Context.ExternalUserID
+	c := core.Call{Function: *fn.Name, Content: []byte(fn.Content)}
+	if ctx != nil {
+		switch v, kind := ctx.ExternalUserID.s, ctx.ExternalUserID.kind; kind {
+		case absentValue:
+		case stringValue:
+			c.ExternalUserID = v
+		case malformedString:
+			c.ExternalUserID, c.ExternalUserIDMalformed = v, true
+		default:
+			return core.Call{}, ErrShape
 		}
-		if md := w.Context.Metadata; md != nil && len(md.RequestID) > 0 && string(md.RequestID) != "null" {
-			if err := json.Unmarshal(md.RequestID, &c.RequestID); err != nil {
+		if md := ctx.Metadata.p; md != nil {
+			switch v, kind := md.RequestID.s, md.RequestID.kind; kind {
+			case absentValue:
+			case stringValue:
+				c.RequestID = v
+			case malformedString:
+				c.RequestID, c.RequestIDMalformed = v, true
+			default:
 				c.RequestIDNotString = true
 			}
 		}
@@ -174,9 +238,37 @@ func ParseCall(body []byte) (core.Call, error) {
 	return c, nil
 }
 
-func isObject(raw json.RawMessage) bool {
-	s := bytes.TrimLeft(raw, " \t\r\n")
-	return len(s) > 0 && s[0] == '{'
+// Kinds of a raw value read by exactString.
+const (
+	absentValue     = iota // missing or null
+	stringValue            // a well-formed string
+	malformedString        // a string with invalid UTF-8 or a lone surrogate escape
+	otherValue             // a number, object, array or boolean
+)
+
+// exactString decodes a raw JSON value that should be a string. Decoding
+// is strict: invalid UTF-8 and lone surrogate escapes ("\ud800"), which a
+// lenient decoder silently turns into U+FFFD, are reported as malformed,
+// so that two different texts never become one.
+func exactString(raw jsontext.Value) (string, int) {
+	switch raw.Kind() {
+	case 0, 'n':
+		return "", absentValue
+	case '"':
+	default:
+		return "", otherValue
+	}
+	// The common case, a string without escapes: its text is the value.
+	// (The envelope decoder has already refused control characters.)
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), stringValue
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		_ = json.Unmarshal(raw, &s, jsontext.AllowInvalidUTF8(true))
+		return s, malformedString
+	}
+	return s, stringValue
 }
 
 func (h *Handler) callbackURL(r *http.Request) string {
@@ -193,13 +285,32 @@ func (h *Handler) callbackURL(r *http.Request) string {
 	return scheme + "://" + r.Host + "/callback"
 }
 
+// MaxLoggedLen bounds, in bytes, what the log line carries of a value the
+// caller chose (the path, the function name): a caller must not be able to
+// write megabytes into the logs per request.
+const MaxLoggedLen = 64
+
+// clipLogged cuts s to at most MaxLoggedLen bytes on a character boundary,
+// marking the cut with "…".
+func clipLogged(s string) string {
+	if len(s) <= MaxLoggedLen {
+		return s
+	}
+	cut := MaxLoggedLen - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 type panicError struct{ v any }
 
 func (p panicError) Error() string { return "panic while serving a request" }
 
-// log writes the one line of SPEC section 8: never the arguments, the
-// nonce, the hook key or the body.
-func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row response, d time.Duration) {
+// log writes the one line of a request: never the arguments, the nonce,
+// the hook key or the body. The operation key is there once derived, and
+// absent otherwise.
+func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Duration) {
 	// The response is already written and any commit done: a failing log
 	// handler must not turn that into a crash.
 	defer func() { _ = recover() }()
@@ -208,34 +319,32 @@ func (h *Handler) log(ctx context.Context, r *http.Request, o core.Outcome, row 
 		l = slog.Default()
 	}
 	level := slog.LevelInfo
-	if row.status >= 500 {
+	if rep.status >= 500 {
 		level = slog.LevelError
 	}
-	var buf [10]slog.Attr // on the stack: LogAttrs copies the attributes
-	attrs := append(buf[:0],
-		slog.String("path", r.URL.Path),
-		slog.String("function", o.Function),
+	o := rep.out
+	attrs := []slog.Attr{
+		slog.String("path", clipLogged(r.URL.Path)),
+		slog.String("function", clipLogged(o.Function)),
 		slog.String("tenant", o.TenantID),
-		slog.String("outcome", row.name),
-		slog.Int("http_status", row.status),
+		slog.String("outcome", rep.name),
+		slog.Int("http_status", rep.status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-	)
+	}
 	if o.Key != "" {
 		attrs = append(attrs, slog.String("operation_key", o.Key))
-	} else {
-		attrs = append(attrs, slog.Bool("operation_key", false))
 	}
 	if o.Code != "" {
 		attrs = append(attrs, slog.String("code", o.Code))
 	}
-	if o.Err != nil && row.status >= 500 {
-		attrs = append(attrs, slog.String("error", o.Err.Error()))
+	if rep.err != nil && rep.status >= 500 {
+		attrs = append(attrs, slog.Any("error", rep.err))
 	}
 	if h.Metrics != nil {
 		// The same function, outcome and code as the line: EMF names these
 		// members as its dimensions.
 		attrs = append(attrs, h.Metrics.Callback(ctx, metrics.Callback{
-			Function: o.Function, Outcome: row.name, Code: o.Code, Duration: d}))
+			Function: o.Function, Outcome: rep.name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }

@@ -11,8 +11,9 @@ import (
 // is a value of the metrics' outcome label, so no outcome is counted as
 // another or dropped from its dimension sets.
 func TestOutcomesAreMetricValues(t *testing.T) {
-	names := []string{"catalogue"}
-	for _, r := range responses {
+	names := []string{"catalogue", badRequest.name, tooLarge.name, unauthenticated.name, notFound.name,
+		methodNotAllowed.name, internalError.name}
+	for _, r := range answers {
 		names = append(names, r.name)
 	}
 	for _, n := range names {

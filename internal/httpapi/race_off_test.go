@@ -2,5 +2,4 @@
 
 package httpapi_test
 
-// raceEnabled: the race detector changes allocation counts.
 const raceEnabled = false

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
@@ -20,10 +21,8 @@ import (
 // response, write the log line. new_request is what the benchmark itself
 // spends building the request with httptest, which is not the handler's.
 func BenchmarkStages(b *testing.B) {
-	body := []byte(`{"type":"tool_call","function":{"name":"create_ticket","content":` +
-		`{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}},` +
-		`"context":{"externalUserId":"user-a","metadata":{"request_id":"bench-1"},"callSource":"ChatCompletionsApi",` +
-		`"conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}}`)
+	body := []byte(callbacktest.Create("user-a", "bench-1",
+		`{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`))
 	call, err := ParseCall(body)
 	if err != nil {
 		b.Fatal(err)
@@ -34,8 +33,9 @@ func BenchmarkStages(b *testing.B) {
 		b.Fatal(err)
 	}
 	key, _ := opkey.Key(opkey.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical)
-	created := core.Outcome{Kind: core.KindCreated, TicketID: "0f8e4a52-5a3b-4a0b-9d7e-0b5f3c1e2d4a",
-		Function: fn.Name, TenantID: "tenant-a", Key: key}
+	created := answer(core.Outcome{Kind: core.KindCreated,
+		Result:   &core.Result{Status: "created", TicketID: "0f8e4a52-5a3b-4a0b-9d7e-0b5f3c1e2d4a"},
+		Function: fn.Name, TenantID: "tenant-a", Key: key})
 	h := &Handler{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(string(body)))
 	for _, st := range []struct {
@@ -47,7 +47,7 @@ func BenchmarkStages(b *testing.B) {
 		{"validate", func() { _, _ = fn.Validate([]byte(canonical)) }},
 		{"key", func() { opkey.Key(opkey.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical) }},
 		{"respond", func() { write(discardWriter{}, created) }},
-		{"log", func() { h.log(context.Background(), r, created, lookup(created.Kind), time.Millisecond) }},
+		{"log", func() { h.log(context.Background(), r, created, time.Millisecond) }},
 		{"new_request", func() {
 			_ = httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(string(body)))
 			_ = httptest.NewRecorder()

@@ -15,10 +15,16 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Default cost bounds: AIVAX uses work factor 9 today.
+// Cost bounds. AIVAX sends work factor 9 today; the default range admits
+// it with one step of headroom. Every step doubles the work a request can
+// make this function do before it is refused, and the function URL is
+// public: a nonce of any accepted cost is hashed whoever sent it. CapCost
+// is the most any configuration may allow (cost 12 is 8 times AIVAX's
+// work, about a quarter of a second of one vCPU per request).
 const (
 	DefaultMinCost = 4
-	DefaultMaxCost = 12
+	DefaultMaxCost = 10
+	CapCost        = 12
 )
 
 // MaxKeyLen is BCrypt's input limit; a longer hook key is a configuration
@@ -49,8 +55,8 @@ func New(hookKey string, minCost, maxCost int) (*Verifier, error) {
 		return nil, ErrNoKey
 	case len(hookKey) > MaxKeyLen:
 		return nil, fmt.Errorf("hook key is %d bytes; BCrypt uses at most %d", len(hookKey), MaxKeyLen)
-	case minCost < bcrypt.MinCost || maxCost > bcrypt.MaxCost || minCost > maxCost:
-		return nil, fmt.Errorf("nonce cost range %d..%d: want %d <= min <= max <= %d", minCost, maxCost, bcrypt.MinCost, bcrypt.MaxCost)
+	case minCost < bcrypt.MinCost || maxCost > CapCost || minCost > maxCost:
+		return nil, fmt.Errorf("nonce cost range %d..%d: want %d <= min <= max <= %d", minCost, maxCost, bcrypt.MinCost, CapCost)
 	}
 	return &Verifier{key: []byte(hookKey), minCost: minCost, maxCost: maxCost}, nil
 }

@@ -197,7 +197,7 @@ func TestNew(t *testing.T) {
 		{"min-below-4", hookKey, 3, 12, false, nil},
 		{"max-above-31", hookKey, 4, 32, false, nil},
 		{"min-above-max", hookKey, 10, 9, false, nil},
-		{"full-range", hookKey, 4, 31, true, nil},
+		{"up-to-the-cap", hookKey, 4, nonce.CapCost, true, nil},
 		{"single-cost", hookKey, 9, 9, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

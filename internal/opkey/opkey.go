@@ -146,18 +146,13 @@ func isDelim(c byte) bool {
 // is what the stored item carries either way).
 func Key(policy Policy, tenantID, requestID, function, canonical string) (key, fingerprint string) {
 	fingerprint = hashHex([]byte(canonical))
-	// Each string may grow when escaped (a control character becomes six
-	// bytes); the common case fits the stack buffer and the hash needs no
-	// allocation at all.
+	// Sized for the common case: a string grows when escaped (a control
+	// character becomes six bytes), append handles the rest.
 	size := 16 + len(tenantID) + len(requestID) + len(function)
 	if policy != PolicyRequest {
 		size += len(canonical) + len(canonical)/4
 	}
-	var stack [1024]byte
-	buf := stack[:0]
-	if size > len(stack) {
-		buf = make([]byte, 0, size)
-	}
+	buf := make([]byte, 0, size)
 	buf = append(buf, '[')
 	buf = AppendString(buf, tenantID)
 	buf = append(buf, ',')

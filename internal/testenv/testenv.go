@@ -23,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
 // EnvDynamoDBEndpoint names the variable that, when set, gives the endpoint
@@ -291,8 +293,8 @@ func CountCalls(n *atomic.Int64) func(*dynamodb.Options) {
 
 var tableSeq atomic.Int64
 
-// CreateTable creates a fresh, uniquely named table with partition key pk
-// (S) and on-demand billing, waits until it is ACTIVE, and deletes it when
+// CreateTable creates a fresh, uniquely named table as dynamo.TableInput
+// defines it, waits until it is ACTIVE, and deletes it when
 // the test ends.
 func CreateTable(t testing.TB, endpoint string) (tableName string) {
 	t.Helper()
@@ -303,12 +305,7 @@ func CreateTable(t testing.TB, endpoint string) (tableName string) {
 	client := DynamoClient(t, endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-	})
+	_, err := client.CreateTable(ctx, dynamo.TableInput(name))
 	if err != nil {
 		t.Fatalf("testenv: create table %s on %s: %v", name, endpoint, err)
 	}

@@ -40,7 +40,7 @@ func operationItem(op core.Operation) map[string]types.AttributeValue {
 }
 
 func ticketItem(t core.Ticket) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{
+	item := map[string]types.AttributeValue{
 		"pk":            s(prefixTicket + t.ID),
 		"tenant_id":     s(t.TenantID),
 		"user_id":       s(t.UserID),
@@ -48,6 +48,8 @@ func ticketItem(t core.Ticket) map[string]types.AttributeValue {
 		"arguments":     s(t.Arguments),
 		"created_at":    s(t.CreatedAt.UTC().Format(time.RFC3339Nano)),
 	}
+	addDelivery(item, t.Delivery) // the outbox, in the same Put
+	return item
 }
 
 func userItem(u core.User) map[string]types.AttributeValue {
@@ -140,6 +142,7 @@ func parseTicket(item map[string]types.AttributeValue) (core.Ticket, error) {
 		Arguments:    r.str("arguments"),
 		CreatedAt:    r.time("created_at"),
 	}
+	t.Delivery = parseCoreDelivery(item)
 	return t, r.err
 }
 

@@ -12,9 +12,9 @@ func childEnv(endpoint, table string) []string {
 
 // 100 identical new callbacks from 4 OS processes against DynamoDB Local:
 // exactly one ticket, 99 deduplicated with its ticket_id, 0 busy, 0 errors.
-// TransactionConflict is retried with full jitter (dynamo.Options
-// defaults: 8 retries, 10 ms doubling to 200 ms), which is what makes 0
-// busy hold: every loser of a conflict retries and then finds the claim.
+// TransactionConflict is retried with full jitter (the dynamo.Options
+// defaults), which is what makes 0 busy hold: every loser of a conflict
+// retries and then finds the claim.
 func TestLoadHundredIdenticalFromFourProcesses(t *testing.T) {
 	s, endpoint := newTable(t)
 	got := storetest.CheckExactlyOnce(t, 4, 100, s, childEnv(endpoint, s.table)...)

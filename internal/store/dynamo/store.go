@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -16,6 +17,9 @@ type Client interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	// The delivery store's calls (delivery.go).
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
 // Options tune the adapter; zero values take the defaults.
@@ -87,12 +91,20 @@ func (s *Store) User(ctx context.Context, externalID string) (core.User, error) 
 	return parseUser(item)
 }
 
+// get reads one item with a strongly consistent read. GetItem is
+// eventually consistent by default: a get_ticket right after the
+// create_ticket that wrote the ticket could answer ticket_not_found, and a
+// model told so creates the ticket again, the duplicate this product
+// exists to prevent. Users are read the same way, so a user just added is
+// not refused for a moment. A consistent read costs one read unit instead
+// of a half for an item this small; users are cached, tickets read rarely.
 func (s *Store) get(ctx context.Context, pk string) (map[string]types.AttributeValue, error) {
 	var out *dynamodb.GetItemOutput
 	err := s.call(ctx, func(ctx context.Context) (err error) {
 		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: &s.table,
-			Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+			TableName:      &s.table,
+			Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+			ConsistentRead: aws.Bool(true),
 		})
 		return err
 	})

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
@@ -26,6 +28,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	deliverytest.KillMain(func() (delivery.Store, error) {
+		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
+		if err != nil {
+			return nil, err
+		}
+		return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
+	})
 	storetest.ChildMain(func() (core.Store, error) {
 		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
 		if err != nil {
@@ -107,13 +116,13 @@ func TestStoredItems(t *testing.T) {
 	}
 	var result map[string]any
 	if err := json.Unmarshal([]byte(op["result"].(*types.AttributeValueMemberS).Value), &result); err != nil ||
-		result["ticket_id"] != o.TicketID || result["status"] != "created" {
+		result["ticket_id"] != o.TicketID() || result["status"] != "created" {
 		t.Errorf("result = %v, %v", result, err)
 	}
 	if _, err := time.Parse(time.RFC3339, op["created_at"].(*types.AttributeValueMemberS).Value); err != nil {
 		t.Errorf("created_at not RFC 3339: %v", err)
 	}
-	tk := get("TICKET#" + o.TicketID)
+	tk := get("TICKET#" + o.TicketID())
 	if _, has := tk["expires_at"]; has {
 		t.Error("ticket has expires_at: tickets must outlive the window")
 	}
@@ -155,7 +164,7 @@ func TestRoundTripsPerCallback(t *testing.T) {
 		Retention: time.Hour, NewID: func() string { return time.Now().Format("150405.000000000") }}
 	call := func(rid string) (core.Outcome, int64) {
 		before := calls.Load()
-		o := svc.Handle(context.Background(), core.Call{Function: core.CreateTicket,
+		o := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
 			Content: json.RawMessage(`{"title":"Round trips"}`), ExternalUserID: "user-a", RequestID: rid})
 		return o, calls.Load() - before
 	}

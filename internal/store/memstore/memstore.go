@@ -7,9 +7,11 @@ package memstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
 // Store keeps operations and tickets in maps under one mutex, which makes
@@ -18,17 +20,24 @@ type Store struct {
 	mu      sync.Mutex
 	ops     map[string]core.Operation
 	tickets map[string]core.Ticket
+	calls   int // Create and Ticket calls, reads included
+	// deliveries are the tickets' delivery records (see delivery.go).
+	deliveries map[string]*delivery.Record
+	// DeliveryCalls counts calls of the delivery.Store methods.
+	DeliveryCalls atomic.Int64
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{ops: map[string]core.Operation{}, tickets: map[string]core.Ticket{}}
+	return &Store{ops: map[string]core.Operation{}, tickets: map[string]core.Ticket{},
+		deliveries: map[string]*delivery.Record{}}
 }
 
 // Create implements core.Store.
 func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	if old, ok := s.ops[op.Key]; ok && old.Live(now) {
 		return &old, nil
 	}
@@ -37,6 +46,7 @@ func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now 
 	}
 	s.ops[op.Key] = op
 	s.tickets[t.ID] = t
+	s.addDelivery(t)
 	return nil, nil
 }
 
@@ -52,11 +62,21 @@ func (s *Store) Put(op core.Operation) {
 func (s *Store) Ticket(_ context.Context, id string) (core.Ticket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	t, ok := s.tickets[id]
 	if !ok {
 		return core.Ticket{}, core.ErrNotFound
 	}
+	t.Delivery = s.coreDelivery(id)
 	return t, nil
+}
+
+// Calls returns how many times Create or Ticket was called, whatever
+// they found: a test can see that a call never touched the store.
+func (s *Store) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
 }
 
 // Count returns how many operations and tickets are stored.

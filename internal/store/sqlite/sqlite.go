@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -75,12 +74,15 @@ type Options struct {
 
 // Store is the SQLite adapter.
 type Store struct {
-	db *sql.DB
-	// writeMu queues this process's writers, so that only one of them at a
-	// time competes for the database's write lock with other processes.
-	// SQLite's busy handler polls rather than queues; sixteen pollers in
-	// one process can starve each other past the busy timeout, one cannot.
-	writeMu sync.Mutex
+	db  *sql.DB
+	opt Options
+	// writeSlot queues this process's writers (a channel of capacity one
+	// used as a lock), so that only one of them at a time competes for the
+	// database's write lock with other processes. SQLite's busy handler
+	// polls rather than queues; sixteen pollers in one process can starve
+	// each other past the busy timeout, one cannot. Unlike a mutex, the
+	// wait for the slot ends with the request's context (see lockWrites).
+	writeSlot chan struct{}
 	// The statements of Create, prepared once: database/sql keeps each
 	// prepared on every connection that has run it, so a callback does not
 	// parse its SQL again.
@@ -99,13 +101,16 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path is a URI path: '?', '#' and '%' in it are escaped, so that
+	// SQLite opens exactly the file named.
+	dsn := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	db, err := sql.Open("sqlite", dsn.String())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	s := &Store{db: db, opt: opt, writeSlot: make(chan struct{}, 1)}
+	if _, err := db.ExecContext(ctx, schema+deliverySchema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", mapError(err))
 	}
@@ -153,8 +158,10 @@ func (s *Store) DB() *sql.DB { return s.db }
 // key (absent, or present but expired) and writes the claim, the operation
 // with its result and the ticket, or nothing.
 func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (existing *core.Operation, err error) {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	if err := s.lockWrites(ctx); err != nil {
+		return nil, err
+	}
+	defer s.unlockWrites()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, mapError(err)
@@ -178,6 +185,9 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 	if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, t.OperationKey, gen, t.TenantID,
 		t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
 		return nil, mapError(err)
+	}
+	if err := insertDelivery(ctx, tx, t); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, mapError(err)
@@ -206,8 +216,10 @@ func (s *Store) writeOperation(ctx context.Context, tx *sql.Tx, op core.Operatio
 // whatever the key holds: for tests and operators that need a pending or
 // an expired record.
 func (s *Store) PutOperation(ctx context.Context, op core.Operation) (err error) {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
+	if err := s.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer s.unlockWrites()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapError(err)
@@ -222,6 +234,31 @@ func (s *Store) PutOperation(ctx context.Context, op core.Operation) (err error)
 	}
 	return mapError(tx.Commit())
 }
+
+// lockWrites takes this process's write slot. The wait ends with ctx (the
+// request's deadline) and, for a context without a deadline, after the
+// busy timeout, the bound SQLite itself puts on waiting for its lock:
+// either way the answer is busy and nothing is written.
+func (s *Store) lockWrites(ctx context.Context) error {
+	select {
+	case s.writeSlot <- struct{}{}:
+		return nil
+	default:
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opt.BusyTimeout)
+		defer cancel()
+	}
+	select {
+	case s.writeSlot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for this process's write slot: %w", core.ErrBusy, ctx.Err())
+	}
+}
+
+func (s *Store) unlockWrites() { <-s.writeSlot }
 
 func nullable(b []byte) any {
 	if b == nil {
@@ -252,7 +289,10 @@ func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
 	if err != nil {
 		return core.Ticket{}, mapError(err)
 	}
-	t.CreatedAt, err = time.Parse(time.RFC3339Nano, created)
+	if t.CreatedAt, err = time.Parse(time.RFC3339Nano, created); err != nil {
+		return core.Ticket{}, err
+	}
+	t.Delivery, err = s.coreDelivery(ctx, id)
 	return t, err
 }
 
@@ -293,11 +333,11 @@ func mapError(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%w: %v", core.ErrBusy, err)
+			return fmt.Errorf("%w: %w", core.ErrBusy, err)
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: %v", core.ErrBusy, err)
+		return fmt.Errorf("%w: %w", core.ErrBusy, err)
 	}
 	return err
 }

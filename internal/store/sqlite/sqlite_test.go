@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
@@ -43,6 +45,9 @@ func TestConformance(t *testing.T) {
 const envPath = "SQLITE_TEST_PATH"
 
 func TestMain(m *testing.M) {
+	deliverytest.KillMain(func() (delivery.Store, error) {
+		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
+	})
 	storetest.ChildMain(func() (core.Store, error) {
 		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
 	})
@@ -75,12 +80,19 @@ func firstKey(m map[string]bool) string {
 }
 
 // A held write lock (another connection inside BEGIN IMMEDIATE) makes the
-// callback answer busy, retryable, within the busy timeout, and write
-// nothing.
+// callback answer busy, retryable, and write nothing; the wait is bounded
+// by the configured busy timeout. The call runs under a deadline the test
+// sets well past that timeout and well short of DefaultBusyTimeout: an
+// answer that came back with that deadline not yet reached came from the
+// configured bound, whatever the machine's speed.
 func TestHeldWriteLockAnswersBusy(t *testing.T) {
+	const configured, deadline = 200 * time.Millisecond, 3 * time.Second
+	if deadline >= sqlite.DefaultBusyTimeout {
+		t.Fatalf("the deadline must fall short of the default busy timeout")
+	}
 	path := filepath.Join(t.TempDir(), "locked.sqlite")
 	holder := open(t, path)
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{BusyTimeout: 200 * time.Millisecond})
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{BusyTimeout: configured})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +108,16 @@ func TestHeldWriteLockAnswersBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
-	o := e.Create("user-a", "r-locked", `{"title":"Locked"}`)
+	callCtx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	o := e.Svc.Answer(callCtx, core.Call{Function: core.CreateTicket, Content: []byte(`{"title":"Locked"}`),
+		ExternalUserID: "user-a", RequestID: "r-locked"})
 	storetest.Want(t, o, core.KindBusy)
 	if !errors.Is(o.Err, core.ErrBusy) {
 		t.Fatalf("err = %v, want ErrBusy", o.Err)
+	}
+	if callCtx.Err() != nil {
+		t.Fatalf("busy came after the test's %v deadline (%v), not from the %v busy timeout", deadline, o.Err, configured)
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
@@ -109,6 +127,43 @@ func TestHeldWriteLockAnswersBusy(t *testing.T) {
 	}
 	// Once the lock is gone, the same call creates the ticket.
 	storetest.Want(t, e.Create("user-a", "r-locked", `{"title":"Locked"}`), core.KindCreated)
+}
+
+// rows counts the rows of each table that Create writes.
+func rows(t *testing.T, s *sqlite.Store) (claims, operations, tickets int) {
+	t.Helper()
+	err := s.DB().QueryRow(`SELECT (SELECT COUNT(*) FROM claims), (SELECT COUNT(*) FROM operations),
+		(SELECT COUNT(*) FROM tickets)`).Scan(&claims, &operations, &tickets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims, operations, tickets
+}
+
+// A failure inside the transaction, after the claim and the operation are
+// written and before the ticket is (a trigger aborts the ticket's INSERT),
+// leaves no claim, no operation and no ticket, counted in the file; the
+// same call then creates.
+func TestFailureInsideTheTransactionWritesNothing(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "fault.sqlite"))
+	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	storetest.Want(t, e.Create("user-a", "r-before", `{"title":"Before"}`), core.KindCreated)
+	if _, err := s.DB().Exec(`CREATE TRIGGER fail_ticket BEFORE INSERT ON tickets
+		BEGIN SELECT RAISE(ABORT, 'injected: disk full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	o := e.Create("user-a", "r-fault", `{"title":"Fault"}`)
+	storetest.Want(t, o, core.KindInternal)
+	if c, op, tk := rows(t, s); c != 1 || op != 1 || tk != 1 {
+		t.Fatalf("after the failed transaction: %d claims, %d operations, %d tickets; want 1, 1, 1 (the first call's)", c, op, tk)
+	}
+	if _, err := s.DB().Exec(`DROP TRIGGER fail_ticket`); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Want(t, e.Create("user-a", "r-fault", `{"title":"Fault"}`), core.KindCreated)
+	if c, op, tk := rows(t, s); c != 2 || op != 2 || tk != 2 {
+		t.Fatalf("after the retry: %d claims, %d operations, %d tickets; want 2, 2, 2", c, op, tk)
+	}
 }
 
 // Purge deletes expired operations but never tickets, and a purged key can
@@ -160,4 +215,56 @@ func TestRestartInNewProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "restart.sqlite")
 	open(t, path)
 	storetest.CheckRestart(t, envPath+"="+path)
+}
+
+func TestDeliveryConformance(t *testing.T) {
+	deliverytest.Run(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Store {
+			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
+		},
+	})
+}
+
+// A database file from before delivery existed (no deliveries table) opens
+// unchanged: its tickets have no delivery state, new ones get theirs.
+func TestDeliveryMigrationOnExistingFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.sqlite")
+	s := open(t, path)
+	now := time.Now()
+	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
+		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, err := s.Create(ctx, op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
+		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().ExecContext(ctx, `DROP INDEX deliveries_due; DROP TABLE deliveries`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	if tk, err := s.Ticket(ctx, "old"); err != nil || tk.Delivery != nil {
+		t.Fatalf("old ticket: %+v, %v", tk.Delivery, err)
+	}
+	op.Key = "k2"
+	if _, err := s.Create(ctx, op, core.Ticket{ID: "new", TenantID: "t", UserID: "u", OperationKey: "k2",
+		Arguments: `{"title":"new"}`, CreatedAt: now,
+		Delivery: &core.Delivery{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)}}, now); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Delivery(ctx, "new"); err != nil || r.State != delivery.StatePending {
+		t.Fatalf("new ticket: %+v, %v", r, err)
+	}
+	if ids, err := s.Due(ctx, now, 10); err != nil || len(ids) != 1 || ids[0] != "new" {
+		t.Fatalf("Due = %v, %v", ids, err)
+	}
+}
+
+// A worker process killed before, during and after its send: the next
+// worker finishes the ticket, and the helpdesk holds it once.
+func TestDeliveryWorkerKilled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "killed.sqlite")
+	deliverytest.Kill(t, open(t, path), envPath+"="+path)
 }

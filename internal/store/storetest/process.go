@@ -30,14 +30,8 @@ const (
 	envRunID   = "STORETEST_RUN"     // distinguishes runs sharing one store
 )
 
-// Counts are outcome names (as the HTTP responses name them) → how many.
+// Counts are outcome names (core.Kind.String) → how many.
 type Counts map[string]int
-
-var kindNames = map[core.Kind]string{
-	core.KindCreated: "created", core.KindDuplicate: "deduplicated", core.KindBusy: "busy",
-	core.KindInProgress: "in_progress", core.KindInternal: "error", core.KindConflict: "conflict",
-	core.KindRejected: "rejected", core.KindForbidden: "forbidden",
-}
 
 // ChildMain runs the child side of Processes when this test binary was
 // started as a child, then exits; otherwise it returns at once. Call it
@@ -83,12 +77,12 @@ func child(open func() (core.Store, error)) (Counts, error) {
 				if mode == "distinct" {
 					rid = fmt.Sprintf("%s-%s-%d", run, proc, i)
 				}
-				o := svc.Handle(context.Background(), core.Call{Function: core.CreateTicket,
+				o := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
 					Content: json.RawMessage(title), ExternalUserID: "user-a", RequestID: rid})
-				name := kindNames[o.Kind]
+				name := o.Kind.String()
 				switch o.Kind {
 				case core.KindCreated, core.KindDuplicate:
-					name += " " + o.TicketID
+					name += " " + o.TicketID()
 				case core.KindBusy, core.KindInternal:
 					// Say why, so a failing run shows the cause.
 					reason := fmt.Sprint(o.Err)

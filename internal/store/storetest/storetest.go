@@ -65,7 +65,7 @@ func NewEnv(t *testing.T, s Store, policy opkey.Policy) *Env {
 // Create sends create_ticket for user with request id and title.
 func (e *Env) Create(user, requestID, content string) core.Outcome {
 	e.T.Helper()
-	return e.Svc.Handle(context.Background(), core.Call{
+	return e.Svc.Answer(context.Background(), core.Call{
 		Function: core.CreateTicket, Content: json.RawMessage(content),
 		ExternalUserID: user, RequestID: requestID,
 	})
@@ -75,7 +75,7 @@ func (e *Env) Create(user, requestID, content string) core.Outcome {
 func (e *Env) Get(user, ticketID string) core.Outcome {
 	e.T.Helper()
 	content, _ := json.Marshal(map[string]string{"ticket_id": ticketID})
-	return e.Svc.Handle(context.Background(), core.Call{
+	return e.Svc.Answer(context.Background(), core.Call{
 		Function: core.GetTicket, Content: content, ExternalUserID: user,
 	})
 }
@@ -109,8 +109,8 @@ func Run(t *testing.T, h Harness) {
 		Want(t, first, core.KindCreated)
 		second := e.Create("user-a", "r1", title)
 		Want(t, second, core.KindDuplicate)
-		if second.TicketID != first.TicketID {
-			t.Fatalf("repeat ticket %q, want %q", second.TicketID, first.TicketID)
+		if second.TicketID() != first.TicketID() {
+			t.Fatalf("repeat ticket %q, want %q", second.TicketID(), first.TicketID())
 		}
 		if n := e.Tickets(); n != 1 {
 			t.Fatalf("tickets = %d, want 1", n)
@@ -122,7 +122,7 @@ func Run(t *testing.T, h Harness) {
 		first := e.Create("user-a", "r1", `{"title":"T","priority":"high"}`)
 		second := e.Create("user-a", "r1", `{ "priority" : "high", "title":"T"}`)
 		Want(t, second, core.KindDuplicate)
-		if second.TicketID != first.TicketID || e.Tickets() != 1 {
+		if second.TicketID() != first.TicketID() || e.Tickets() != 1 {
 			t.Fatalf("key-order variant made a second ticket")
 		}
 	})
@@ -132,7 +132,7 @@ func Run(t *testing.T, h Harness) {
 		first := e.Create("user-a", "r1", title)
 		second := e.Create("user-a", "r1", `{"title":"Cannot sign in either"}`)
 		Want(t, second, core.KindCreated)
-		if second.TicketID == first.TicketID || e.Tickets() != 2 {
+		if second.TicketID() == first.TicketID() || e.Tickets() != 2 {
 			t.Fatalf("changed arguments did not create a new ticket")
 		}
 	})
@@ -148,7 +148,7 @@ func Run(t *testing.T, h Harness) {
 		}
 		third := e.Create("user-a", "r1", title)
 		Want(t, third, core.KindDuplicate)
-		if third.TicketID != first.TicketID || e.Tickets() != 1 {
+		if third.TicketID() != first.TicketID() || e.Tickets() != 1 {
 			t.Fatalf("tickets = %d, want 1 with the first id", e.Tickets())
 		}
 	})
@@ -159,16 +159,16 @@ func Run(t *testing.T, h Harness) {
 		b := e.Create("user-b", "shared", title)
 		Want(t, a, core.KindCreated)
 		Want(t, b, core.KindCreated)
-		if a.TicketID == b.TicketID || a.Key == b.Key || e.Tickets() != 2 {
+		if a.TicketID() == b.TicketID() || a.Key == b.Key || e.Tickets() != 2 {
 			t.Fatalf("tenants share an operation")
 		}
-		if got := e.Get("user-b", a.TicketID); got.Code != core.CodeTicketNotFound {
+		if got := e.Get("user-b", a.TicketID()); got.Code != core.CodeTicketNotFound {
 			t.Fatalf("tenant-b read tenant-a's ticket: %+v", got)
 		}
 		if got := e.Get("user-a", "no-such-ticket"); got.Code != core.CodeTicketNotFound {
 			t.Fatalf("missing ticket: %+v", got)
 		}
-		found := e.Get("user-c", a.TicketID) // same tenant, other user
+		found := e.Get("user-c", a.TicketID()) // same tenant, other user
 		Want(t, found, core.KindFound)
 		if found.Ticket.Title != "Cannot sign in" || found.Ticket.Priority != "normal" {
 			t.Fatalf("get_ticket = %+v", found.Ticket)
@@ -180,7 +180,7 @@ func Run(t *testing.T, h Harness) {
 		Want(t, e.Create("user-a", "r1", title), core.KindCreated)
 		o := e.Create("user-c", "r1", title)
 		Want(t, o, core.KindConflict)
-		if o.TicketID != "" || o.Result != nil || e.Tickets() != 1 {
+		if o.Result != nil || e.Tickets() != 1 {
 			t.Fatalf("conflict disclosed or wrote: %+v", o)
 		}
 	})
@@ -210,13 +210,13 @@ func Run(t *testing.T, h Harness) {
 		Want(t, second, core.KindCreated)
 		third := e.Create("user-a", "r1", title)
 		Want(t, third, core.KindDuplicate)
-		if third.TicketID != second.TicketID || second.TicketID == first.TicketID {
-			t.Fatalf("reclaim: first %s second %s third %s", first.TicketID, second.TicketID, third.TicketID)
+		if third.TicketID() != second.TicketID() || second.TicketID() == first.TicketID() {
+			t.Fatalf("reclaim: first %s second %s third %s", first.TicketID(), second.TicketID(), third.TicketID())
 		}
 		if n := e.Tickets(); n != 2 {
 			t.Fatalf("tickets = %d, want 2 (the old one stays)", n)
 		}
-		Want(t, e.Get("user-a", first.TicketID), core.KindFound)
+		Want(t, e.Get("user-a", first.TicketID()), core.KindFound)
 	})
 
 	t.Run("key still inside the window deduplicates", func(t *testing.T) {
@@ -225,7 +225,7 @@ func Run(t *testing.T, h Harness) {
 		e.Now = e.Now.Add(24*time.Hour - time.Second)
 		second := e.Create("user-a", "r1", title)
 		Want(t, second, core.KindDuplicate)
-		if second.TicketID != first.TicketID {
+		if second.TicketID() != first.TicketID() {
 			t.Fatalf("deduplicated to another ticket")
 		}
 	})
@@ -237,9 +237,14 @@ func Run(t *testing.T, h Harness) {
 		// The next ticket id collides with the existing ticket, so the
 		// ticket Put fails inside the transaction, after the claim.
 		newID := e.Svc.NewID
-		e.Svc.NewID = func() string { return taken.TicketID }
+		e.Svc.NewID = func() string { return taken.TicketID() }
 		failed := e.Create("user-a", "r-new", title)
-		Want(t, failed, core.KindInternal)
+		// SQLite reports the broken constraint (500); DynamoDB can only read
+		// the ticket's failed condition as an earlier attempt of its own that
+		// committed, an unknown outcome (busy). Neither writes.
+		if failed.Kind != core.KindInternal && failed.Kind != core.KindBusy {
+			Want(t, failed, core.KindInternal)
+		}
 		e.Svc.NewID = newID
 		if n := e.Tickets(); n != 1 {
 			t.Fatalf("tickets = %d after a failed transaction, want 1", n)
@@ -280,7 +285,7 @@ func Run(t *testing.T, h Harness) {
 		e := env(t, opkey.PolicyArguments)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		o := e.Svc.Handle(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(title),
+		o := e.Svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(title),
 			ExternalUserID: "user-a", RequestID: "r-cancel"})
 		Want(t, o, core.KindBusy)
 		if n := e.Tickets(); n != 0 {
@@ -297,8 +302,8 @@ func Run(t *testing.T, h Harness) {
 		e2 := NewEnv(t, reopen(t), opkey.PolicyArguments)
 		second := e2.Create("user-a", "r1", title)
 		Want(t, second, core.KindDuplicate)
-		if second.TicketID != first.TicketID {
-			t.Fatalf("after restart: %s, want %s", second.TicketID, first.TicketID)
+		if second.TicketID() != first.TicketID() {
+			t.Fatalf("after restart: %s, want %s", second.TicketID(), first.TicketID())
 		}
 	})
 
@@ -350,15 +355,15 @@ func Concurrent(t *testing.T, e *Env, n int, call func(i int) (requestID, conten
 	for i, o := range outs {
 		counts[o.Kind]++
 		if o.Kind == core.KindCreated {
-			created[rids[i]] = o.TicketID
+			created[rids[i]] = o.TicketID()
 		}
 		if o.Kind == core.KindInternal {
 			t.Errorf("internal error: %v", o.Err)
 		}
 	}
 	for i, o := range outs {
-		if o.Kind == core.KindDuplicate && created[rids[i]] != "" && o.TicketID != created[rids[i]] {
-			t.Errorf("request %s: duplicate answered %s, created %s", rids[i], o.TicketID, created[rids[i]])
+		if o.Kind == core.KindDuplicate && created[rids[i]] != "" && o.TicketID() != created[rids[i]] {
+			t.Errorf("request %s: duplicate answered %s, created %s", rids[i], o.TicketID(), created[rids[i]])
 		}
 	}
 	return counts
@@ -375,11 +380,15 @@ func (s commitThenFail) Create(ctx context.Context, op core.Operation, t core.Ti
 	return nil, fmt.Errorf("%w: injected timeout after commit", core.ErrBusy)
 }
 
-// failBefore fails before the transaction starts.
+// failBefore calls the real store with a deadline that has already
+// passed, as a callback whose time ran out before its transaction began:
+// the adapter must answer busy and write nothing.
 type failBefore struct{ core.Store }
 
-func (failBefore) Create(context.Context, core.Operation, core.Ticket, time.Time) (*core.Operation, error) {
-	return nil, fmt.Errorf("%w: injected timeout before the transaction", core.ErrBusy)
+func (s failBefore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+	ctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+	defer cancel()
+	return s.Store.Create(ctx, op, t, now)
 }
 
 func must(t *testing.T, err error) {

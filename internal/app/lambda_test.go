@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+)
+
+// TestLambdaHookKeyParameterWins: with both HOOK_KEY_PARAMETER and
+// HOOK_KEY set, the handler Lambda builds accepts nonces of the SSM
+// parameter's value and refuses nonces of HOOK_KEY. SSM is an HTTP server
+// of the test, reached through the SDK's own endpoint override.
+func TestLambdaHookKeyParameterWins(t *testing.T) {
+	const paramName, paramKey, envKey = "/aivax/hook-key", "key-from-ssm", "key-from-env"
+	var asked atomic.Int32
+	ssmServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Name           string
+			WithDecryption bool
+		}
+		if r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" || json.NewDecoder(r.Body).Decode(&in) != nil ||
+			in.Name != paramName || !in.WithDecryption {
+			http.Error(w, `{"__type":"ValidationException"}`, http.StatusBadRequest)
+			return
+		}
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+		_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{
+			"Name": paramName, "Type": "SecureString", "Value": paramKey, "Version": 1}})
+	}))
+	defer ssmServer.Close()
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_SSM": ssmServer.URL, "AWS_REGION": "eu-west-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
+		"AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	env := map[string]string{"TABLE_NAME": "tickets", "HOOK_KEY_PARAMETER": paramName, "HOOK_KEY": envKey}
+	cfg, err := config.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Lambda(context.Background(), cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != 1 {
+		t.Fatalf("SSM answered %d GetParameter calls, want 1", asked.Load())
+	}
+	for _, tc := range []struct {
+		key    string
+		status int
+	}{{paramKey, http.StatusOK}, {envKey, http.StatusUnauthorized}} {
+		n, err := nonce.Generate(tc.key, nonce.DefaultMinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodGet, "/functions", nil)
+		r.Header.Set(httpapi.NonceHeader, n)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.status {
+			t.Fatalf("nonce of %s: %d %s; want %d", tc.key, w.Code, w.Body, tc.status)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+// Package callbacktest builds callback bodies as AIVAX sends them, for the
+// tests and benchmarks of every package: one definition of the envelope.
+package callbacktest
+
+import "encoding/json"
+
+// Quote is s as a JSON string.
+func Quote(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // a string always marshals
+	}
+	return string(b)
+}
+
+// Context is a full AIVAX context for user and requestID, with the fields
+// that are never part of a key (callSource, conversationToken, moment).
+func Context(user, requestID string) string {
+	return `{"externalUserId":` + Quote(user) + `,"metadata":{"request_id":` + Quote(requestID) + `},` +
+		`"callSource":"ChatCompletionsApi","conversationToken":"conv-123","moment":"2026-11-10T12:00:00.1234567+00:00"}`
+}
+
+// Body is a tool_call of function with arguments (JSON text) and context
+// (JSON text, left out when "").
+func Body(function, arguments, context string) string {
+	b := `{"type":"tool_call","function":{"name":` + Quote(function) + `,"content":` + arguments + `}`
+	if context != "" {
+		b += `,"context":` + context
+	}
+	return b + "}"
+}
+
+// Create is a create_ticket call of user with requestID and arguments.
+func Create(user, requestID, arguments string) string {
+	return Body("create_ticket", arguments, Context(user, requestID))
+}
+
+// Title is create_ticket arguments with only a title.
+func Title(title string) string { return `{"title":` + Quote(title) + `}` }

@@ -1,0 +1,399 @@
+// Package deliverytest is the conformance suite every delivery.Store
+// passes, run on each real store (SQLite on a temp file, DynamoDB Local)
+// and on the in-memory one: tickets are created through core.Service, so
+// the outbox written by the callback's transaction is checked too.
+package deliverytest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+)
+
+// Store is a store that takes callbacks and delivers their tickets.
+type Store interface {
+	core.Store
+	delivery.Store
+}
+
+// Harness opens a store on fresh, empty storage.
+type Harness struct {
+	Open func(t *testing.T) Store
+}
+
+// Env creates tickets through the real service over a store.
+type Env struct {
+	T     *testing.T
+	Store Store
+	Now   time.Time
+	svc   *core.Service
+	seq   atomic.Int64
+	run   string
+}
+
+var users = memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}}
+
+// NewEnv returns an Env over s at a fixed time; deliver says whether a
+// destination is configured.
+func NewEnv(t *testing.T, s Store, deliver bool) *Env {
+	e := &Env{T: t, Store: s, Now: time.Date(2026, 12, 1, 3, 0, 0, 250e6, time.UTC),
+		run: fmt.Sprintf("%x", time.Now().UnixNano())}
+	e.svc = &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
+		Now: func() time.Time { return e.Now }, Deliver: deliver,
+		NewID: func() string { return fmt.Sprintf("dt-%s-%d", e.run, e.seq.Add(1)) }}
+	return e
+}
+
+// Create makes one ticket through create_ticket and returns its id.
+func (e *Env) Create(content string) string {
+	e.T.Helper()
+	out := e.svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
+		Content: json.RawMessage(content), ExternalUserID: "user-a",
+		RequestID: fmt.Sprintf("req-%s-%d", e.run, e.seq.Add(1))})
+	if out.Kind != core.KindCreated {
+		e.T.Fatalf("create_ticket: kind %v, err %v", out.Kind, out.Err)
+	}
+	return out.TicketID()
+}
+
+// Get answers get_ticket for id.
+func (e *Env) Get(id string) *core.TicketView {
+	e.T.Helper()
+	content, _ := json.Marshal(map[string]string{"ticket_id": id})
+	out := e.svc.Answer(context.Background(), core.Call{Function: core.GetTicket, Content: content, ExternalUserID: "user-a"})
+	if out.Kind != core.KindFound {
+		e.T.Fatalf("get_ticket: kind %v, err %v", out.Kind, out.Err)
+	}
+	return out.Ticket
+}
+
+// Record reads id's delivery record.
+func (e *Env) Record(id string) delivery.Record {
+	e.T.Helper()
+	r, err := e.Store.Delivery(context.Background(), id)
+	if err != nil {
+		e.T.Fatalf("Delivery(%s): %v", id, err)
+	}
+	return r
+}
+
+// Claim claims id as owner at e.Now with the default lease.
+func (e *Env) Claim(id, owner string) (delivery.Claimed, error) {
+	return e.Store.Claim(context.Background(), id, owner, e.Now, delivery.CeilSecond(e.Now.Add(delivery.DefaultLease)))
+}
+
+// Release claims id and records it pending until due.
+func (e *Env) Release(id string, due time.Time) {
+	e.T.Helper()
+	owner := "release-" + id
+	if _, err := e.Claim(id, owner); err != nil {
+		e.T.Fatalf("claim %s: %v", id, err)
+	}
+	if err := e.Store.Record(context.Background(), id, owner, delivery.Update{State: delivery.StatePending, Attempts: 1, DueAt: due}); err != nil {
+		e.T.Fatalf("release %s: %v", id, err)
+	}
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	ctx := context.Background()
+
+	t.Run("callback with a destination writes the ticket pending, due at once", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"Printer on fire","priority":"high"}`)
+		r := e.Record(id)
+		if r.State != delivery.StatePending || !r.DueAt.Equal(e.Now.Truncate(time.Second)) || r.Attempts != 0 || r.SentUnknown {
+			t.Fatalf("record = %+v", r)
+		}
+		v := e.Get(id)
+		if v.Delivery == nil || *v.Delivery != (core.DeliveryView{State: "pending"}) {
+			t.Fatalf("get_ticket delivery = %+v", v.Delivery)
+		}
+		ids, err := e.Store.Due(ctx, e.Now, 10)
+		if err != nil || len(ids) != 1 || ids[0] != id {
+			t.Fatalf("Due = %v, %v", ids, err)
+		}
+	})
+
+	t.Run("callback without a destination writes no delivery state", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), false)
+		id := e.Create(`{"title":"Printer on fire"}`)
+		if _, err := e.Store.Delivery(ctx, id); !errors.Is(err, delivery.ErrNotFound) {
+			t.Fatalf("Delivery: %v, want ErrNotFound", err)
+		}
+		if v := e.Get(id); v.Delivery != nil {
+			t.Fatalf("get_ticket delivery = %+v, want none", v.Delivery)
+		}
+		if _, err := e.Claim(id, "w"); !errors.Is(err, delivery.ErrNotClaimable) {
+			t.Fatalf("Claim: %v, want ErrNotClaimable", err)
+		}
+		if ids, err := e.Store.Due(ctx, e.Now.Add(time.Hour), 10); err != nil || len(ids) != 0 {
+			t.Fatalf("Due = %v, %v", ids, err)
+		}
+	})
+
+	t.Run("claim returns the ticket to send and the record before it", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"Printer on fire","description":"Third floor"}`)
+		c, err := e.Claim(id, "w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := delivery.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", Title: "Printer on fire",
+			Description: "Third floor", Priority: "normal", OperationKey: c.Ticket.OperationKey}
+		got := c.Ticket
+		got.CreatedAt = time.Time{}
+		if got != want || len(c.Ticket.OperationKey) != 64 || !c.Ticket.CreatedAt.Equal(e.Now) {
+			t.Fatalf("ticket = %+v, want %+v created %v", c.Ticket, want, e.Now)
+		}
+		if c.Before.State != delivery.StatePending {
+			t.Fatalf("before = %+v", c.Before)
+		}
+		r := e.Record(id)
+		if r.State != delivery.StateDelivering || r.LeaseOwner != "w1" ||
+			!r.LeaseUntil.Equal(delivery.CeilSecond(e.Now.Add(delivery.DefaultLease))) {
+			t.Fatalf("record after claim = %+v", r)
+		}
+		if v := e.Get(id); v.Delivery == nil || v.Delivery.State != "delivering" {
+			t.Fatalf("get_ticket delivery = %+v", v.Delivery)
+		}
+	})
+
+	t.Run("claim race: of two claimers exactly one wins", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		for round := range 3 {
+			id := e.Create(fmt.Sprintf(`{"title":"race %d"}`, round))
+			var wins, lost atomic.Int64
+			var wg sync.WaitGroup
+			for w := range 2 {
+				wg.Go(func() {
+					_, err := e.Claim(id, fmt.Sprintf("w%d", w))
+					switch {
+					case err == nil:
+						wins.Add(1)
+					case errors.Is(err, delivery.ErrNotClaimable):
+						lost.Add(1)
+					default:
+						t.Errorf("claim: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if wins.Load() != 1 || lost.Load() != 1 {
+				t.Fatalf("round %d: %d wins, %d lost; want 1 and 1", round, wins.Load(), lost.Load())
+			}
+		}
+	})
+
+	t.Run("lease expiry: taken over only once the lease ran out", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"lease"}`)
+		if _, err := e.Claim(id, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		lease := e.Record(id).LeaseUntil
+		e.Now = lease // the lease still holds during its last second
+		if _, err := e.Claim(id, "w2"); !errors.Is(err, delivery.ErrNotClaimable) {
+			t.Fatalf("claim under the lease: %v, want ErrNotClaimable", err)
+		}
+		if ids, _ := e.Store.Due(ctx, e.Now.Add(-time.Second), 10); len(ids) != 0 {
+			t.Fatalf("Due under the lease = %v", ids)
+		}
+		e.Now = lease.Add(time.Second)
+		if ids, _ := e.Store.Due(ctx, e.Now, 10); len(ids) != 1 || ids[0] != id {
+			t.Fatalf("Due after the lease = %v, want [%s]", ids, id)
+		}
+		c, err := e.Claim(id, "w2")
+		if err != nil {
+			t.Fatalf("takeover: %v", err)
+		}
+		if c.Before.State != delivery.StateDelivering || c.Before.LeaseOwner != "w1" {
+			t.Fatalf("before takeover = %+v", c.Before)
+		}
+		// The first owner's result is refused; the second's is recorded.
+		if err := e.Store.Record(ctx, id, "w1", delivery.Update{State: delivery.StateDelivered, ExternalID: "1"}); !errors.Is(err, delivery.ErrLeaseLost) {
+			t.Fatalf("Record by the old owner: %v, want ErrLeaseLost", err)
+		}
+		if r := e.Record(id); r.State != delivery.StateDelivering || r.LeaseOwner != "w2" {
+			t.Fatalf("record after the refused write = %+v", r)
+		}
+		if err := e.Store.Record(ctx, id, "w2", delivery.Update{State: delivery.StateDelivered, Attempts: 1,
+			ExternalID: "42", ExternalURL: "https://h.test/42", DeliveredAt: e.Now}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("record needs the lease: unclaimed, final or another owner's ticket refuses it", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"record"}`)
+		u := delivery.Update{State: delivery.StateFailed, Attempts: 1, Error: "x"}
+		if err := e.Store.Record(ctx, id, "w1", u); !errors.Is(err, delivery.ErrLeaseLost) {
+			t.Fatalf("Record on pending: %v, want ErrLeaseLost", err)
+		}
+		if err := e.Store.Record(ctx, "no-such-ticket", "w1", u); !errors.Is(err, delivery.ErrLeaseLost) {
+			t.Fatalf("Record on a missing ticket: %v, want ErrLeaseLost", err)
+		}
+		if _, err := e.Claim(id, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.Record(ctx, id, "w2", u); !errors.Is(err, delivery.ErrLeaseLost) {
+			t.Fatalf("Record by another owner: %v, want ErrLeaseLost", err)
+		}
+		if err := e.Store.Record(ctx, id, "w1", u); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.Record(ctx, id, "w1", u); !errors.Is(err, delivery.ErrLeaseLost) {
+			t.Fatalf("second Record after the final one: %v, want ErrLeaseLost", err)
+		}
+		r := e.Record(id)
+		if r.State != delivery.StateFailed || r.Error != "x" || r.Attempts != 1 || !r.DueAt.IsZero() {
+			t.Fatalf("record = %+v", r)
+		}
+		// Final: never due, never claimable again.
+		if ids, _ := e.Store.Due(ctx, e.Now.Add(24*time.Hour), 10); len(ids) != 0 {
+			t.Fatalf("Due = %v", ids)
+		}
+		e.Now = e.Now.Add(time.Hour)
+		if _, err := e.Claim(id, "w3"); !errors.Is(err, delivery.ErrNotClaimable) {
+			t.Fatalf("Claim on failed: %v", err)
+		}
+	})
+
+	t.Run("release keeps the record and the due time", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"release"}`)
+		if _, err := e.Claim(id, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		due := e.Now.Truncate(time.Second).Add(90 * time.Second)
+		u := delivery.Update{State: delivery.StatePending, Attempts: 3, LookupFailures: 2, SentUnknown: true, DueAt: due, Error: "send unknown (HTTP 502)"}
+		if err := e.Store.Record(ctx, id, "w1", u); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Record(id)
+		if r.State != delivery.StatePending || r.Attempts != 3 || r.LookupFailures != 2 || !r.SentUnknown ||
+			!r.DueAt.Equal(due) || r.Error != u.Error {
+			t.Fatalf("record = %+v", r)
+		}
+		e.Now = due.Add(-time.Second)
+		if _, err := e.Claim(id, "w2"); !errors.Is(err, delivery.ErrNotClaimable) {
+			t.Fatalf("claim before due: %v", err)
+		}
+		e.Now = due
+		c, err := e.Claim(id, "w2")
+		if err != nil {
+			t.Fatalf("claim at due: %v", err)
+		}
+		if c.Before.Attempts != 3 || !c.Before.SentUnknown || c.Before.LookupFailures != 2 {
+			t.Fatalf("before = %+v", c.Before)
+		}
+	})
+
+	t.Run("due tickets come earliest first, only when due", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		base := e.Now.Truncate(time.Second)
+		var ids []string
+		for i := range 5 {
+			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"order %d"}`, i)))
+		}
+		// Due at base+40, +10, +30, +20 s; the last one is delivered.
+		for i, d := range []int{40, 10, 30, 20} {
+			e.Release(ids[i], base.Add(time.Duration(d)*time.Second))
+		}
+		if _, err := e.Claim(ids[4], "w"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.Record(ctx, ids[4], "w", delivery.Update{State: delivery.StateDelivered, Attempts: 1, ExternalID: "9", DeliveredAt: e.Now}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Store.Due(ctx, base.Add(30*time.Second), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{ids[1], ids[3], ids[2]}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Due = %v, want %v", got, want)
+		}
+		if got, _ := e.Store.Due(ctx, base.Add(time.Hour), 2); fmt.Sprint(got) != fmt.Sprint([]string{ids[1], ids[3]}) {
+			t.Fatalf("Due with limit 2 = %v", got)
+		}
+		if got, _ := e.Store.Due(ctx, base.Add(9*time.Second), 10); len(got) != 0 {
+			t.Fatalf("Due before any = %v", got)
+		}
+	})
+
+	t.Run("delivered: the ids are kept and get_ticket shows them", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"delivered"}`)
+		if _, err := e.Claim(id, "w"); err != nil {
+			t.Fatal(err)
+		}
+		at := e.Now.Add(1500 * time.Millisecond)
+		if err := e.Store.Record(ctx, id, "w", delivery.Update{State: delivery.StateDelivered, Attempts: 1,
+			ExternalID: "8812", ExternalURL: "https://acme.zendesk.test/agent/tickets/8812", DeliveredAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Record(id)
+		if r.State != delivery.StateDelivered || r.ExternalID != "8812" || !r.DeliveredAt.Equal(at) || !r.DueAt.IsZero() || r.LeaseOwner != "" {
+			t.Fatalf("record = %+v", r)
+		}
+		want := core.DeliveryView{State: "delivered", ExternalID: "8812", ExternalURL: "https://acme.zendesk.test/agent/tickets/8812"}
+		if v := e.Get(id); v.Delivery == nil || *v.Delivery != want {
+			t.Fatalf("get_ticket delivery = %+v", v.Delivery)
+		}
+	})
+
+	t.Run("the engine delivers every ticket once over the store", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		dest := &countingDest{}
+		eng := &delivery.Engine{Store: e.Store, Destination: dest, Now: func() time.Time { return e.Now }}
+		var ids []string
+		for i := range 6 {
+			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"engine %d"}`, i)))
+		}
+		// Two workers sweep at once, three tickets at a time each, until
+		// nothing is due.
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				w := &delivery.Worker{Engine: eng, Concurrency: 3}
+				for range 10 {
+					if w.Sweep(ctx) == 0 {
+						if ids, _ := e.Store.Due(ctx, e.Now, 10); len(ids) == 0 {
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if r := e.Record(id); r.State != delivery.StateDelivered || r.ExternalID != "ext-"+id {
+				t.Fatalf("%s: %+v", id, r)
+			}
+		}
+		if n := dest.n.Load(); n != int64(len(ids)) {
+			t.Fatalf("sends = %d, want %d", n, len(ids))
+		}
+	})
+}
+
+type countingDest struct{ n atomic.Int64 }
+
+func (d *countingDest) Send(_ context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+	d.n.Add(1)
+	return delivery.Receipt{ExternalID: "ext-" + t.ID}, nil
+}
+
+func (d *countingDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
+	return delivery.Receipt{}, false, delivery.ErrNoLookup
+}

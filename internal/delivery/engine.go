@@ -1,0 +1,259 @@
+package delivery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// Defaults of the Engine.
+const (
+	DefaultMaxAttempts = 8
+	// DefaultLease covers a lookup and a send at the destinations' default
+	// 10 s timeout each, plus a margin, and stays well under a minute.
+	DefaultLease       = 25 * time.Second
+	DefaultBackoffBase = 2 * time.Second
+	DefaultBackoffMax  = 5 * time.Minute
+	// leaseMargin is kept free at the lease's end: the calls made under a
+	// lease are cut off this long before it runs out, so the result is
+	// recorded while the lease still holds.
+	leaseMargin = 3 * time.Second
+)
+
+// MaxLease bounds the lease LeaseFor sizes: well under a minute, so a
+// ticket abandoned by a killed worker is taken over within a minute.
+const MaxLease = 45 * time.Second
+
+// LeaseFor sizes the lease for a destination whose calls time out after
+// timeout: a lookup plus a send, plus the margin, at most MaxLease (a
+// longer timeout is then cut short by the lease).
+func LeaseFor(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return DefaultLease
+	}
+	return min(2*timeout+leaseMargin, MaxLease)
+}
+
+// Engine drives one ticket at a time through the delivery state machine:
+// claim under a lease, look up first when an earlier send may have created
+// the ticket, send, record. It is the same for every runner (the local
+// worker, the stream and the scheduled sweep in Lambda).
+type Engine struct {
+	Store       Store
+	Destination Destination
+	// MaxAttempts bounds sends per ticket (DefaultMaxAttempts when zero).
+	MaxAttempts int
+	// Lease is how long a claim holds a ticket (DefaultLease when zero).
+	Lease time.Duration
+	// BackoffBase and BackoffMax shape the retry delay: base·2^(n-1) after
+	// the n-th send, capped, with jitter over its upper half, and never
+	// shorter than a Retry-After the destination asked for.
+	BackoffBase, BackoffMax time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Jitter returns a value in [0, n) (math/rand/v2 when nil).
+	Jitter func(n int64) int64
+	// NewOwner returns a fresh lease owner token (random when nil).
+	NewOwner func() string
+}
+
+func (e *Engine) maxAttempts() int {
+	if e.MaxAttempts > 0 {
+		return e.MaxAttempts
+	}
+	return DefaultMaxAttempts
+}
+
+func (e *Engine) lease() time.Duration {
+	if e.Lease > 0 {
+		return e.Lease
+	}
+	return DefaultLease
+}
+
+func (e *Engine) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Engine) owner() string {
+	if e.NewOwner != nil {
+		return e.NewOwner()
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// backoff returns the delay after the n-th send, honouring retryAfter.
+func (e *Engine) backoff(n int, retryAfter time.Duration) time.Duration {
+	base, ceiling := e.BackoffBase, e.BackoffMax
+	if base <= 0 {
+		base = DefaultBackoffBase
+	}
+	if ceiling <= 0 {
+		ceiling = DefaultBackoffMax
+	}
+	d := base << min(max(n-1, 0), 20)
+	if d > ceiling || d <= 0 {
+		d = ceiling
+	}
+	half := int64(d / 2)
+	jitter := e.Jitter
+	if jitter == nil {
+		jitter = mrand.Int64N //nolint:gosec // jitter spreads retries; it needs no unpredictability
+	}
+	if half > 0 {
+		d = time.Duration(half + jitter(half+1))
+	}
+	return max(d, retryAfter)
+}
+
+// Deliver moves ticket id on by one step: it claims the ticket, delivers
+// it or decides it cannot yet, and records the outcome. It returns the
+// state recorded. ErrNotClaimable (not due, held by another worker, final,
+// or no delivery record) and ErrLeaseLost (another worker took over while
+// this one was sending) are not failures of the ticket: someone else has
+// it.
+func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
+	owner := e.owner()
+	now := e.now()
+	leaseUntil := CeilSecond(now.Add(e.lease()))
+	c, err := e.Store.Claim(ctx, id, owner, now, leaseUntil)
+	if err != nil {
+		return "", err
+	}
+	u := e.step(ctx, c)
+	if err := e.Store.Record(ctx, id, owner, u); err != nil {
+		return "", err
+	}
+	return u.State, nil
+}
+
+// step decides what becomes of a claimed ticket. It makes at most one
+// lookup and one send, each cut off before the lease ends.
+func (e *Engine) step(ctx context.Context, c Claimed) Update {
+	budget := e.lease() - leaseMargin
+	if budget < e.lease()/2 {
+		budget = e.lease() / 2 // a short lease (tests) keeps half for the calls
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	max := e.maxAttempts()
+	u := Update{
+		State:          StatePending,
+		Attempts:       c.Before.Attempts,
+		LookupFailures: c.Before.LookupFailures,
+		SentUnknown:    c.Before.SentUnknown,
+		Error:          c.Before.Error,
+	}
+	if c.Before.State == StateDelivering {
+		// The previous worker's lease ran out: it may have sent, and its
+		// send's outcome is unknown. Count it, and look up before resending.
+		u.Attempts++
+		u.SentUnknown = true
+		u.Error = "lease ran out while a worker held the ticket"
+	}
+
+	lookupFailed := false
+	if u.SentUnknown {
+		r, found, err := e.Destination.Lookup(ctx, c.Ticket.ID)
+		switch {
+		case err == nil && found:
+			return e.delivered(u, r)
+		case err == nil:
+			u.SentUnknown = false // ruled out: no earlier send created it
+		case errors.Is(err, ErrNoLookup):
+			// Cannot be ruled out; a resend carries the same key.
+		default:
+			lookupFailed = true
+			u.LookupFailures++
+			u.Error = "lookup: " + err.Error()
+		}
+	}
+	if u.Attempts >= max || (lookupFailed && u.LookupFailures >= max) {
+		return e.exhausted(u)
+	}
+	if lookupFailed {
+		return e.release(u, 0)
+	}
+
+	u.Attempts++
+	r, err := e.Destination.Send(ctx, c.Ticket)
+	if err == nil {
+		return e.delivered(u, r)
+	}
+	var se *SendError
+	if !errors.As(err, &se) {
+		se = &SendError{Outcome: Unknown, Err: err}
+	}
+	u.Error = se.Error()
+	switch se.Outcome {
+	case Refused:
+		u.State, u.DueAt = StateFailed, time.Time{}
+		return u
+	case NotCreated:
+	default: // Unknown, or an outcome the engine does not know
+		u.SentUnknown = true
+	}
+	if u.Attempts >= max {
+		if u.SentUnknown {
+			return e.finalLookup(ctx, c.Ticket.ID, u)
+		}
+		return e.exhausted(u)
+	}
+	return e.release(u, se.RetryAfter)
+}
+
+// finalLookup runs when the attempts ran out after a send whose outcome is
+// unknown: found is delivered, absent is failed, anything else unknown.
+func (e *Engine) finalLookup(ctx context.Context, id string, u Update) Update {
+	r, found, err := e.Destination.Lookup(ctx, id)
+	switch {
+	case err == nil && found:
+		return e.delivered(u, r)
+	case err == nil:
+		u.SentUnknown = false
+	case errors.Is(err, ErrNoLookup):
+	default:
+		u.LookupFailures++
+		u.Error += "; final lookup: " + err.Error()
+	}
+	return e.exhausted(u)
+}
+
+// exhausted ends a ticket whose attempts ran out: failed when no send can
+// have created it, else unknown, for a person to decide.
+func (e *Engine) exhausted(u Update) Update {
+	u.DueAt = time.Time{}
+	if u.SentUnknown {
+		u.State = StateUnknown
+		u.Error = fmt.Sprintf("attempts ran out (%d sends) and a send may have created the ticket: %s", u.Attempts, u.Error)
+		return u
+	}
+	u.State = StateFailed
+	u.Error = fmt.Sprintf("attempts ran out (%d sends): %s", u.Attempts, u.Error)
+	return u
+}
+
+func (e *Engine) release(u Update, retryAfter time.Duration) Update {
+	u.State = StatePending
+	u.DueAt = CeilSecond(e.now().Add(e.backoff(max(u.Attempts, 1), retryAfter)))
+	return u
+}
+
+func (e *Engine) delivered(u Update, r Receipt) Update {
+	u.State = StateDelivered
+	u.DueAt = time.Time{}
+	u.SentUnknown = false
+	u.Error = ""
+	u.ExternalID, u.ExternalURL = r.ExternalID, r.ExternalURL
+	u.DeliveredAt = e.now()
+	return u
+}

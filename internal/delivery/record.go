@@ -1,0 +1,143 @@
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is a ticket's delivery state (attribute delivery_state).
+type State string
+
+// The delivery states. Pending and Delivering are live: a worker will move
+// them on. Delivered, Failed and Unknown are final; only a person moves an
+// Unknown or Failed ticket on.
+const (
+	StatePending    State = "pending"
+	StateDelivering State = "delivering"
+	StateDelivered  State = "delivered"
+	StateFailed     State = "failed"
+	StateUnknown    State = "unknown"
+)
+
+// Valid reports whether s is one of the five states.
+func (s State) Valid() bool {
+	switch s {
+	case StatePending, StateDelivering, StateDelivered, StateFailed, StateUnknown:
+		return true
+	}
+	return false
+}
+
+// Live reports whether a worker still has to move the ticket on.
+func (s State) Live() bool { return s == StatePending || s == StateDelivering }
+
+// Record is the delivery record a ticket carries beside its own fields.
+type Record struct {
+	TicketID string
+	State    State
+	// Attempts counts sends (a lookup is not a send), including a send an
+	// earlier worker may have made before its lease ran out.
+	Attempts int
+	// LookupFailures counts lookups that failed while the outcome of an
+	// earlier send was unknown; bounded by the same maximum as Attempts.
+	LookupFailures int
+	// SentUnknown: an earlier send may have created the ticket, so the next
+	// worker looks it up before any resend.
+	SentUnknown bool
+	// DueAt is when the ticket may next be claimed, in whole seconds: the
+	// backoff's end while pending, the second after the lease's end while
+	// delivering. Zero once final.
+	DueAt      time.Time
+	LeaseUntil time.Time // while delivering
+	LeaseOwner string    // the claiming worker's token, while delivering
+	Error      string    // the last failure, for people
+	// Set once delivered.
+	ExternalID  string
+	ExternalURL string
+	DeliveredAt time.Time
+}
+
+// Update is what a worker records on a ticket it holds under its lease:
+// its next state and the fields beside it. A Pending update releases the
+// ticket until DueAt.
+type Update struct {
+	State          State
+	Attempts       int
+	LookupFailures int
+	SentUnknown    bool
+	DueAt          time.Time // Pending only
+	Error          string
+	ExternalID     string    // Delivered only
+	ExternalURL    string    // Delivered only
+	DeliveredAt    time.Time // Delivered only
+}
+
+// Claimed is what a successful claim returns: the ticket to send and its
+// delivery record as it was just before the claim.
+type Claimed struct {
+	Ticket Ticket
+	Before Record
+}
+
+var (
+	// ErrNotClaimable: the ticket has no delivery record, is not due, is
+	// held by another worker under a live lease, or is already final.
+	ErrNotClaimable = errors.New("delivery: ticket not claimable")
+	// ErrLeaseLost: the worker no longer holds the ticket (another worker
+	// took it over after the lease ran out); nothing was recorded.
+	ErrLeaseLost = errors.New("delivery: lease lost")
+	// ErrNotFound: no ticket with a delivery record under this id.
+	ErrNotFound = errors.New("delivery: no such ticket")
+)
+
+// Store is what the engine needs of a store. Every write is conditional, so
+// that two workers never hold one ticket at once.
+type Store interface {
+	// Due returns up to limit ids of tickets that can be claimed at now
+	// (pending and due, or delivering with an expired lease), earliest due
+	// first. It may return a ticket that is no longer claimable; Claim
+	// decides.
+	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
+	// Claim moves the ticket to delivering under the lease (owner,
+	// leaseUntil), only if it is pending with DueAt <= now, or delivering
+	// with LeaseUntil < now (times in whole seconds); else it returns
+	// ErrNotClaimable. It sets DueAt to the second after leaseUntil, so an
+	// abandoned claim is found again as soon as the lease has run out.
+	Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Claimed, error)
+	// Record writes u only if owner still holds the ticket (state
+	// delivering, lease owner unchanged); else it returns ErrLeaseLost.
+	Record(ctx context.Context, id, owner string, u Update) error
+	// Delivery reads one ticket's delivery record, or returns ErrNotFound.
+	Delivery(ctx context.Context, id string) (Record, error)
+}
+
+// NewTicket builds the Ticket a destination receives from the stored
+// ticket's fields; arguments is the canonical JSON of create_ticket's
+// arguments. An absent priority is "normal", as get_ticket shows it.
+func NewTicket(id, operationKey, tenantID, userID, arguments string, createdAt time.Time) (Ticket, error) {
+	var a struct {
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Priority    string `json:"priority"`
+	}
+	if err := json.Unmarshal([]byte(arguments), &a); err != nil {
+		return Ticket{}, fmt.Errorf("delivery: ticket %s arguments unreadable: %w", id, err)
+	}
+	if a.Priority == "" {
+		a.Priority = "normal"
+	}
+	return Ticket{ID: id, OperationKey: operationKey, TenantID: tenantID, UserID: userID,
+		Title: a.Title, Description: a.Description, Priority: a.Priority, CreatedAt: createdAt}, nil
+}
+
+// CeilSecond rounds t up to a whole second: due times are stored in epoch
+// seconds and must never come earlier than asked.
+func CeilSecond(t time.Time) time.Time {
+	if tr := t.Truncate(time.Second); !tr.Equal(t) {
+		return tr.Add(time.Second)
+	}
+	return t
+}

@@ -1,0 +1,166 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultPoll is how often a Worker looks for due tickets when nothing
+// wakes it.
+const DefaultPoll = 500 * time.Millisecond
+
+// Worker runs the Engine in-process, for the local server: woken by Notify
+// after each commit, polling for due tickets at least every Poll, and at
+// start picking up whatever a previous process left pending or delivering
+// (a delivering ticket once its lease has run out). Deliveries run side by
+// side, so one slow helpdesk call never holds back the pick-up of a fresh
+// ticket.
+type Worker struct {
+	Engine *Engine
+	// Poll is the longest wait between two sweeps (DefaultPoll when zero;
+	// keep it at most a second, so a ticket is picked up within a second
+	// of its due time).
+	Poll time.Duration
+	// Concurrency bounds the tickets delivered at once (16 when zero).
+	Concurrency int
+	// Log receives one line per failed step; never credentials.
+	Log *slog.Logger
+
+	once      sync.Once
+	wake      chan struct{}
+	slots     chan struct{}
+	mu        sync.Mutex
+	inflight  map[string]bool
+	saturated bool // the last dispatch left due tickets behind
+	wg        sync.WaitGroup
+}
+
+func (w *Worker) init() {
+	w.once.Do(func() {
+		n := w.Concurrency
+		if n <= 0 {
+			n = 16
+		}
+		w.wake = make(chan struct{}, 1)
+		w.slots = make(chan struct{}, n)
+		w.inflight = map[string]bool{}
+	})
+}
+
+// Notify wakes the worker for a sweep; it never blocks.
+func (w *Worker) Notify() {
+	w.init()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sweeps until ctx ends, then waits for the deliveries in flight and
+// returns ctx's error.
+func (w *Worker) Run(ctx context.Context) error {
+	w.init()
+	poll := w.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	timer := time.NewTimer(0) // the first sweep resumes what was left
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.wg.Wait()
+			return ctx.Err()
+		case <-w.wake:
+		case <-timer.C:
+		}
+		w.dispatch(ctx)
+		timer.Reset(poll)
+	}
+}
+
+// Sweep delivers the tickets due now, as far as the free slots allow, and
+// waits for them; it returns how many it moved on. The Lambda's scheduled
+// sweep and the tests use it; Run does not wait.
+func (w *Worker) Sweep(ctx context.Context) int {
+	w.init()
+	var moved atomic.Int64
+	w.dispatchCounting(ctx, &moved)
+	w.wg.Wait()
+	return int(moved.Load())
+}
+
+func (w *Worker) dispatch(ctx context.Context) { w.dispatchCounting(ctx, nil) }
+
+// dispatchCounting starts a delivery for each due ticket not already in
+// flight, while slots are free.
+func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
+	limit := cap(w.slots) - len(w.slots)
+	if limit <= 0 {
+		w.setSaturated(true)
+		return
+	}
+	ids, err := w.Engine.Store.Due(ctx, w.Engine.now(), limit+len(w.slots))
+	if err != nil {
+		w.log("delivery: finding due tickets", "", err)
+		return
+	}
+	left := false
+	for _, id := range ids {
+		w.mu.Lock()
+		busy := w.inflight[id]
+		w.mu.Unlock()
+		if busy {
+			continue
+		}
+		select {
+		case w.slots <- struct{}{}:
+		default:
+			left = true
+		}
+		if left {
+			break
+		}
+		w.mu.Lock()
+		w.inflight[id] = true
+		w.mu.Unlock()
+		w.wg.Go(func() {
+			_, err := w.Engine.Deliver(ctx, id)
+			w.mu.Lock()
+			delete(w.inflight, id)
+			again := w.saturated
+			w.saturated = false
+			w.mu.Unlock()
+			<-w.slots
+			switch {
+			case err == nil:
+				if moved != nil {
+					moved.Add(1)
+				}
+			case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
+			default:
+				w.log("delivery: ticket step failed", id, err)
+			}
+			if again {
+				w.Notify() // tickets were left behind for want of a slot
+			}
+		})
+	}
+	w.setSaturated(left)
+}
+
+func (w *Worker) setSaturated(v bool) {
+	w.mu.Lock()
+	w.saturated = w.saturated || v
+	w.mu.Unlock()
+}
+
+func (w *Worker) log(msg, id string, err error) {
+	if w.Log != nil {
+		w.Log.Warn(msg, "ticket_id", id, "error", err.Error())
+	}
+}

@@ -1,0 +1,295 @@
+package httpsend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+)
+
+// DefaultTimeout bounds every call when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// maxBody bounds how much of an answer is read.
+const maxBody = 1 << 20
+
+// Options configure a Client.
+type Options struct {
+	// Timeout bounds one call, from dialing to the last byte of the answer.
+	// Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Now is the clock Retry-After dates are read against; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Client sends one request per call and never resends on its own.
+type Client struct {
+	hc      *http.Client
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// New returns a Client. Its transport opens a fresh HTTP/1.1 connection for
+// every call (see the package documentation for why).
+func New(o Options) *Client {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: o.Timeout,
+		DisableKeepAlives:   true,
+		Protocols:           protocols, // HTTP/1.1 only
+	}
+	return &Client{
+		hc: &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		timeout: o.Timeout,
+		now:     o.Now,
+	}
+}
+
+// Timeout is the bound of one call.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
+// Request is one HTTP call.
+type Request struct {
+	Method string
+	URL    *url.URL
+	Header http.Header
+	Body   []byte // nil for none
+}
+
+// Response is an answer, whatever its status.
+type Response struct {
+	Status     int
+	Header     http.Header
+	Body       []byte // at most 1 MiB of it
+	RetryAfter time.Duration
+}
+
+// Do sends r once. Any HTTP answer comes back as a *Response with a nil
+// error, whatever its status (see Classify). When no complete answer came,
+// the error is a *delivery.SendError: NotCreated when the request was never
+// wholly written, Unknown when it was.
+func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	var written atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				written.Store(true)
+			}
+		},
+	})
+
+	var body io.Reader
+	if r.Body != nil {
+		// A plain io.Reader: http.NewRequest sets no GetBody for it, so the
+		// body cannot be rewound for a replay.
+		body = struct{ io.Reader }{bytes.NewReader(r.Body)}
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
+	if err != nil {
+		return nil, &delivery.SendError{Outcome: delivery.NotCreated,
+			Err: fmt.Errorf("%s %s: %v", r.Method, Redact(r.URL), cause(err))}
+	}
+	req.GetBody = nil
+	req.ContentLength = int64(len(r.Body))
+	for k, v := range r.Header {
+		req.Header[k] = v
+	}
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(r, err, written.Load())
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		// The answer began, so the request was written and acted on: what
+		// the helpdesk did is unknown.
+		return nil, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.StatusCode,
+			RetryAfter: RetryAfter(resp.Header, c.now()),
+			Err:        fmt.Errorf("%s %s: reading the answer: %v", r.Method, Redact(r.URL), cause(err))}
+	}
+	return &Response{
+		Status:     resp.StatusCode,
+		Header:     resp.Header,
+		Body:       data,
+		RetryAfter: RetryAfter(resp.Header, c.now()),
+	}, nil
+}
+
+func (c *Client) transportError(r Request, err error, written bool) *delivery.SendError {
+	outcome := delivery.NotCreated
+	what := "request not sent"
+	if written {
+		outcome = delivery.Unknown
+		what = "no answer"
+	}
+	msg := cause(err).Error()
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf("timed out after %s", c.timeout)
+	}
+	return &delivery.SendError{Outcome: outcome,
+		Err: fmt.Errorf("%s %s: %s: %s", r.Method, Redact(r.URL), what, msg)}
+}
+
+// cause strips a *url.Error, whose text names the whole URL (query
+// included), and keeps what went wrong.
+func cause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// Classify turns an answer into a send error, nil for a 2xx. See the
+// package documentation for the table; adapters refine it where their
+// helpdesk says more (Zendesk's 400 IdempotentRequestError).
+func Classify(r Request, resp *Response) *delivery.SendError {
+	s := resp.Status
+	var o delivery.Outcome
+	switch {
+	case s >= 200 && s < 300:
+		return nil
+	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+		o = delivery.NotCreated
+	case s == http.StatusConflict:
+		o = delivery.Unknown
+	case s >= 400 && s < 500:
+		o = delivery.Refused
+	default: // 1xx left over, 3xx, 5xx and anything unheard of
+		o = delivery.Unknown
+	}
+	return StatusError(r, resp, o)
+}
+
+// StatusError is the send error of an answer with the given outcome.
+func StatusError(r Request, resp *Response, o delivery.Outcome) *delivery.SendError {
+	return &delivery.SendError{Outcome: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
+		Err: fmt.Errorf("%s %s answered %d%s", r.Method, Redact(r.URL), resp.Status, Excerpt(resp.Body))}
+}
+
+// Excerpt is a short single-line quote of an answer's body for an error
+// text, "" for an empty body.
+func Excerpt(body []byte) string {
+	const limit = 200
+	s := strings.TrimSpace(strings.ToValidUTF8(string(body), "\uFFFD"))
+	if s == "" {
+		return ""
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return ": " + s
+}
+
+// RetryAfter reads a Retry-After header, in seconds or as an HTTP-date
+// measured from now. It is 0 when absent, unreadable or in the past.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		secs, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || secs > uint64(math.MaxInt64/int64(time.Second)) {
+			return time.Duration(math.MaxInt64) // all digits, beyond range
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// Redact is u as error texts show it: scheme, host and path, without user
+// info, query or fragment, which may carry secrets.
+func Redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	v := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return v.String()
+}
+
+// CheckURL parses a destination URL: absolute, https unless its host is a
+// loopback address (localhost, 127.0.0.0/8, ::1) for local tests, and free
+// of user info (credentials belong in the configuration's own fields).
+func CheckURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("url: not a URL: %v", cause(err))
+	}
+	if u.User != nil {
+		return nil, errors.New("url: must not carry user info; put credentials in their own fields")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, fmt.Errorf("url: %q has no host", Redact(u))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("url: %q has a bad port", Redact(u))
+		}
+	}
+	if u.Fragment != "" {
+		return nil, fmt.Errorf("url: %q must not have a fragment", Redact(u))
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !IsLoopback(u.Hostname()) {
+			return nil, fmt.Errorf("url: %q must be https (http is allowed only for loopback hosts)", Redact(u))
+		}
+	default:
+		return nil, fmt.Errorf("url: %q must be https", Redact(u))
+	}
+	return u, nil
+}
+
+// IsLoopback reports whether host names this machine: "localhost" or a
+// loopback IP address.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,440 @@
+package httpsend_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
+)
+
+func mustURL(t testing.TB, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func post(t testing.TB, raw string) httpsend.Request {
+	h := http.Header{}
+	h.Set("Idempotency-Key", "key-1")
+	h.Set("Content-Type", "application/json")
+	return httpsend.Request{Method: http.MethodPost, URL: mustURL(t, raw), Header: h, Body: []byte(`{"a":1}`)}
+}
+
+func sendErr(t *testing.T, err error) *delivery.SendError {
+	t.Helper()
+	var se *delivery.SendError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
+	}
+	return se
+}
+
+// dropSecond answers the first request on a kept-alive connection and
+// closes the connection of every later one without answering; it counts
+// requests and connections.
+type dropSecond struct {
+	requests, conns atomic.Int32
+	srv             *httptest.Server
+}
+
+func newDropSecond(t *testing.T) *dropSecond {
+	d := &dropSecond{}
+	d.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if d.requests.Add(1) == 1 {
+			w.WriteHeader(http.StatusCreated)
+			return
+		}
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	}))
+	d.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			d.conns.Add(1)
+		}
+	}
+	d.srv.Start()
+	t.Cleanup(d.srv.Close)
+	return d
+}
+
+// TestStockTransportResends shows the hazard the client guards against:
+// net/http's own client, sending a rewindable body with an Idempotency-Key,
+// replays the request by itself when a reused connection closes unanswered.
+// It makes sure the scenario of TestNeverResends really provokes a replay.
+func TestStockTransportResends(t *testing.T) {
+	d := newDropSecond(t)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodPost, d.srv.URL, bytes.NewReader([]byte(`{"a":1}`)))
+		req.Header.Set("Idempotency-Key", "key-1")
+		resp, err := c.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if i == 0 && err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.requests.Load(); got != 3 {
+		t.Fatalf("stock transport: server received %d requests; want 3 (the second one replayed)", got)
+	}
+}
+
+// TestNeverResends: the same scenario through Client: the second request
+// is lost after the server read it, and the client reports Unknown without
+// sending it again.
+func TestNeverResends(t *testing.T) {
+	d := newDropSecond(t)
+	c := httpsend.New(httpsend.Options{Timeout: 5 * time.Second})
+	resp, err := c.Do(context.Background(), post(t, d.srv.URL))
+	if err != nil || resp.Status != http.StatusCreated {
+		t.Fatalf("first call: %v %v", resp, err)
+	}
+	_, err = c.Do(context.Background(), post(t, d.srv.URL))
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != 0 {
+		t.Fatalf("second call: %+v; want Unknown with no status", se)
+	}
+	if got := d.requests.Load(); got != 2 {
+		t.Fatalf("server received %d requests; want 2 (no resend)", got)
+	}
+	if got := d.conns.Load(); got != 2 {
+		t.Fatalf("server accepted %d connections for 2 calls; want one per call", got)
+	}
+}
+
+func TestDialErrorIsNotCreated(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, err = httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, "http://"+addr+"/x"))
+	if se := sendErr(t, err); se.Outcome != delivery.NotCreated {
+		t.Fatalf("got %v; want NotCreated", se)
+	}
+}
+
+// TestTimeoutBeforeWriteIsNotCreated: the server accepts the connection but
+// never reads, so a large body cannot be wholly written before the timeout.
+func TestTimeoutBeforeWriteIsNotCreated(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	req := post(t, "http://"+l.Addr().String()+"/x")
+	req.Body = bytes.Repeat([]byte("x"), 64<<20)
+	_, err = httpsend.New(httpsend.Options{Timeout: 300 * time.Millisecond}).Do(context.Background(), req)
+	se := sendErr(t, err)
+	if se.Outcome != delivery.NotCreated || !strings.Contains(se.Error(), "timed out after 300ms") {
+		t.Fatalf("got %v; want NotCreated after a timeout", se)
+	}
+}
+
+// TestTimeoutAfterWriteIsUnknown: the server read the request and answers
+// too late.
+func TestTimeoutAfterWriteIsUnknown(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	_, err := httpsend.New(httpsend.Options{Timeout: 200 * time.Millisecond}).Do(context.Background(), post(t, srv.URL))
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown || !strings.Contains(se.Error(), "timed out") {
+		t.Fatalf("got %v; want Unknown after a timeout", se)
+	}
+}
+
+// rawServer runs handle on every accepted connection.
+func rawServer(t *testing.T, handle func(net.Conn)) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+func readRequest(c net.Conn) {
+	r, err := http.ReadRequest(bufio.NewReader(c))
+	if err == nil {
+		io.Copy(io.Discard, r.Body)
+	}
+}
+
+func TestConnectionLostAfterWriteIsUnknown(t *testing.T) {
+	base := rawServer(t, readRequest) // reads the request, then closes
+	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, base))
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown {
+		t.Fatalf("got %v; want Unknown", se)
+	}
+}
+
+// TestAnswerCutShortIsUnknown: a 201 whose body never arrives whole.
+func TestAnswerCutShortIsUnknown(t *testing.T) {
+	base := rawServer(t, func(c net.Conn) {
+		readRequest(c)
+		io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"ticket\":")
+	})
+	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, base))
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != http.StatusCreated {
+		t.Fatalf("got %v; want Unknown with status 201", se)
+	}
+}
+
+func TestRedirectIsNotFollowed(t *testing.T) {
+	var other atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/a", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/b", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/b", func(w http.ResponseWriter, r *http.Request) { other.Add(1) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	req := post(t, srv.URL+"/a")
+	resp, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se := httpsend.Classify(req, resp); se == nil || se.Outcome != delivery.Unknown || se.Status != 307 {
+		t.Fatalf("307: %v; want Unknown", se)
+	}
+	if other.Load() != 0 {
+		t.Fatal("the redirect was followed: the body was sent twice")
+	}
+}
+
+func TestRequestAsSent(t *testing.T) {
+	var got *http.Request
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, body = r, must(io.ReadAll(r.Body))
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":"slow down"}`)
+	}))
+	t.Cleanup(srv.Close)
+	req := post(t, srv.URL+"/p?q=1")
+	resp, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Method != http.MethodPost || got.URL.Path != "/p" || got.URL.RawQuery != "q=1" ||
+		got.Header.Get("Idempotency-Key") != "key-1" || got.ContentLength != 7 ||
+		string(body) != `{"a":1}` || got.Proto != "HTTP/1.1" || !got.Close {
+		t.Fatalf("request as received: %s %s %v len=%d body=%q proto=%s close=%v",
+			got.Method, got.URL, got.Header, got.ContentLength, body, got.Proto, got.Close)
+	}
+	if resp.Status != 429 || resp.RetryAfter != 7*time.Second || string(resp.Body) != `{"error":"slow down"}` {
+		t.Fatalf("response %+v", resp)
+	}
+	se := httpsend.Classify(req, resp)
+	if se.Outcome != delivery.NotCreated || se.RetryAfter != 7*time.Second ||
+		!strings.Contains(se.Error(), "slow down") {
+		t.Fatalf("classified %v", se)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		status int
+		want   delivery.Outcome // 0: no error
+	}{
+		{200, 0}, {201, 0}, {202, 0}, {204, 0},
+		{301, delivery.Unknown}, {303, delivery.Unknown}, {308, delivery.Unknown},
+		{400, delivery.Refused}, {401, delivery.Refused}, {403, delivery.Refused},
+		{404, delivery.Refused}, {413, delivery.Refused}, {422, delivery.Refused},
+		{408, delivery.NotCreated}, {429, delivery.NotCreated},
+		{409, delivery.Unknown},
+		{500, delivery.Unknown}, {502, delivery.Unknown}, {503, delivery.Unknown}, {504, delivery.Unknown},
+	}
+	req := post(t, "https://h.example/x")
+	for _, c := range cases {
+		resp := &httpsend.Response{Status: c.status, RetryAfter: 3 * time.Second}
+		se := httpsend.Classify(req, resp)
+		if c.want == 0 {
+			if se != nil {
+				t.Errorf("%d: %v; want success", c.status, se)
+			}
+			continue
+		}
+		if se == nil || se.Outcome != c.want || se.Status != c.status || se.RetryAfter != 3*time.Second {
+			t.Errorf("%d: %+v; want %s", c.status, se, c.want)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	cases := []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", 0},
+		{"0", 0},
+		{"120", 120 * time.Second},
+		{" 5 ", 5 * time.Second},
+		{"Tue, 01 Dec 2026 03:01:30 GMT", 90 * time.Second},
+		{"Tuesday, 01-Dec-26 03:00:10 GMT", 10 * time.Second}, // RFC 850
+		{"Tue Dec  1 03:00:20 2026", 20 * time.Second},        // asctime
+		{"Tue, 01 Dec 2026 02:59:00 GMT", 0},                  // past
+		{"-5", 0},
+		{"1.5", 0},
+		{"soon", 0},
+		{"99999999999999999999", 1<<63 - 1},
+	}
+	for _, c := range cases {
+		h := http.Header{}
+		if c.v != "" {
+			h.Set("Retry-After", c.v)
+		}
+		if got := httpsend.RetryAfter(h, now); got != c.want {
+			t.Errorf("Retry-After %q: %v; want %v", c.v, got, c.want)
+		}
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	ok := []string{
+		"https://acme.zendesk.com", "https://hooks.example/x?team=a",
+		"http://localhost:8080/hook", "http://127.0.0.1:9/x", "http://127.9.9.9", "http://[::1]:80/",
+		"HTTP://LOCALHOST/x",
+	}
+	for _, raw := range ok {
+		if _, err := httpsend.CheckURL(raw); err != nil {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+	bad := map[string]string{
+		"http://acme.zendesk.com":            "must be https",
+		"http://10.0.0.1/x":                  "must be https",
+		"http://localhost.example.com/x":     "must be https",
+		"ftp://localhost/x":                  "must be https",
+		"https://user:hunter2@acme.com":      "user info",
+		"https:///x":                         "no host",
+		"acme.zendesk.com":                   "no host",
+		"https://acme.com/x#frag":            "fragment",
+		"https://acme.com/%zz":               "not a URL",
+		"":                                   "no host",
+		"https://acme.com:99999999999999999": "bad port",
+		"https://acme.com:0/x":               "bad port",
+	}
+	for raw, want := range bad {
+		_, err := httpsend.CheckURL(raw)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want an error saying %q", raw, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: error %q shows the password", raw, err)
+		}
+	}
+}
+
+// TestErrorsHideQuery: a URL's query may carry a token; no error text
+// shows it, whether the failure is a dial error or a status.
+func TestErrorsHideQuery(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	req := post(t, "http://"+addr+"/x?token="+secret)
+	req.Header.Set("Authorization", "Basic "+secret)
+	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/x") {
+		t.Fatalf("dial error %q", err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
+	req.URL = mustURL(t, srv.URL+"/x?token="+secret)
+	resp, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if se := httpsend.Classify(req, resp); strings.Contains(se.Error(), secret) {
+		t.Fatalf("status error %q", se)
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	if got := httpsend.Excerpt(nil); got != "" {
+		t.Fatalf("empty: %q", got)
+	}
+	if got := httpsend.Excerpt([]byte(" {\"error\":\n \"x\"} ")); got != `: {"error": "x"}` {
+		t.Fatalf("got %q", got)
+	}
+	long := httpsend.Excerpt([]byte(strings.Repeat("é", 300)))
+	if len(long) > 210 || !strings.HasSuffix(long, "...") || strings.ContainsRune(long, '\uFFFD') {
+		t.Fatalf("long: %d bytes %q", len(long), long)
+	}
+}

@@ -1,0 +1,444 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+var ticket = delivery.Ticket{
+	ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
+	OperationKey: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	TenantID:     "tenant-1",
+	UserID:       "user-1",
+	Title:        `Printer <on fire> & "smoking"`,
+	Description:  "Third floor, since 9:00.\nPlease hurry — é",
+	Priority:     "urgent",
+	CreatedAt:    time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC),
+}
+
+func newClient(t *testing.T, s *fakehelpdesk.Server, lookup bool, timeout time.Duration) *webhook.Client {
+	t.Helper()
+	c, err := webhook.New(webhook.Config{URL: s.WebhookURL(), Secret: s.Config().Secret, Lookup: lookup, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func sendErr(t *testing.T, err error) *delivery.SendError {
+	t.Helper()
+	var se *delivery.SendError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
+	}
+	return se
+}
+
+// hmacHex computes the signature independently of the package under test.
+func hmacHex(secret string, data []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(data)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+func TestSendAsSent(t *testing.T) {
+	noDesc := ticket
+	noDesc.Description = ""
+	for _, tc := range []struct {
+		name   string
+		ticket delivery.Ticket
+	}{
+		{"create.golden.json", ticket},
+		{"create_no_description.golden.json", noDesc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			r, err := newClient(t, s, false, 0).Send(context.Background(), tc.ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := s.Received()[0]
+			golden(t, tc.name, req.Body)
+			if req.Method != http.MethodPost || req.Path != fakehelpdesk.DefaultWebhookPath ||
+				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
+				req.Header.Get("Content-Type") != "application/json" ||
+				req.Header.Get("X-Signature-256") != hmacHex(fakehelpdesk.DefaultSecret, req.Body) {
+				t.Fatalf("request %s %s %v", req.Method, req.Path, req.Header)
+			}
+			if r.ExternalID != "WH-1" || r.ExternalURL != s.URL()+"/tickets/WH-1" {
+				t.Fatalf("receipt %+v", r)
+			}
+		})
+	}
+}
+
+// TestBodyIsDeterministic: the body depends on the ticket alone: the
+// created_at's zone and sub-second digits (which stores keep differently)
+// change no byte, and two sends carry the same bytes and signature.
+func TestBodyIsDeterministic(t *testing.T) {
+	want, err := webhook.Body(ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shifted := ticket
+	shifted.CreatedAt = ticket.CreatedAt.Add(987654321 * time.Nanosecond).In(time.FixedZone("X", 5*3600))
+	if got, _ := webhook.Body(shifted); !bytes.Equal(got, want) {
+		t.Fatalf("got %s; want %s", got, want)
+	}
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, false, 0)
+	for range 2 {
+		if _, err := c.Send(context.Background(), shifted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := s.Received()
+	if !bytes.Equal(got[0].Body, want) || !bytes.Equal(got[1].Body, want) ||
+		got[0].Header.Get("X-Signature-256") != got[1].Header.Get("X-Signature-256") || s.Held(ticket.ID) != 1 {
+		t.Fatalf("resend differs or %d held", s.Held(ticket.ID))
+	}
+}
+
+func TestReplies(t *testing.T) {
+	cases := []struct {
+		reply   fakehelpdesk.Reply
+		id, url string // URL is replaced by the server's
+	}{
+		{fakehelpdesk.ReplyStringID, "WH-1", "URL/tickets/WH-1"},
+		{fakehelpdesk.ReplyNumberID, "1", "URL/tickets/1"},
+		{fakehelpdesk.ReplyNoURL, "WH-1", ""},
+		{fakehelpdesk.ReplyNoID, ticket.ID, ""},
+		{fakehelpdesk.ReplyEmpty, ticket.ID, ""},
+		{fakehelpdesk.ReplyText, ticket.ID, ""},
+	}
+	for _, tc := range cases {
+		s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		s.SetWebhookReply(tc.reply)
+		c := newClient(t, s, true, 0)
+		want := delivery.Receipt{ExternalID: tc.id, ExternalURL: strings.ReplaceAll(tc.url, "URL", s.URL())}
+		r, err := c.Send(context.Background(), ticket)
+		if err != nil || r != want {
+			t.Errorf("reply %d: send %+v %v; want %+v", tc.reply, r, err, want)
+		}
+		r, found, err := c.Lookup(context.Background(), ticket.ID)
+		if err != nil || !found || r != want {
+			t.Errorf("reply %d: lookup %+v %v %v; want %+v", tc.reply, r, found, err, want)
+		}
+	}
+	// Odd but valid answers.
+	for body, want := range map[string]delivery.Receipt{
+		`{"id":12345678901234567890}`:   {ExternalID: "12345678901234567890"},
+		`{"id":"","url":"https://x/1"}`: {ExternalID: ticket.ID, ExternalURL: "https://x/1"},
+		`{"id":null,"url":7}`:           {ExternalID: ticket.ID},
+		`{"id":true}`:                   {ExternalID: ticket.ID},
+		`[{"id":"x"}]`:                  {ExternalID: ticket.ID},
+		`"x"`:                           {ExternalID: ticket.ID},
+		`{"id":"a"} trailing`:           {ExternalID: ticket.ID},
+	} {
+		s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: fakehelpdesk.Fault{Status: 202, Body: body}})
+		r, err := newClient(t, s, false, 0).Send(context.Background(), ticket)
+		if err != nil || r != want {
+			t.Errorf("answer %s: %+v %v; want %+v", body, r, err, want)
+		}
+	}
+}
+
+func TestSendFailures(t *testing.T) {
+	cases := []struct {
+		name       string
+		fault      fakehelpdesk.Fault
+		outcome    delivery.Outcome
+		status     int
+		retryAfter time.Duration
+		held       int
+	}{
+		{"commit then drop", fakehelpdesk.CommitThenDrop(), delivery.Unknown, 0, 0, 1},
+		{"drop after reading", fakehelpdesk.Drop(), delivery.Unknown, 0, 0, 0},
+		{"commit then 502", fakehelpdesk.CommitThenStatus(502), delivery.Unknown, 502, 0, 1},
+		{"commit then slow", fakehelpdesk.CommitThenSlow(5 * time.Second), delivery.Unknown, 0, 0, 1},
+		{"503 Retry-After date", fakehelpdesk.Unavailable(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), delivery.Unknown, 503, -1, 0},
+		{"429 Retry-After", fakehelpdesk.TooManyRequests("30"), delivery.NotCreated, 429, 30 * time.Second, 0},
+		{"409 in progress", fakehelpdesk.InProgress(), delivery.Unknown, 409, 0, 0},
+		{"400", fakehelpdesk.Refuse(400), delivery.Refused, 400, 0, 0},
+		{"422", fakehelpdesk.Refuse(422), delivery.Refused, 422, 0, 0},
+		{"404", fakehelpdesk.Refuse(404), delivery.Refused, 404, 0, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: tc.fault})
+			_, err := newClient(t, s, true, 300*time.Millisecond).Send(context.Background(), ticket)
+			se := sendErr(t, err)
+			retryOK := se.RetryAfter == tc.retryAfter
+			if tc.retryAfter < 0 { // an HTTP-date an hour ahead
+				retryOK = se.RetryAfter > 59*time.Minute && se.RetryAfter <= time.Hour
+			}
+			if se.Outcome != tc.outcome || se.Status != tc.status || !retryOK {
+				t.Fatalf("got %s status %d retry %v (%v); want %s %d", se.Outcome, se.Status, se.RetryAfter, se, tc.outcome, tc.status)
+			}
+			if s.Held(ticket.ID) != tc.held || s.Requests(fakehelpdesk.WebhookCreate) != 1 {
+				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID), s.Requests(fakehelpdesk.WebhookCreate), tc.held)
+			}
+		})
+	}
+}
+
+// TestHelpdeskRefusals: the endpoint's own answers, unscripted: another
+// body under a held key is 422, a wrong secret 401, both refusals; a
+// create racing one in progress is 409, Unknown.
+func TestHelpdeskRefusals(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, false, 0)
+	if _, err := c.Send(context.Background(), ticket); err != nil {
+		t.Fatal(err)
+	}
+	edited := ticket
+	edited.Title = "edited"
+	_, err := c.Send(context.Background(), edited)
+	if se := sendErr(t, err); se.Outcome != delivery.Refused || se.Status != 422 {
+		t.Fatalf("another body: %v", se)
+	}
+	bad, _ := webhook.New(webhook.Config{URL: s.WebhookURL(), Secret: "not-the-secret"})
+	_, err = bad.Send(context.Background(), ticket)
+	if se := sendErr(t, err); se.Outcome != delivery.Refused || se.Status != 401 {
+		t.Fatalf("bad secret: %v", se)
+	}
+
+	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: fakehelpdesk.CommitThenSlow(time.Second)})
+	other := ticket
+	other.ID = "other"
+	done := make(chan error)
+	go func() { _, err := c.Send(context.Background(), other); done <- err }()
+	for s.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err = c.Send(context.Background(), other)
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != 409 {
+		t.Fatalf("in progress: %v", se)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s.Held("other") != 1 {
+		t.Fatalf("held %d", s.Held("other"))
+	}
+}
+
+func TestUnreachableIsNotCreated(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/hook"
+	l.Close()
+	c, err := webhook.New(webhook.Config{URL: url, Secret: "s", Lookup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(context.Background(), ticket)
+	if se := sendErr(t, err); se.Outcome != delivery.NotCreated {
+		t.Fatalf("got %v", se)
+	}
+	if _, _, err := c.Lookup(context.Background(), ticket.ID); err == nil || errors.Is(err, delivery.ErrNoLookup) {
+		t.Fatalf("lookup: %v", err)
+	}
+}
+
+// TestNoAutoResend: the endpoint commits the second ticket and closes the
+// connection it had kept alive without answering; the adapter reports
+// Unknown and nothing was sent twice.
+func TestNoAutoResend(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
+	c := newClient(t, s, true, 0)
+	if _, err := c.Send(context.Background(), ticket); err != nil {
+		t.Fatal(err)
+	}
+	second := ticket
+	second.ID = "second"
+	_, err := c.Send(context.Background(), second)
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown {
+		t.Fatalf("got %v", se)
+	}
+	if n := s.Requests(fakehelpdesk.WebhookCreate); n != 2 {
+		t.Fatalf("the endpoint received %d creates; want 2", n)
+	}
+	if r, found, err := c.Lookup(context.Background(), second.ID); err != nil || !found || r.ExternalID != "WH-2" {
+		t.Fatalf("lookup %+v %v %v", r, found, err)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c, err := webhook.New(webhook.Config{URL: s.WebhookURL() + "?team=a%20b&x=1", Secret: s.Config().Secret, Lookup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, found, err := c.Lookup(ctx, ticket.ID); err != nil || found {
+		t.Fatalf("before: %v %v", found, err)
+	}
+	sent, err := c.Send(ctx, ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, found, err := c.Lookup(ctx, ticket.ID)
+	if err != nil || !found || r != sent {
+		t.Fatalf("after: %+v %v %v; want %+v", r, found, err, sent)
+	}
+	got := s.Received()
+	post, look := got[1], got[2]
+	if post.RawQuery != "team=a%20b&x=1" {
+		t.Fatalf("the POST went to ?%s", post.RawQuery)
+	}
+	param := "idempotency_key=" + ticket.ID
+	if look.Method != http.MethodGet || look.Path != fakehelpdesk.DefaultWebhookPath ||
+		look.RawQuery != "team=a%20b&x=1&"+param || len(look.Body) != 0 ||
+		look.Header.Get("X-Signature-256") != hmacHex(fakehelpdesk.DefaultSecret, []byte(param)) {
+		t.Fatalf("lookup request %s %s?%s %v", look.Method, look.Path, look.RawQuery, look.Header)
+	}
+}
+
+func TestLookupNotConfigured(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	_, found, err := newClient(t, s, false, 0).Lookup(context.Background(), ticket.ID)
+	if !errors.Is(err, delivery.ErrNoLookup) || found || len(s.Received()) != 0 {
+		t.Fatalf("%v %v, %d requests", found, err, len(s.Received()))
+	}
+}
+
+func TestLookupLag(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	s.SetLookupLag(0, 30*time.Second)
+	c := newClient(t, s, true, 0)
+	if _, err := c.Send(context.Background(), ticket); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := c.Lookup(context.Background(), ticket.ID); err != nil || found {
+		t.Fatalf("lagging lookup: %v %v", found, err)
+	}
+	s.Advance(30 * time.Second)
+	if _, found, err := c.Lookup(context.Background(), ticket.ID); err != nil || !found {
+		t.Fatalf("later lookup: %v %v", found, err)
+	}
+}
+
+func TestLookupFailures(t *testing.T) {
+	for name, f := range map[string]fakehelpdesk.Fault{
+		"500":  fakehelpdesk.CommitThenStatus(500),
+		"503":  fakehelpdesk.Unavailable("5"),
+		"401":  fakehelpdesk.Refuse(401),
+		"410":  fakehelpdesk.Refuse(410),
+		"drop": fakehelpdesk.Drop(),
+		"slow": {Delay: 5 * time.Second},
+	} {
+		s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookLookup, Fault: f})
+		r, found, err := newClient(t, s, true, 300*time.Millisecond).Lookup(context.Background(), ticket.ID)
+		if err == nil || found || r != (delivery.Receipt{}) || errors.Is(err, delivery.ErrNoLookup) {
+			t.Errorf("%s: %+v %v %v; want a failed lookup", name, r, found, err)
+		}
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	cases := map[string]webhook.Config{
+		"must be https":      {URL: "http://hooks.example/x", Secret: "s"},
+		"user info":          {URL: "https://u:p@hooks.example/x", Secret: "s"},
+		"secret is required": {URL: "https://hooks.example/x"},
+		"negative":           {URL: "https://hooks.example/x", Secret: "s", Timeout: -1},
+		"no host":            {URL: "/x", Secret: "s"},
+	}
+	for want, cfg := range cases {
+		if _, err := webhook.New(cfg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v", want, err)
+		}
+	}
+	c, err := webhook.New(webhook.Config{URL: "https://hooks.example/x?team=1", Secret: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(context.Background(), delivery.Ticket{Title: "no id"})
+	if se := sendErr(t, err); se.Outcome != delivery.Refused {
+		t.Fatalf("ticket without id: %v", se)
+	}
+}
+
+// TestSecretsNeverShown: neither the HMAC secret nor a token in the URL's
+// query appears in a printed or logged form, or in any error.
+func TestSecretsNeverShown(t *testing.T) {
+	const secret, token = "hmac-secret-7d3e", "query-token-51aa"
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{Secret: secret})
+	cfg := webhook.Config{URL: s.WebhookURL() + "?token=" + token, Secret: secret, Lookup: true, Timeout: 300 * time.Millisecond}
+	c, err := webhook.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "%v %+v %#v %s %v %+v\n", cfg, cfg, cfg, cfg, c, c)
+	log := slog.New(slog.NewJSONHandler(&out, nil))
+	log.Info("destination", "config", cfg, "client", c)
+	for _, f := range []fakehelpdesk.Fault{fakehelpdesk.CommitThenDrop(), fakehelpdesk.CommitThenStatus(500),
+		fakehelpdesk.Refuse(422), fakehelpdesk.CommitThenSlow(time.Second), fakehelpdesk.TooManyRequests("1")} {
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: f})
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookLookup, Fault: f})
+		_, err := c.Send(context.Background(), ticket)
+		fmt.Fprintln(&out, err)
+		_, _, err = c.Lookup(context.Background(), ticket.ID)
+		fmt.Fprintln(&out, err)
+	}
+	bad, err := webhook.New(webhook.Config{URL: "http://127.0.0.1:1/hook?token=" + token, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Send(context.Background(), ticket)
+	fmt.Fprintln(&out, err)
+	_, err = webhook.New(webhook.Config{URL: "http://example.com/hook?token=" + token, Secret: secret})
+	fmt.Fprintln(&out, err)
+
+	text := out.String()
+	if strings.Contains(text, secret) || strings.Contains(text, token) {
+		t.Fatalf("a secret leaked:\n%s", text)
+	}
+	if !strings.Contains(text, "[redacted]") || !strings.Contains(text, "answered 422") || !strings.Contains(text, "connect") {
+		t.Fatalf("the output is not what the test means to check:\n%s", text)
+	}
+}

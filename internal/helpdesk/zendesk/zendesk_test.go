@@ -1,0 +1,431 @@
+package zendesk_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+var ticket = delivery.Ticket{
+	ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
+	OperationKey: "op-key",
+	TenantID:     "tenant-1",
+	UserID:       "user-1",
+	Title:        `Printer <on fire> & "smoking"`,
+	Description:  "Third floor, since 9:00.\nPlease hurry — é",
+	Priority:     "urgent",
+	CreatedAt:    time.Date(2026, 11, 30, 9, 15, 0, 123456789, time.UTC),
+}
+
+func newClient(t *testing.T, s *fakehelpdesk.Server, timeout time.Duration) *zendesk.Client {
+	t.Helper()
+	cfg := s.Config()
+	c, err := zendesk.New(zendesk.Config{URL: s.URL(), Email: cfg.Email, Token: cfg.Token, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func sendErr(t *testing.T, err error) *delivery.SendError {
+	t.Helper()
+	var se *delivery.SendError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
+	}
+	return se
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+// TestSendAsSent checks the request byte for byte and the receipt.
+func TestSendAsSent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ticket delivery.Ticket
+	}{
+		{"create.golden.json", ticket},
+		{"create_no_description.golden.json", func() delivery.Ticket { t := ticket; t.Description = ""; return t }()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			r, err := newClient(t, s, 0).Send(context.Background(), tc.ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.Received()
+			if len(got) != 1 {
+				t.Fatalf("%d requests", len(got))
+			}
+			req := got[0]
+			golden(t, tc.name, req.Body)
+			cfg := s.Config()
+			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))
+			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||
+				req.Header.Get("Authorization") != wantAuth ||
+				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
+				req.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("request %s %s?%s %v", req.Method, req.Path, req.RawQuery, req.Header)
+			}
+			if r.ExternalID != "1001" || r.ExternalURL != s.URL()+"/agent/tickets/1001" {
+				t.Fatalf("receipt %+v", r)
+			}
+		})
+	}
+}
+
+// TestResendIsIdentical: the same ticket gives the same bytes, so the
+// helpdesk replays its first answer instead of refusing the key.
+func TestResendIsIdentical(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, 0)
+	r1, err1 := c.Send(context.Background(), ticket)
+	r2, err2 := c.Send(context.Background(), ticket)
+	if err1 != nil || err2 != nil || r1 != r2 {
+		t.Fatalf("%+v %v / %+v %v", r1, err1, r2, err2)
+	}
+	got := s.Received()
+	if !bytes.Equal(got[0].Body, got[1].Body) || s.Held(ticket.ID) != 1 {
+		t.Fatalf("bodies differ or %d tickets held", s.Held(ticket.ID))
+	}
+}
+
+func TestSendFailures(t *testing.T) {
+	cases := []struct {
+		name       string
+		fault      fakehelpdesk.Fault
+		outcome    delivery.Outcome
+		status     int
+		retryAfter time.Duration
+		held       int
+	}{
+		{"commit then drop", fakehelpdesk.CommitThenDrop(), delivery.Unknown, 0, 0, 1},
+		{"drop after reading", fakehelpdesk.Drop(), delivery.Unknown, 0, 0, 0},
+		{"commit then 500", fakehelpdesk.CommitThenStatus(500), delivery.Unknown, 500, 0, 1},
+		{"commit then slow", fakehelpdesk.CommitThenSlow(5 * time.Second), delivery.Unknown, 0, 0, 1},
+		{"503 Retry-After", fakehelpdesk.Unavailable("120"), delivery.Unknown, 503, 120 * time.Second, 0},
+		{"429 Retry-After", fakehelpdesk.TooManyRequests("30"), delivery.NotCreated, 429, 30 * time.Second, 0},
+		{"408", fakehelpdesk.Fault{Status: 408}, delivery.NotCreated, 408, 0, 0},
+		{"409", fakehelpdesk.InProgress(), delivery.Unknown, 409, 0, 0},
+		{"400 IdempotentRequestError", fakehelpdesk.IdempotentRequestError(), delivery.Unknown, 400, 0, 0},
+		{"400 other", fakehelpdesk.Refuse(400), delivery.Refused, 400, 0, 0},
+		{"422", fakehelpdesk.Refuse(422), delivery.Refused, 422, 0, 0},
+		{"201 without a ticket", fakehelpdesk.Fault{Commit: true, Status: 201, Body: `{"ok":true}`}, delivery.Unknown, 201, 0, 1},
+		{"200 with a bad id", fakehelpdesk.Fault{Commit: true, Status: 200, Body: `{"ticket":{"id":"x1"}}`}, delivery.Unknown, 200, 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: tc.fault})
+			_, err := newClient(t, s, 300*time.Millisecond).Send(context.Background(), ticket)
+			se := sendErr(t, err)
+			if se.Outcome != tc.outcome || se.Status != tc.status || se.RetryAfter != tc.retryAfter {
+				t.Fatalf("got %s status %d retry %v (%v); want %s %d %v",
+					se.Outcome, se.Status, se.RetryAfter, se, tc.outcome, tc.status, tc.retryAfter)
+			}
+			if s.Held(ticket.ID) != tc.held || s.Requests(fakehelpdesk.ZendeskCreate) != 1 {
+				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID),
+					s.Requests(fakehelpdesk.ZendeskCreate), tc.held)
+			}
+		})
+	}
+}
+
+// TestReusedKeyWithAnotherBody: Zendesk's own 400 IdempotentRequestError
+// (the key is held with another body) is Unknown, not a refusal.
+func TestReusedKeyWithAnotherBody(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, 0)
+	if _, err := c.Send(context.Background(), ticket); err != nil {
+		t.Fatal(err)
+	}
+	other := ticket
+	other.Title = "edited"
+	_, err := c.Send(context.Background(), other)
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != 400 ||
+		!strings.Contains(se.Error(), "IdempotentRequestError") {
+		t.Fatalf("got %v", se)
+	}
+}
+
+func TestUnauthorizedIsRefused(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c, err := zendesk.New(zendesk.Config{URL: s.URL(), Email: s.Config().Email, Token: "wrong-token-42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(context.Background(), ticket)
+	if se := sendErr(t, err); se.Outcome != delivery.Refused || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
+		t.Fatalf("got %v", se)
+	}
+}
+
+func TestUnreachableIsNotCreated(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	c, err := zendesk.New(zendesk.Config{URL: url, Email: "a@b.c", Token: "tok-secret-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(context.Background(), ticket)
+	if se := sendErr(t, err); se.Outcome != delivery.NotCreated || strings.Contains(se.Error(), "tok-secret-1") {
+		t.Fatalf("got %v", se)
+	}
+	if _, _, err := c.Lookup(context.Background(), ticket.ID); err == nil {
+		t.Fatal("lookup on an unreachable helpdesk succeeded")
+	}
+}
+
+// TestNoAutoResend: the helpdesk commits the second ticket and closes the
+// connection (which it had kept alive after the first) without answering.
+// The adapter reports Unknown and the helpdesk saw each request once; the
+// lookup then finds the ticket, so the engine need not resend.
+func TestNoAutoResend(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
+	c := newClient(t, s, 0)
+	if _, err := c.Send(context.Background(), ticket); err != nil {
+		t.Fatal(err)
+	}
+	second := ticket
+	second.ID = "second-ticket"
+	_, err := c.Send(context.Background(), second)
+	if se := sendErr(t, err); se.Outcome != delivery.Unknown {
+		t.Fatalf("got %v", se)
+	}
+	if n := s.Requests(fakehelpdesk.ZendeskCreate); n != 2 {
+		t.Fatalf("the helpdesk received %d creates; want 2", n)
+	}
+	r, found, err := c.Lookup(context.Background(), second.ID)
+	if err != nil || !found || r.ExternalID != "1002" {
+		t.Fatalf("lookup: %+v %v %v", r, found, err)
+	}
+	if s.Held(second.ID) != 1 || s.Total() != 2 {
+		t.Fatalf("held %d, total %d", s.Held(second.ID), s.Total())
+	}
+}
+
+func TestLookup(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, 0)
+	ctx := context.Background()
+
+	if r, found, err := c.Lookup(ctx, ticket.ID); err != nil || found || r != (delivery.Receipt{}) {
+		t.Fatalf("before: %+v %v %v", r, found, err)
+	}
+	sent, err := c.Send(ctx, ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, found, err := c.Lookup(ctx, ticket.ID)
+	if err != nil || !found || r != sent {
+		t.Fatalf("after: %+v %v %v; want %+v", r, found, err, sent)
+	}
+	got := s.Received()[2]
+	if got.Method != http.MethodGet || got.Path != "/api/v2/tickets" || got.RawQuery != "external_id="+ticket.ID ||
+		got.Header.Get("Authorization") == "" || len(got.Body) != 0 {
+		t.Fatalf("lookup request %+v", got)
+	}
+}
+
+// TestLookupTakesTheOldest: several tickets under one external id (a key
+// that expired, a ticket made by hand): the oldest by created_at wins, and
+// on equal dates the lower id.
+func TestLookupTakesTheOldest(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, 0)
+	ctx := context.Background()
+	if _, err := c.Send(ctx, ticket); err != nil { // id 1001 at the clock's start
+		t.Fatal(err)
+	}
+	s.Advance(3 * time.Hour) // the key has expired: a resend makes a second ticket
+	if r, err := c.Send(ctx, ticket); err != nil || r.ExternalID != "1002" {
+		t.Fatalf("resend %+v %v", r, err)
+	}
+	r, found, err := c.Lookup(ctx, ticket.ID)
+	if err != nil || !found || r.ExternalID != "1001" {
+		t.Fatalf("got %+v %v %v; want 1001", r, found, err)
+	}
+	older := s.AddZendeskTicket(ticket.ID, fakehelpdesk.DefaultStart.Add(-time.Minute)) // higher id, older date
+	r, _, _ = c.Lookup(ctx, ticket.ID)
+	if r.ExternalID != fmt.Sprint(older) {
+		t.Fatalf("got %s; want the oldest by date, %d", r.ExternalID, older)
+	}
+	s.AddZendeskTicket("tie", fakehelpdesk.DefaultStart)
+	s.AddZendeskTicket("tie", fakehelpdesk.DefaultStart)
+	r, _, _ = c.Lookup(ctx, "tie")
+	if r.ExternalID != fmt.Sprint(older+1) {
+		t.Fatalf("tie: got %s; want the lower id %d", r.ExternalID, older+1)
+	}
+}
+
+func TestLookupLag(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	s.SetLookupLag(1, 0)
+	c := newClient(t, s, 0)
+	if _, err := c.Send(context.Background(), ticket); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := c.Lookup(context.Background(), ticket.ID); err != nil || found {
+		t.Fatalf("first lookup: %v %v; want absent (the index lags)", found, err)
+	}
+	if _, found, err := c.Lookup(context.Background(), ticket.ID); err != nil || !found {
+		t.Fatalf("second lookup: %v %v", found, err)
+	}
+}
+
+func TestLookupFailures(t *testing.T) {
+	cases := []struct {
+		name  string
+		fault fakehelpdesk.Fault
+		check func(*testing.T, error)
+	}{
+		{"503", fakehelpdesk.Unavailable("9"), func(t *testing.T, err error) {
+			if se := sendErr(t, err); se.Status != 503 || se.RetryAfter != 9*time.Second {
+				t.Fatalf("got %v", se)
+			}
+		}},
+		{"404", fakehelpdesk.Refuse(404), nil},
+		{"drop", fakehelpdesk.Drop(), nil},
+		{"not json", fakehelpdesk.Fault{Status: 200, Body: `<html>`}, nil},
+		{"no list", fakehelpdesk.Fault{Status: 200, Body: `{"ticket":{"id":1}}`}, nil},
+		{"bad id", fakehelpdesk.Fault{Status: 200, Body: `{"tickets":[{"id":-4,"created_at":"2026-01-01T00:00:00Z"}]}`}, nil},
+		{"bad date", fakehelpdesk.Fault{Status: 200, Body: `{"tickets":[{"id":4,"created_at":"yesterday"}]}`}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, Fault: tc.fault})
+			r, found, err := newClient(t, s, 0).Lookup(context.Background(), ticket.ID)
+			if err == nil || found || r != (delivery.Receipt{}) || errors.Is(err, delivery.ErrNoLookup) {
+				t.Fatalf("got %+v %v %v; want a failed lookup", r, found, err)
+			}
+			if tc.check != nil {
+				tc.check(t, err)
+			}
+		})
+	}
+}
+
+// TestAnswer200: Zendesk may answer 200 rather than 201.
+func TestAnswer200(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"ticket":{"id":35436,"url":"https://x/api/v2/tickets/35436.json"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := zendesk.New(zendesk.Config{URL: srv.URL + "/", Email: "a@b.c", Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Send(context.Background(), ticket)
+	if err != nil || r.ExternalID != "35436" || r.ExternalURL != srv.URL+"/agent/tickets/35436" {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	const token = "very-secret-token-99"
+	cases := map[string]zendesk.Config{
+		"must be https":         {URL: "http://acme.zendesk.com", Email: "a@b.c", Token: token},
+		"user info":             {URL: "https://a:" + token + "@acme.zendesk.com", Email: "a@b.c", Token: token},
+		"must not have a query": {URL: "https://acme.zendesk.com?x=1", Email: "a@b.c", Token: token},
+		"email is required":     {URL: "https://acme.zendesk.com", Token: token},
+		"token is required":     {URL: "https://acme.zendesk.com", Email: "a@b.c"},
+		"negative":              {URL: "https://acme.zendesk.com", Email: "a@b.c", Token: token, Timeout: -time.Second},
+	}
+	for want, cfg := range cases {
+		_, err := zendesk.New(cfg)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), token) {
+			t.Errorf("%q: got %v", want, err)
+		}
+	}
+	if _, err := zendesk.New(zendesk.Config{URL: "https://acme.zendesk.com", Email: "a@b.c", Token: token}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := newClientNoID(t).Send(context.Background(), delivery.Ticket{Title: "x"})
+	if se := sendErr(t, err); se.Outcome != delivery.Refused {
+		t.Fatalf("ticket without id: %v", se)
+	}
+}
+
+func newClientNoID(t *testing.T) *zendesk.Client {
+	c, err := zendesk.New(zendesk.Config{URL: "http://127.0.0.1:1", Email: "a@b.c", Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCredentialsNeverShown: the token and the Basic credential appear in
+// no printed or logged form of the configuration or client, and in no error
+// of any failure.
+func TestCredentialsNeverShown(t *testing.T) {
+	const token = "tok-4f8a9c2e71"
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{Token: token})
+	cfg := zendesk.Config{URL: s.URL(), Email: s.Config().Email, Token: token, Timeout: 300 * time.Millisecond}
+	c, err := zendesk.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte(cfg.Email + "/token:" + token))
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "%v %+v %#v %s %v %+v %s\n", cfg, cfg, cfg, cfg, c, c, c)
+	log := slog.New(slog.NewJSONHandler(&out, nil))
+	log.Info("destination", "config", cfg, "client", c)
+	log.Info("destination", slog.Any("config", &cfg))
+	for _, f := range []fakehelpdesk.Fault{fakehelpdesk.CommitThenDrop(), fakehelpdesk.CommitThenStatus(500),
+		fakehelpdesk.Refuse(422), fakehelpdesk.CommitThenSlow(time.Second), fakehelpdesk.TooManyRequests("1")} {
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: f})
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, Fault: f})
+		_, err := c.Send(context.Background(), ticket)
+		fmt.Fprintln(&out, err)
+		_, _, err = c.Lookup(context.Background(), ticket.ID)
+		fmt.Fprintln(&out, err)
+	}
+	text := out.String()
+	if strings.Contains(text, token) || strings.Contains(text, basic) {
+		t.Fatalf("a credential leaked:\n%s", text)
+	}
+	if !strings.Contains(text, "[redacted]") || !strings.Contains(text, "answered 422") {
+		t.Fatalf("the output is not what the test means to check:\n%s", text)
+	}
+}

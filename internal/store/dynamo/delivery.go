@@ -1,0 +1,277 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+)
+
+// The delivery record's attributes on the ticket item. delivery_shard and
+// delivery_due_at are the keys of DeliveryDueIndex and are present only
+// while the delivery is live (pending or delivering).
+const (
+	attrState          = "delivery_state"
+	attrDueAt          = "delivery_due_at" // epoch seconds
+	attrShard          = "delivery_shard"
+	attrAttempts       = "delivery_attempts"
+	attrLookupFailures = "delivery_lookup_failures"
+	attrSentUnknown    = "delivery_unknown" // BOOL: a send may have created it
+	attrLeaseUntil     = "lease_until"      // epoch seconds
+	attrLeaseOwner     = "delivery_lease"
+	attrError          = "delivery_error"
+	attrExternalID     = "external_id"
+	attrExternalURL    = "external_url"
+	attrDeliveredAt    = "delivered_at" // RFC 3339
+)
+
+// shard is the one partition of DeliveryDueIndex. Live deliveries are few
+// (they leave the index once delivered), well inside one partition's
+// throughput; a larger fleet would spread them over a few shards and
+// query each.
+const shard = "due"
+
+var _ delivery.Store = (*Store)(nil)
+
+// addDelivery puts a new ticket's delivery record on its item.
+func addDelivery(item map[string]types.AttributeValue, d *core.Delivery) {
+	if d == nil {
+		return
+	}
+	item[attrState] = s(d.State)
+	item[attrAttempts] = n(0)
+	if delivery.State(d.State).Live() {
+		item[attrShard] = s(shard)
+		item[attrDueAt] = n(d.DueAt.Unix())
+	}
+}
+
+func parseCoreDelivery(item map[string]types.AttributeValue) *core.Delivery {
+	st, ok := item[attrState].(*types.AttributeValueMemberS)
+	if !ok {
+		return nil
+	}
+	r := itemReader{item: item}
+	d := &core.Delivery{State: st.Value}
+	d.ExternalID, _ = r.optStr(attrExternalID)
+	d.ExternalURL, _ = r.optStr(attrExternalURL)
+	if _, ok := item[attrDueAt]; ok {
+		d.DueAt = time.Unix(r.num(attrDueAt), 0)
+	}
+	return d
+}
+
+func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error) {
+	r := itemReader{item: item}
+	rec := delivery.Record{
+		TicketID: trimPrefix(r.str("pk"), prefixTicket),
+		State:    delivery.State(r.str(attrState)),
+	}
+	optNum := func(name string) int64 {
+		if _, ok := item[name]; ok {
+			return r.num(name)
+		}
+		return 0
+	}
+	rec.Attempts = int(optNum(attrAttempts))
+	rec.LookupFailures = int(optNum(attrLookupFailures))
+	if b, ok := item[attrSentUnknown].(*types.AttributeValueMemberBOOL); ok {
+		rec.SentUnknown = b.Value
+	}
+	if _, ok := item[attrDueAt]; ok {
+		rec.DueAt = time.Unix(r.num(attrDueAt), 0)
+	}
+	if _, ok := item[attrLeaseUntil]; ok {
+		rec.LeaseUntil = time.Unix(r.num(attrLeaseUntil), 0)
+	}
+	rec.LeaseOwner, _ = r.optStr(attrLeaseOwner)
+	rec.Error, _ = r.optStr(attrError)
+	rec.ExternalID, _ = r.optStr(attrExternalID)
+	rec.ExternalURL, _ = r.optStr(attrExternalURL)
+	if _, ok := item[attrDeliveredAt]; ok {
+		rec.DeliveredAt = r.time(attrDeliveredAt)
+	}
+	if r.err == nil && !rec.State.Valid() {
+		r.err = fmt.Errorf("dynamo: ticket %s has delivery state %q", rec.TicketID, rec.State)
+	}
+	return rec, r.err
+}
+
+func ticketKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": s(prefixTicket + id)}
+}
+
+// conditionFailed reports whether err is a failed ConditionExpression.
+func conditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// Delivery implements delivery.Store with one strongly consistent read.
+func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
+	var out *dynamodb.GetItemOutput
+	err := st.call(ctx, func(ctx context.Context) (err error) {
+		out, err = st.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &st.table, Key: ticketKey(id), ConsistentRead: aws.Bool(true)})
+		return err
+	})
+	if err != nil {
+		return delivery.Record{}, err
+	}
+	if _, ok := out.Item[attrState]; !ok {
+		return delivery.Record{}, delivery.ErrNotFound
+	}
+	return parseDelivery(out.Item)
+}
+
+// Due implements delivery.Store with one Query on DeliveryDueIndex. The
+// index is eventually consistent: a ticket just claimed may still show,
+// and Claim then refuses it.
+func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out *dynamodb.QueryOutput
+	err := st.call(ctx, func(ctx context.Context) (err error) {
+		out, err = st.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:              &st.table,
+			IndexName:              aws.String(DeliveryDueIndex),
+			KeyConditionExpression: aws.String("#shard = :shard AND #due <= :now"),
+			ExpressionAttributeNames: map[string]string{
+				"#shard": attrShard, "#due": attrDueAt,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": s(shard), ":now": n(now.Unix())},
+			Limit:                     aws.Int32(int32(min(limit, 1000))),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(out.Items))
+	for _, item := range out.Items {
+		pk, ok := item["pk"].(*types.AttributeValueMemberS)
+		if !ok || !strings.HasPrefix(pk.Value, prefixTicket) {
+			return nil, fmt.Errorf("dynamo: %s entry without a ticket key", DeliveryDueIndex)
+		}
+		ids = append(ids, strings.TrimPrefix(pk.Value, prefixTicket))
+	}
+	return ids, nil
+}
+
+// Claim implements delivery.Store with one conditional UpdateItem, which
+// returns the item as it was (the ticket to send and the record before).
+func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
+	var out *dynamodb.UpdateItemOutput
+	err := st.call(ctx, func(ctx context.Context) (err error) {
+		out, err = st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:        &st.table,
+			Key:              ticketKey(id),
+			UpdateExpression: aws.String("SET #state = :delivering, #owner = :owner, #lease = :lease, #due = :due"),
+			ConditionExpression: aws.String("(#state = :pending AND #due <= :now) OR " +
+				"(#state = :delivering AND #lease < :now)"),
+			ExpressionAttributeNames: map[string]string{
+				"#state": attrState, "#owner": attrLeaseOwner, "#lease": attrLeaseUntil, "#due": attrDueAt,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":delivering": s(string(delivery.StateDelivering)), ":pending": s(string(delivery.StatePending)),
+				":owner": s(owner), ":lease": n(leaseUntil.Unix()), ":due": n(leaseUntil.Unix() + 1),
+				":now": n(now.Unix()),
+			},
+			ReturnValues: types.ReturnValueAllOld,
+		})
+		return err
+	})
+	if conditionFailed(err) {
+		return delivery.Claimed{}, delivery.ErrNotClaimable
+	}
+	if err != nil {
+		return delivery.Claimed{}, err
+	}
+	before, err := parseDelivery(out.Attributes)
+	if err != nil {
+		return delivery.Claimed{}, err
+	}
+	t, err := parseTicket(out.Attributes)
+	if err != nil {
+		return delivery.Claimed{}, err
+	}
+	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
+	if err != nil {
+		return delivery.Claimed{}, err
+	}
+	return delivery.Claimed{Ticket: ticket, Before: before}, nil
+}
+
+// Record implements delivery.Store with one UpdateItem conditional on the
+// lease owner. A final state takes the ticket out of DeliveryDueIndex.
+func (st *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+	names := map[string]string{"#state": attrState, "#owner": attrLeaseOwner}
+	values := map[string]types.AttributeValue{
+		":state":      s(string(u.State)),
+		":delivering": s(string(delivery.StateDelivering)),
+		":owner":      s(owner),
+	}
+	var set, remove []string
+	put := func(attr string, v types.AttributeValue) {
+		k := strconv.Itoa(len(names))
+		names["#a"+k], values[":v"+k] = attr, v
+		set = append(set, "#a"+k+" = :v"+k)
+	}
+	drop := func(attr string) {
+		k := strconv.Itoa(len(names))
+		names["#a"+k] = attr
+		remove = append(remove, "#a"+k)
+	}
+	optional := func(attr, v string) {
+		if v == "" {
+			drop(attr)
+		} else {
+			put(attr, s(v))
+		}
+	}
+	set = append(set, "#state = :state")
+	put(attrAttempts, n(int64(u.Attempts)))
+	put(attrLookupFailures, n(int64(u.LookupFailures)))
+	put(attrSentUnknown, &types.AttributeValueMemberBOOL{Value: u.SentUnknown})
+	optional(attrError, u.Error)
+	optional(attrExternalID, u.ExternalID)
+	optional(attrExternalURL, u.ExternalURL)
+	if u.State == delivery.StateDelivered {
+		put(attrDeliveredAt, s(u.DeliveredAt.UTC().Format(time.RFC3339Nano)))
+	} else {
+		drop(attrDeliveredAt)
+	}
+	if u.State == delivery.StatePending {
+		put(attrDueAt, n(u.DueAt.Unix()))
+	} else {
+		drop(attrDueAt)
+		drop(attrShard)
+	}
+	remove = append(remove, "#owner")
+	drop(attrLeaseUntil)
+	expr := "SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", ")
+	err := st.call(ctx, func(ctx context.Context) error {
+		_, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &st.table,
+			Key:                       ticketKey(id),
+			UpdateExpression:          aws.String(expr),
+			ConditionExpression:       aws.String("#state = :delivering AND #owner = :owner"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		})
+		return err
+	})
+	if conditionFailed(err) {
+		return delivery.ErrLeaseLost
+	}
+	return err
+}

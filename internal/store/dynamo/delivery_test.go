@@ -1,0 +1,183 @@
+package dynamo_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+func TestDeliveryConformance(t *testing.T) {
+	deliverytest.Run(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Store {
+			s, _ := newTable(t)
+			return s.Store
+		},
+	})
+}
+
+type created struct{ sends atomic.Int64 }
+
+func (d *created) Send(_ context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+	d.sends.Add(1)
+	return delivery.Receipt{ExternalID: "ext-" + t.ID}, nil
+}
+
+func (d *created) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
+	return delivery.Receipt{}, false, delivery.ErrNoLookup
+}
+
+// With a destination configured the callback still costs one DynamoDB call
+// (the outbox rides in the transaction), and delivering a ticket costs two:
+// the claim and the result. A sweep adds one Query per batch.
+func TestDeliveryRoundTrips(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	var calls atomic.Int64
+	store := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), table, dynamo.Options{})
+	ctx := context.Background()
+	if err := store.PutUser(ctx, core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	var seq atomic.Int64
+	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: opkey.PolicyArguments,
+		Retention: time.Hour, Deliver: true, NewID: func() string { return fmt.Sprintf("rt-%d-%d", time.Now().UnixNano(), seq.Add(1)) }}
+	call := func(rid string) (core.Outcome, int64) {
+		before := calls.Load()
+		o := svc.Answer(ctx, core.Call{Function: core.CreateTicket,
+			Content: json.RawMessage(`{"title":"Round trips"}`), ExternalUserID: "user-a", RequestID: rid})
+		return o, calls.Load() - before
+	}
+	call("warm-up") // the user cache's first read
+	var ids []string
+	for i, st := range []struct {
+		rid       string
+		want      core.Kind
+		wantCalls int64
+	}{{"r1", core.KindCreated, 1}, {"r1", core.KindDuplicate, 1}, {"r2", core.KindCreated, 1}, {"r2", core.KindDuplicate, 1}} {
+		o, n := call(st.rid)
+		if o.Kind != st.want || n != st.wantCalls {
+			t.Fatalf("step %d: kind %v with %d DynamoDB calls, want %v with %d", i, o.Kind, n, st.want, st.wantCalls)
+		}
+		if o.Kind == core.KindCreated {
+			ids = append(ids, o.TicketID())
+		}
+	}
+	dest := &created{}
+	eng := &delivery.Engine{Store: store, Destination: dest}
+	before := calls.Load()
+	if st, err := eng.Deliver(ctx, ids[0]); err != nil || st != delivery.StateDelivered {
+		t.Fatalf("Deliver: %s, %v", st, err)
+	}
+	if n := calls.Load() - before; n != 2 {
+		t.Fatalf("DynamoDB calls per delivered ticket = %d, want 2", n)
+	}
+	// The worker's sweep: one Query, then two calls per ticket.
+	before = calls.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	moved := 0
+	for moved == 0 && time.Now().Before(deadline) { // the index is eventually consistent
+		before = calls.Load()
+		moved = (&delivery.Worker{Engine: eng}).Sweep(ctx)
+	}
+	if moved != 2 {
+		t.Fatalf("sweep moved %d, want 2 (warm-up and r2)", moved)
+	}
+	if n := calls.Load() - before; n != 1+2*2 {
+		t.Fatalf("DynamoDB calls for a sweep of 2 = %d, want 5", n)
+	}
+	if dest.sends.Load() != 3 {
+		t.Fatalf("sends = %d, want 3", dest.sends.Load())
+	}
+}
+
+// The due index is sparse: a final ticket leaves it, and a ticket created
+// without a destination never enters it.
+func TestDeliveryIndexIsSparse(t *testing.T) {
+	s, _ := newTable(t)
+	ctx := context.Background()
+	e := deliverytest.NewEnv(t, s.Store, true)
+	live := e.Create(`{"title":"live"}`)
+	done := e.Create(`{"title":"done"}`)
+	plain := deliverytest.NewEnv(t, s.Store, false).Create(`{"title":"plain"}`)
+	if _, err := e.Claim(done, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, done, "w", delivery.Update{State: delivery.StateDelivered, Attempts: 1, ExternalID: "1", DeliveredAt: e.Now}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.client.Scan(ctx, &dynamodb.ScanInput{TableName: &s.table, IndexName: aws.String(dynamo.DeliveryDueIndex)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, item := range out.Items {
+		keys = append(keys, item["pk"].(*types.AttributeValueMemberS).Value)
+	}
+	if len(keys) != 1 || keys[0] != "TICKET#"+live {
+		t.Fatalf("index holds %v, want only TICKET#%s (not %s, %s)", keys, live, done, plain)
+	}
+}
+
+// A worker process killed before, during and after its send: the next
+// worker finishes the ticket, and the helpdesk holds it once.
+func TestDeliveryWorkerKilled(t *testing.T) {
+	s, endpoint := newTable(t)
+	deliverytest.Kill(t, s.Store, envEndpoint+"="+endpoint, envTable+"="+s.table)
+}
+
+// A table created before delivery existed gains the due index, and the
+// delivery store works on it.
+func TestEnsureDeliveryIndexOnOldTable(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	client := testenv.DynamoClient(t, endpoint)
+	ctx := context.Background()
+	table := fmt.Sprintf("old-%d", time.Now().UnixNano())
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	s := dynamo.New(client, table, dynamo.Options{})
+	if _, err := s.Due(ctx, time.Now(), 10); err == nil {
+		t.Fatal("Due on a table without the index: no error")
+	}
+	for i, want := range []bool{true, false} {
+		added, err := dynamo.EnsureDeliveryIndex(ctx, client, table)
+		if err != nil || added != want {
+			t.Fatalf("call %d: added %v, %v; want %v", i, added, err, want)
+		}
+	}
+	e := deliverytest.NewEnv(t, s, true)
+	id := e.Create(`{"title":"after the index"}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids, err := s.Due(ctx, e.Now, 10)
+		if err == nil && len(ids) == 1 && ids[0] == id {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Due = %v, %v; want [%s]", ids, err, id)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,123 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// failingDynamoDB is an HTTP server that answers every DynamoDB call with
+// a 500 InternalServerError, as the service does in an outage; it counts
+// the requests.
+func failingDynamoDB(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		n.Add(1)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}`))
+	}))
+	t.Cleanup(srv.Close)
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(srv.URL),
+		Credentials:  credentials.NewStaticCredentialsProvider("k", "s", ""),
+		// A retry quota that is already spent, as after a burst of failures:
+		// the first retry finds no token.
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 5
+			o.RateLimiter = ratelimit.NewTokenRateLimit(0)
+			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+		}),
+	})
+	return client, &n
+}
+
+// When the SDK's retry quota runs out on a retryable 5xx it returns a
+// joined error that is not a MaxAttemptsError. The outcome is unknown:
+// busy, with the SDK's error kept in the chain.
+func TestRetryQuotaExhaustedOnServerErrorIsBusy(t *testing.T) {
+	client, n := failingDynamoDB(t)
+	s := New(client, "table", Options{CallTimeout: 5 * time.Second})
+	op, tk, now := testOp()
+	_, err := s.Create(context.Background(), op, tk, now)
+	var attempts *retry.MaxAttemptsError
+	var quota ratelimit.QuotaExceededError
+	var api smithy.APIError
+	switch {
+	case !errors.Is(err, core.ErrBusy):
+		t.Fatalf("Create: %v, want busy", err)
+	case errors.As(err, &attempts):
+		t.Fatalf("the SDK returned a MaxAttemptsError (%v); this test is about the quota", err)
+	case !errors.As(err, &quota) || !errors.As(err, &api) || api.ErrorCode() != "InternalServerError":
+		t.Fatalf("busy without the SDK's errors in the chain: %v", err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("requests = %d, want 1 (no retry token)", got)
+	}
+	_, err = s.Ticket(context.Background(), "id")
+	if !errors.Is(err, core.ErrBusy) {
+		t.Errorf("Ticket: %v, want busy", err)
+	}
+	if _, err := s.User(context.Background(), "user-a"); !errors.Is(err, core.ErrBusy) {
+		t.Errorf("User: %v, want busy", err)
+	}
+}
+
+// Every busy keeps the error it was made from.
+func TestBusyKeepsTheCause(t *testing.T) {
+	cause := &retry.MaxAttemptsError{Attempt: 3, Err: errors.New("connection reset")}
+	err := mapError(cause)
+	var got *retry.MaxAttemptsError
+	if !errors.Is(err, core.ErrBusy) || !errors.As(err, &got) || got != cause {
+		t.Fatalf("mapError = %v: want busy wrapping the SDK's error", err)
+	}
+	s := New(&fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, "table", Options{})
+	op, tk, now := testOp()
+	if _, err := s.Create(context.Background(), op, tk, now); !errors.Is(err, core.ErrBusy) || !errors.Is(err, errTicketExists) {
+		t.Fatalf("ticket condition failed: %v, want busy wrapping errTicketExists", err)
+	}
+}
+
+// readRecorder records the GetItem requests.
+type readRecorder struct {
+	Client
+	inputs []*dynamodb.GetItemInput
+}
+
+func (r *readRecorder) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	r.inputs = append(r.inputs, in)
+	return &dynamodb.GetItemOutput{}, nil
+}
+
+// Tickets and users are read with strongly consistent reads: a get_ticket
+// right after create_ticket must find the ticket, and a user just added
+// must not be refused.
+func TestReadsAreConsistent(t *testing.T) {
+	r := &readRecorder{}
+	s := New(r, "table", Options{})
+	_, _ = s.Ticket(context.Background(), "id")
+	_, _ = s.User(context.Background(), "user-a")
+	if len(r.inputs) != 2 {
+		t.Fatalf("GetItem calls = %d, want 2", len(r.inputs))
+	}
+	for _, in := range r.inputs {
+		if in.ConsistentRead == nil || !*in.ConsistentRead {
+			t.Errorf("GetItem %v without ConsistentRead", in.Key["pk"])
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+)
+
+// The store implements delivery.Store: each method is atomic under the
+// store's mutex, which makes the conditional updates conditional.
+var _ delivery.Store = (*Store)(nil)
+
+// addDelivery records t's delivery when the service asked for one. The
+// caller holds s.mu.
+func (s *Store) addDelivery(t core.Ticket) {
+	if t.Delivery == nil {
+		return
+	}
+	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID, State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}
+}
+
+// coreDelivery is the record as core shows it. The caller holds s.mu.
+func (s *Store) coreDelivery(id string) *core.Delivery {
+	r, ok := s.deliveries[id]
+	if !ok {
+		return nil
+	}
+	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
+}
+
+// Due implements delivery.Store.
+func (s *Store) Due(_ context.Context, now time.Time, limit int) ([]string, error) {
+	s.DeliveryCalls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []*delivery.Record
+	for _, r := range s.deliveries {
+		if r.State.Live() && !r.DueAt.After(now) {
+			due = append(due, r)
+		}
+	}
+	slices.SortFunc(due, func(a, b *delivery.Record) int {
+		if c := a.DueAt.Compare(b.DueAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.TicketID, b.TicketID)
+	})
+	ids := make([]string, 0, min(limit, len(due)))
+	for _, r := range due[:min(limit, len(due))] {
+		ids = append(ids, r.TicketID)
+	}
+	return ids, nil
+}
+
+// Claim implements delivery.Store.
+func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
+	s.DeliveryCalls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.deliveries[id]
+	if !ok || !claimable(r, now) {
+		return delivery.Claimed{}, delivery.ErrNotClaimable
+	}
+	t := s.tickets[id]
+	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
+	if err != nil {
+		return delivery.Claimed{}, err
+	}
+	before := *r
+	r.State, r.LeaseOwner, r.LeaseUntil, r.DueAt = delivery.StateDelivering, owner, leaseUntil, leaseUntil.Add(time.Second)
+	return delivery.Claimed{Ticket: ticket, Before: before}, nil
+}
+
+// claimable: pending and due, or delivering with an expired lease. Times
+// compare in whole seconds, as the durable stores keep them.
+func claimable(r *delivery.Record, now time.Time) bool {
+	sec := now.Unix()
+	switch r.State {
+	case delivery.StatePending:
+		return r.DueAt.Unix() <= sec
+	case delivery.StateDelivering:
+		return r.LeaseUntil.Unix() < sec
+	}
+	return false
+}
+
+// Record implements delivery.Store.
+func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) error {
+	s.DeliveryCalls.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.deliveries[id]
+	if !ok || r.State != delivery.StateDelivering || r.LeaseOwner != owner {
+		return delivery.ErrLeaseLost
+	}
+	*r = delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
+		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
+		DeliveredAt: u.DeliveredAt}
+	if u.State == delivery.StatePending {
+		r.DueAt = u.DueAt
+	}
+	return nil
+}
+
+// Delivery implements delivery.Store.
+func (s *Store) Delivery(_ context.Context, id string) (delivery.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.deliveries[id]
+	if !ok {
+		return delivery.Record{}, delivery.ErrNotFound
+	}
+	return *r, nil
+}

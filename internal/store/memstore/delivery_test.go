@@ -1,0 +1,14 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+)
+
+func TestDeliveryConformance(t *testing.T) {
+	deliverytest.Run(t, deliverytest.Harness{
+		Open: func(*testing.T) deliverytest.Store { return memstore.New() },
+	})
+}

@@ -1,0 +1,208 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+)
+
+// deliverySchema is the outbox: one row per ticket that is to be
+// delivered, written in the transaction that creates the ticket. A table
+// of its own, created if missing, so a database file from before delivery
+// existed opens unchanged: its tickets have no row and are never delivered.
+// due_at (epoch seconds) is when the row may next be claimed: the backoff's
+// end while pending, the second after the lease while delivering, NULL once
+// final; the partial index holds only live rows.
+const deliverySchema = `
+CREATE TABLE IF NOT EXISTS deliveries (
+	ticket_id       TEXT PRIMARY KEY REFERENCES tickets (ticket_id),
+	state           TEXT NOT NULL CHECK (state IN ('pending', 'delivering', 'delivered', 'failed', 'unknown')),
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	lookup_failures INTEGER NOT NULL DEFAULT 0,
+	sent_unknown    INTEGER NOT NULL DEFAULT 0,
+	due_at          INTEGER,
+	lease_until     INTEGER,
+	lease_owner     TEXT,
+	error           TEXT,
+	external_id     TEXT,
+	external_url    TEXT,
+	delivered_at    TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS NOT NULL;
+`
+
+var _ delivery.Store = (*Store)(nil)
+
+// insertDelivery writes t's outbox row inside the ticket's transaction,
+// when the service asked for one.
+func insertDelivery(ctx context.Context, tx *sql.Tx, t core.Ticket) error {
+	if t.Delivery == nil {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (ticket_id, state, due_at) VALUES (?, ?, ?)`,
+		t.ID, t.Delivery.State, t.Delivery.DueAt.Unix())
+	return mapError(err)
+}
+
+const deliveryColumns = `d.ticket_id, d.state, d.attempts, d.lookup_failures, d.sent_unknown, d.due_at,
+	d.lease_until, d.lease_owner, d.error, d.external_id, d.external_url, d.delivered_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
+	var (
+		r                                    delivery.Record
+		state                                string
+		unknown                              bool
+		due, lease                           sql.NullInt64
+		owner, msg, extID, extURL, delivered sql.NullString
+	)
+	dest := append([]any{&r.TicketID, &state, &r.Attempts, &r.LookupFailures, &unknown, &due,
+		&lease, &owner, &msg, &extID, &extURL, &delivered}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return delivery.Record{}, err
+	}
+	r.State, r.SentUnknown = delivery.State(state), unknown
+	r.LeaseOwner, r.Error, r.ExternalID, r.ExternalURL = owner.String, msg.String, extID.String, extURL.String
+	if due.Valid {
+		r.DueAt = time.Unix(due.Int64, 0)
+	}
+	if lease.Valid {
+		r.LeaseUntil = time.Unix(lease.Int64, 0)
+	}
+	if delivered.Valid {
+		t, err := time.Parse(time.RFC3339Nano, delivered.String)
+		if err != nil {
+			return delivery.Record{}, fmt.Errorf("sqlite: delivered_at of %s: %w", r.TicketID, err)
+		}
+		r.DeliveredAt = t
+	}
+	return r, nil
+}
+
+// Delivery implements delivery.Store.
+func (s *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
+	r, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries AS d WHERE d.ticket_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return delivery.Record{}, delivery.ErrNotFound
+	}
+	return r, mapError(err)
+}
+
+// coreDelivery is the ticket's delivery as get_ticket shows it; nil when
+// the ticket has none.
+func (s *Store) coreDelivery(ctx context.Context, id string) (*core.Delivery, error) {
+	r, err := s.Delivery(ctx, id)
+	switch {
+	case errors.Is(err, delivery.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}, nil
+}
+
+// Due implements delivery.Store: the partial index on due_at, in order.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT ticket_id FROM deliveries
+		WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, ticket_id LIMIT ?`, now.Unix(), limit)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer func() { _ = rows.Close() }()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapError(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, mapError(rows.Err())
+}
+
+// Claim implements delivery.Store: one write transaction reads the row and
+// its ticket, and moves it to delivering only if it is claimable.
+func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (c delivery.Claimed, err error) {
+	if err := s.lockWrites(ctx); err != nil {
+		return c, err
+	}
+	defer s.unlockWrites()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return c, mapError(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var opKey, tenant, user, args, created string
+	before, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+`,
+		t.operation_key, t.tenant_id, t.user_id, t.arguments, t.created_at
+		FROM deliveries AS d JOIN tickets AS t ON t.ticket_id = d.ticket_id WHERE d.ticket_id = ?`, id),
+		&opKey, &tenant, &user, &args, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, delivery.ErrNotClaimable
+	}
+	if err != nil {
+		return c, mapError(err)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = 'delivering', lease_owner = ?, lease_until = ?, due_at = ?
+		WHERE ticket_id = ? AND ((state = 'pending' AND due_at <= ?) OR (state = 'delivering' AND lease_until < ?))`,
+		owner, leaseUntil.Unix(), leaseUntil.Unix()+1, id, now.Unix(), now.Unix())
+	if err != nil {
+		return c, mapError(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return c, errors.Join(delivery.ErrNotClaimable, err)
+	}
+	createdAt, err := time.Parse(time.RFC3339Nano, created)
+	if err != nil {
+		return c, fmt.Errorf("sqlite: ticket %s created_at: %w", id, err)
+	}
+	ticket, err := delivery.NewTicket(id, opKey, tenant, user, args, createdAt)
+	if err != nil {
+		return c, err
+	}
+	if err := tx.Commit(); err != nil {
+		return c, mapError(err)
+	}
+	return delivery.Claimed{Ticket: ticket, Before: before}, nil
+}
+
+// Record implements delivery.Store: one conditional UPDATE, on the lease
+// owner still holding the row.
+func (s *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+	var due, delivered any
+	if u.State == delivery.StatePending {
+		due = u.DueAt.Unix()
+	}
+	if u.State == delivery.StateDelivered {
+		delivered = u.DeliveredAt.UTC().Format(time.RFC3339Nano)
+	}
+	if err := s.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer s.unlockWrites()
+	res, err := s.db.ExecContext(ctx, `UPDATE deliveries SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
+		due_at = ?, lease_until = NULL, lease_owner = NULL, error = ?, external_id = ?, external_url = ?, delivered_at = ?
+		WHERE ticket_id = ? AND state = 'delivering' AND lease_owner = ?`,
+		string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, due, nullString(u.Error),
+		nullString(u.ExternalID), nullString(u.ExternalURL), delivered, id, owner)
+	if err != nil {
+		return mapError(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(delivery.ErrLeaseLost, err)
+	}
+	return nil
+}
+
+func nullString(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}
