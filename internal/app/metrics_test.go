@@ -24,6 +24,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
@@ -293,10 +294,10 @@ func TestLocalNoMetricsListener(t *testing.T) {
 	if strings.Contains(logs.String(), "metrics listening") {
 		t.Errorf("metrics listener started without metrics_listen: %s", logs.String())
 	}
-	if _, ok := h.(interface {
-		ServeHTTP(http.ResponseWriter, *http.Request)
-	}); !ok {
-		t.Fatal("not a handler")
+	// Nothing wraps the handler to collect store calls: it is the plain
+	// handler, with no recorder.
+	if hh, ok := h.(*httpapi.Handler); !ok || hh.Metrics != nil {
+		t.Errorf("handler %T without metrics_listen, want *httpapi.Handler with no Metrics", h)
 	}
 }
 
