@@ -71,6 +71,8 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cfg["listen"] = addr
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg["metrics_listen"] = metricsAddr
 	cfg["store"] = map[string]any{"kind": "sqlite", "path": filepath.Join(dir, "tickets.sqlite")}
 	cfgPath := filepath.Join(dir, "config.json")
 	b, _ := json.Marshal(cfg)
@@ -144,6 +146,15 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	if out = strings.ReplaceAll(out, id, shownID); out != strings.Join(want, "\n")+"\n" {
 		t.Fatalf("curl pair answered (ticket id replaced)\n%s\nREADME shows\n%s", out, strings.Join(want, "\n"))
+	}
+	// The README's scrape of /metrics shows the pair's two counts.
+	scrape := strings.ReplaceAll(section(t, readme, "metrics-curl"), "127.0.0.1:9464", metricsAddr)
+	scraped, err := exec.Command("bash", "-euo", "pipefail", "-c", scrape).Output()
+	if err != nil {
+		t.Fatalf("metrics curl: %v\nserver:\n%s", err, serverLog.String())
+	}
+	if got, want := strings.TrimSpace(string(scraped)), strings.TrimSpace(section(t, readme, "metrics-output")); got != want {
+		t.Fatalf("metrics curl printed\n%s\nREADME shows\n%s", got, want)
 	}
 	again := decodeLines(t, strings.TrimSpace(run()))
 	for i, o := range again {

@@ -201,6 +201,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	if lines := callbackLogLines(out); lines != len(names) {
 		t.Errorf("%d JSON callback log lines for %d invocations", lines, len(names))
 	}
+	checkEMFLines(t, out, len(names))
 	if t.Failed() {
 		t.Logf("RIE and bootstrap output:\n%s", out)
 	}

@@ -24,6 +24,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
@@ -44,13 +46,30 @@ func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.H
 			return nil, err
 		}
 	}
+	return lambdaHandler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger)
+}
+
+// lambdaHandler builds the deployed handler on a DynamoDB client: the
+// store, the user cache, and EMF metrics in each request's log line.
+func lambdaHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
 	auth, err := authenticator(hookKey, false, cfg.Common, logger)
 	if err != nil {
 		return nil, err
 	}
-	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
-	users := usercache.New(store, cfg.UserCacheTTL, cfg.UserCacheSize)
-	return handler(cfg.Common, store, users, auth, logger), nil
+	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace}
+	if err := rec.Check(); err != nil {
+		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
+	}
+	store := dynamo.New(client, cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
+	users := usercache.New(metrics.TimedStore{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize)
+	return instrument(handler(cfg.Common, store, users, auth, logger), rec), nil
+}
+
+// instrument reports h's requests and store calls to rec.
+func instrument(h *httpapi.Handler, rec metrics.Recorder) http.Handler {
+	h.Service.Store = metrics.TimedStore{Store: h.Service.Store, Recorder: rec}
+	h.Metrics = rec
+	return metrics.Collect(h)
 }
 
 // ssmGetter is the part of the SSM client Lambda uses.
@@ -152,7 +171,30 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 	default:
 		return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Store.Kind)
 	}
-	return handler(cfg.Common, store, users, auth, logger), closer, nil
+	if cfg.MetricsListen == "" {
+		return handler(cfg.Common, store, users, auth, logger), closer, nil
+	}
+	rec, srv, err := servePrometheus(cfg.MetricsListen, logger)
+	if err != nil {
+		_ = closer.Close()
+		return nil, nil, err
+	}
+	// The metrics server closes first: after the callback server, so the
+	// last requests are counted.
+	return instrument(handler(cfg.Common, store, users, auth, logger), rec), closers{srv, closer}, nil
+}
+
+// closers closes each in order and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default

@@ -6,35 +6,49 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 )
 
-// LambdaLogger is the deployed function's logger: aws-lambda-go's
-// lambdacontext logger (requestId on every line) when Lambda's log format
-// is JSON, as template.yaml sets it. Under an emulator or a function
-// configured for text logs it would write text, so then the same JSON
-// lines are written here instead (SPEC section 8 wants JSON everywhere).
+// LambdaLogger is the deployed function's logger: JSON lines on stdout in
+// Lambda's shape (timestamp, level, message; ReplaceAttr from
+// lambdacontext), with each request's Lambda requestId and, when the
+// invocation is traced, its xrayTraceId (internal/lambdaurl passes both).
+// Lines are JSON whatever AWS_LAMBDA_LOG_FORMAT says (SPEC section 8 wants
+// JSON everywhere, and EMF needs it); AWS_LAMBDA_LOG_LEVEL sets the level.
 func LambdaLogger() *slog.Logger {
-	if os.Getenv("AWS_LAMBDA_LOG_FORMAT") == "JSON" {
-		return lambdacontext.NewLogger()
-	}
-	h := slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})
-	return slog.New(requestIDHandler{h})
+	return slog.New(invocationHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
+		Level: lambdaLevel(os.Getenv("AWS_LAMBDA_LOG_LEVEL")), ReplaceAttr: lambdacontext.ReplaceAttr})})
 }
 
-// requestIDHandler adds the Lambda request id, as lambdacontext does.
-type requestIDHandler struct{ slog.Handler }
+func lambdaLevel(v string) slog.Level {
+	var l slog.Level
+	if l.UnmarshalText([]byte(v)) != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
 
-func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
+// invocationHandler adds the invocation's ids to each line logged with a
+// request's context.
+type invocationHandler struct{ slog.Handler }
+
+func (h invocationHandler) Handle(ctx context.Context, r slog.Record) error {
+	if inv, ok := lambdaurl.InvocationFrom(ctx); ok {
+		r.AddAttrs(slog.String("requestId", inv.RequestID))
+		if inv.TraceID != "" {
+			r.AddAttrs(slog.String("xrayTraceId", inv.TraceID))
+		}
+	} else if lc, ok := lambdacontext.FromContext(ctx); ok {
 		r.AddAttrs(slog.String("requestId", lc.AwsRequestID))
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h requestIDHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return requestIDHandler{h.Handler.WithAttrs(a)}
+func (h invocationHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return invocationHandler{h.Handler.WithAttrs(a)}
 }
 
-func (h requestIDHandler) WithGroup(name string) slog.Handler {
-	return requestIDHandler{h.Handler.WithGroup(name)}
+func (h invocationHandler) WithGroup(name string) slog.Handler {
+	return invocationHandler{h.Handler.WithGroup(name)}
 }

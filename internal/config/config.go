@@ -40,6 +40,7 @@ type Lambda struct {
 	UserCacheTTL     time.Duration
 	UserCacheSize    int
 	CallTimeout      time.Duration
+	MetricsNamespace string // CloudWatch namespace of the EMF metrics; "" for the default
 }
 
 // Defaults.
@@ -59,6 +60,7 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 		TableName:        getenv("TABLE_NAME"),
 		HookKeyParameter: getenv("HOOK_KEY_PARAMETER"),
 		HookKey:          getenv("HOOK_KEY"),
+		MetricsNamespace: getenv("METRICS_NAMESPACE"),
 	}
 	if c.TableName == "" {
 		return c, errors.New("config: TABLE_NAME is required")
@@ -150,6 +152,7 @@ func integer(name, v string, def, lo, hi int) (int, error) {
 type Local struct {
 	Common
 	Listen         string
+	MetricsListen  string // "" means no metrics listener
 	Store          Store
 	HookKey        string
 	InsecureNoAuth bool
@@ -174,6 +177,7 @@ type User struct {
 
 type localFile struct {
 	Listen         string          `json:"listen"`
+	MetricsListen  string          `json:"metrics_listen"`
 	Store          Store           `json:"store"`
 	HookKey        string          `json:"hook_key"`
 	InsecureNoAuth bool            `json:"insecure_no_auth"`
@@ -215,7 +219,7 @@ func ParseFile(b []byte) (Local, error) {
 	if err != nil {
 		return Local{}, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	c := Local{Listen: f.Listen, Store: f.Store, HookKey: f.HookKey, InsecureNoAuth: f.InsecureNoAuth, Users: f.Users}
+	c := Local{Listen: f.Listen, MetricsListen: f.MetricsListen, Store: f.Store, HookKey: f.HookKey, InsecureNoAuth: f.InsecureNoAuth, Users: f.Users}
 	if c.Common, err = common(f.KeyPolicy, f.Retention, f.MaxBodyBytes.String(), f.NonceMinCost.String(),
 		f.NonceMaxCost.String(), f.PublicURL, fileNames); err != nil {
 		return c, err
@@ -226,6 +230,9 @@ func ParseFile(b []byte) (Local, error) {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		return c, fmt.Errorf("config: listen: %q is not host:port", c.Listen)
+	}
+	if c.MetricsListen, err = metricsListen(c.MetricsListen, c.Listen); err != nil {
+		return c, err
 	}
 	switch c.Store.Kind {
 	case "", "sqlite":
@@ -264,6 +271,25 @@ func ParseFile(b []byte) (Local, error) {
 		}
 	}
 	return c, nil
+}
+
+// metricsListen checks the Prometheus listener's address: absent means
+// none, and an address without a host binds loopback, not every interface.
+func metricsListen(addr, listen string) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", fmt.Errorf("config: metrics_listen: %q is not host:port", addr)
+	}
+	if host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	if addr == listen {
+		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)
+	}
+	return addr, nil
 }
 
 func isLoopback(host string) bool {

@@ -14,6 +14,9 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
@@ -23,13 +26,28 @@ import (
 // (parse, validate, canonicalize, key, store, respond, one JSON log line
 // to io.Discard) with authentication off and the in-memory store, so it
 // measures the handler's own cost. new_key writes a ticket per iteration;
-// repeat_key replays the same call (a duplicate each time).
+// repeat_key replays the same call (a duplicate each time). The emf_ and
+// prometheus_ variants run the same with metrics on, as the Lambda and the
+// local server wire them (metrics.Collect, a timed store, the handler's
+// Metrics hook); the EMF members go into the same discarded line.
 func BenchmarkHandlerOverhead(b *testing.B) {
-	h := &httpapi.Handler{
+	benchmarkHandlerOverhead(b, "", nil)
+	benchmarkHandlerOverhead(b, "emf_", &emf.Recorder{})
+	benchmarkHandlerOverhead(b, "prometheus_", prom.New())
+}
+
+func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
+	hh := &httpapi.Handler{
 		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
 			Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:   nonce.Off{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	var h http.Handler = hh
+	if rec != nil {
+		hh.Service.Store = metrics.TimedStore{Store: hh.Service.Store, Recorder: rec}
+		hh.Metrics = rec
+		h = metrics.Collect(hh)
 	}
 	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
 	serve := func(b *testing.B, body string) {
@@ -40,7 +58,7 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 			b.Fatalf("%d %s", w.Code, w.Body)
 		}
 	}
-	b.Run("new_key", func(b *testing.B) {
+	b.Run(prefix+"new_key", func(b *testing.B) {
 		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
 		b.ReportAllocs()
 		i := 0
@@ -49,8 +67,8 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 			serve(b, head+"bench-"+strconv.Itoa(i)+tail)
 		}
 	})
-	b.Run("repeat_key", func(b *testing.B) {
-		body := callBody(core.CreateTicket, "user-a", "bench-repeat", args)
+	b.Run(prefix+"repeat_key", func(b *testing.B) {
+		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, args)
 		serve(b, body)
 		b.ReportAllocs()
 		for b.Loop() {

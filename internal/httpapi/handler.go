@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
 // DefaultMaxBody is the default body limit (SPEC section 3 step 1).
@@ -40,6 +41,10 @@ type Handler struct {
 	// PublicURL is the base URL AIVAX reaches this function at; when empty
 	// the catalogue derives it from the request.
 	PublicURL string
+	// Metrics, when set, is told of each request once, where its line is
+	// logged; the attribute it returns goes into that line (the Lambda's
+	// Embedded Metric Format rides on it).
+	Metrics metrics.Recorder
 }
 
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.
@@ -334,6 +339,12 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 	}
 	if rep.err != nil && rep.status >= 500 {
 		attrs = append(attrs, slog.Any("error", rep.err))
+	}
+	if h.Metrics != nil {
+		// The same function, outcome and code as the line: EMF names these
+		// members as its dimensions.
+		attrs = append(attrs, h.Metrics.Callback(ctx, metrics.Callback{
+			Function: o.Function, Outcome: rep.name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }

@@ -29,10 +29,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 )
 
 // DeadlineMargin is kept free before the Lambda deadline, so store calls
@@ -48,11 +50,57 @@ func Wrap(h http.Handler) func(context.Context, events.LambdaFunctionURLRequest)
 			ctx, cancel = context.WithDeadline(ctx, dl.Add(-DeadlineMargin))
 			defer cancel()
 		}
+		ctx = context.WithValue(ctx, invocationKey{}, invocation(ctx, ev))
 		r := Request(ctx, ev)
 		w := &recorder{header: http.Header{}, status: http.StatusOK}
 		h.ServeHTTP(w, r)
 		return w.response(), nil
 	}
+}
+
+// Invocation identifies the Lambda invocation that carried a request, for
+// its log lines: the Lambda request id and the X-Ray trace id, so that one
+// callback's lines can be found together and beside its trace.
+type Invocation struct {
+	RequestID string
+	TraceID   string // "" when the invocation carries no trace header
+}
+
+type invocationKey struct{}
+
+// InvocationFrom returns the invocation a request's context came from.
+func InvocationFrom(ctx context.Context) (Invocation, bool) {
+	inv, ok := ctx.Value(invocationKey{}).(Invocation)
+	return inv, ok
+}
+
+// traceContextKey is where aws-lambda-go puts the invocation's
+// Lambda-Runtime-Trace-Id header (it also sets _X_AMZN_TRACE_ID).
+const traceContextKey = "x-amzn-trace-id"
+
+func invocation(ctx context.Context, ev events.LambdaFunctionURLRequest) Invocation {
+	inv := Invocation{RequestID: ev.RequestContext.RequestID}
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		inv.RequestID = lc.AwsRequestID
+	}
+	header, _ := ctx.Value(traceContextKey).(string)
+	if header == "" {
+		header = os.Getenv("_X_AMZN_TRACE_ID")
+	}
+	inv.TraceID = TraceID(header)
+	return inv
+}
+
+// TraceID returns the Root of an X-Ray trace header
+// ("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=…;Sampled=1"), or the
+// header itself when it has no Root field.
+func TraceID(header string) string {
+	for field := range strings.SplitSeq(header, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(field), "Root="); ok {
+			return v
+		}
+	}
+	return strings.TrimSpace(header)
 }
 
 // Request builds the http.Request of a function URL event.

@@ -1,0 +1,19 @@
+//go:build lambda.norpc
+
+package app
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+)
+
+// PrometheusIncluded reports whether this binary can serve /metrics; the
+// Lambda build (-tags lambda.norpc) cannot.
+const PrometheusIncluded = false
+
+func servePrometheus(string, *slog.Logger) (metrics.Recorder, io.Closer, error) {
+	return nil, nil, errors.New("config: metrics_listen: this binary was built without Prometheus (-tags lambda.norpc); build without the tag")
+}

@@ -1,0 +1,49 @@
+//go:build !lambda.norpc
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
+)
+
+// PrometheusIncluded reports whether this binary can serve /metrics. The
+// Lambda build (-tags lambda.norpc) leaves the Prometheus client out: the
+// deployed function reports through EMF and never serves /metrics.
+const PrometheusIncluded = true
+
+// servePrometheus serves GET /metrics on addr until the returned closer
+// shuts it down.
+func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Closer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics_listen: %w", err)
+	}
+	rec := prom.New()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", rec.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 32 << 10}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	logger.Info("metrics listening", slog.String("url", "http://"+ln.Addr().String()+"/metrics"))
+	return rec, closeFunc(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(ctx)
+		<-done
+		return err
+	}), nil
+}
+
+type closeFunc func() error
+
+func (f closeFunc) Close() error { return f() }

@@ -1,0 +1,289 @@
+package emf
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+)
+
+// DefaultNamespace is the CloudWatch namespace when none is configured
+// (template.yaml's MetricsNamespace parameter sets it).
+const DefaultNamespace = "AIVAX/Callback"
+
+// Recorder is the Lambda's metrics.Recorder: each method returns the EMF
+// members for the line that reports the event, and the function's one JSON
+// log line per request becomes its metrics. It makes no call of its own.
+type Recorder struct {
+	Namespace string           // DefaultNamespace when empty
+	Now       func() time.Time // time.Now when nil
+	served    atomic.Bool      // a request was served: later ones are warm
+
+	once   sync.Once
+	shapes [shapes][]byte // "_aws" of each callback shape, after the timestamp
+	err    error          // a namespace CloudWatch refuses
+}
+
+var _ metrics.Recorder = (*Recorder)(nil)
+
+// Dimension sets. The callback's sets name the line's own function, outcome
+// and code members; an empty set also records the metric without
+// dimensions (the totals the alarms divide by).
+var (
+	setsAll          = []string{}
+	setOutcome       = []string{metrics.LabelOutcome}
+	setFnOutcome     = []string{metrics.LabelFunction, metrics.LabelOutcome}
+	setOutcomeCode   = []string{metrics.LabelOutcome, metrics.LabelCode}
+	setState         = []string{metrics.LabelState}
+	noDimensions     = [][]string{setsAll}
+	deliveryStateSet = [][]string{setState}
+)
+
+// Callback returns the request's metrics: callbacks_total and
+// callback_duration_seconds by outcome (and function, and code when they
+// are present), store_call_duration_seconds for each store call collected
+// under ctx, and cold_starts_total on the process's first request. The
+// dimensions are the line's own "function", "outcome" and "code" members
+// (internal/httpapi writes them), so they are not written again; a value
+// outside its closed set (a function name the catalogue does not know) is
+// left out of the dimension sets, never made a dimension.
+//
+// The "_aws" member depends only on which of those are present, so its
+// directives are encoded once per shape (by CallbackEvent and the generic
+// encoder) and only the timestamp and the values are written per request.
+func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
+	var buf [8]float64
+	store := buf[:0]
+	if req := metrics.RequestFrom(ctx); req != nil {
+		store = req.AppendSeconds(store, MaxValuesPerMetric) // the service makes at most three
+	}
+	sh := callbackShape(c, len(store) > 0, !r.served.Swap(true))
+	r.once.Do(r.encodeShapes)
+	if r.err != nil {
+		return slog.String("metrics_error", r.err.Error())
+	}
+	b := make([]byte, 0, len(r.shapes[sh])+48)
+	b = append(b, `{"Timestamp":`...)
+	b = strconv.AppendInt(b, r.now().UnixMilli(), 10)
+	b = append(b, r.shapes[sh]...)
+	attrs := make([]slog.Attr, 2, 5)
+	attrs[0] = slog.Any("_aws", rawJSON(b))
+	attrs[1] = slog.Float64(metrics.Callbacks, 1)
+	attrs = append(attrs, slog.Float64(metrics.CallbackDuration, c.Duration.Seconds()))
+	switch {
+	case len(store) == 1:
+		attrs = append(attrs, slog.Float64(metrics.StoreCallDuration, store[0]))
+	case len(store) > 1:
+		attrs = append(attrs, slog.Any(metrics.StoreCallDuration, rawJSON(appendValue(nil, store))))
+	}
+	if sh&shapeCold != 0 {
+		attrs = append(attrs, slog.Float64(metrics.ColdStarts, 1))
+	}
+	return slog.Attr{Key: "", Value: slog.GroupValue(attrs...)}
+}
+
+// A callback line's shape: which dimensions and metrics it has.
+const (
+	shapeFunction = 1 << iota // the function is the catalogue's
+	shapeOutcome              // the outcome is one of metrics.Outcomes
+	shapeCode                 // a rejection code of metrics.Codes
+	shapeStore                // store calls were made
+	shapeCold                 // the process's first request
+	shapes
+)
+
+func callbackShape(c metrics.Callback, store, cold bool) int {
+	fn, outcome, code := c.Labels()
+	sh := 0
+	if outcome == c.Outcome {
+		sh |= shapeOutcome
+		if fn != "" {
+			sh |= shapeFunction
+		}
+		if code != "" && code == c.Code {
+			sh |= shapeCode
+		}
+	}
+	if store {
+		sh |= shapeStore
+	}
+	if cold {
+		sh |= shapeCold
+	}
+	return sh
+}
+
+// CallbackEvent is the event Callback writes for c, with store the store
+// calls' durations in seconds: the generic form of the fast path, which
+// tests hold it to.
+func (r *Recorder) CallbackEvent(c metrics.Callback, store []float64, cold bool) Event {
+	return r.callbackEvent(callbackShape(c, len(store) > 0, cold), c.Duration.Seconds(), store)
+}
+
+func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Event {
+	counts := [][]string{setsAll}
+	durations := [][]string{setsAll}
+	if sh&shapeOutcome != 0 {
+		counts = append(counts, setOutcome)
+		durations = append(durations, setOutcome)
+	}
+	if sh&shapeFunction != 0 {
+		counts = append(counts, setFnOutcome)
+		durations = append(durations, setFnOutcome)
+	}
+	if sh&shapeCode != 0 {
+		counts = append(counts, setOutcomeCode)
+	}
+	count := Metric{Name: metrics.Callbacks, Unit: Count, Values: []float64{1}}
+	dur := Metric{Name: metrics.CallbackDuration, Unit: Seconds, Values: []float64{duration}}
+	// One directive when both metrics share their sets: the line is
+	// shorter, and writing it costs in proportion to its length.
+	dirs := []Directive{{Dimensions: counts, Metrics: []Metric{count, dur}}}
+	if sh&shapeCode != 0 {
+		dirs = []Directive{{Dimensions: counts, Metrics: []Metric{count}}, {Dimensions: durations, Metrics: []Metric{dur}}}
+	}
+	var plain []Metric
+	if sh&shapeStore != 0 {
+		plain = append(plain, Metric{Name: metrics.StoreCallDuration, Unit: Seconds, Values: store})
+	}
+	if sh&shapeCold != 0 {
+		plain = append(plain, Metric{Name: metrics.ColdStarts, Unit: Count, Values: []float64{1}})
+	}
+	if len(plain) > 0 {
+		dirs = append(dirs, Directive{Dimensions: noDimensions, Metrics: plain})
+	}
+	return Event{Namespace: r.namespace(), Timestamp: r.now(), Directives: dirs}
+}
+
+// encodeShapes encodes each shape's "_aws" member after its timestamp.
+func (r *Recorder) encodeShapes() {
+	for sh := range shapes {
+		e := r.callbackEvent(sh, 0, []float64{0})
+		if err := e.Validate(); err != nil {
+			r.err = err
+			return
+		}
+		full := e.AppendAWS(nil)
+		// Drop {"Timestamp":N; keep from ,"CloudWatchMetrics" on.
+		i := bytes.Index(full, []byte(`,"CloudWatchMetrics"`))
+		r.shapes[sh] = full[i:]
+	}
+}
+
+// StoreCall collects the call for the line of ctx's request.
+func (r *Recorder) StoreCall(ctx context.Context, d time.Duration) {
+	if req := metrics.RequestFrom(ctx); req != nil {
+		req.Add(d)
+	}
+}
+
+// Delivery returns deliveries_total by state and, for a delivered ticket,
+// delivery_lag_seconds. It writes the "state" member itself: the line
+// that carries it must not write another.
+func (r *Recorder) Delivery(_ context.Context, d metrics.Delivery) slog.Attr {
+	if err := d.Check(); err != nil {
+		return slog.String("metrics_error", err.Error())
+	}
+	return r.attr(r.deliveryEvent(d))
+}
+
+func (r *Recorder) deliveryEvent(d metrics.Delivery) Event {
+	dirs := []Directive{{Dimensions: deliveryStateSet,
+		Metrics: []Metric{{Name: metrics.Deliveries, Unit: Count, Values: []float64{1}}}}}
+	if d.State == metrics.StateDelivered {
+		dirs = append(dirs, Directive{Dimensions: noDimensions,
+			Metrics: []Metric{{Name: metrics.DeliveryLag, Unit: Seconds, Values: []float64{d.Lag.Seconds()}}}})
+	}
+	return Event{Directives: dirs, Dimensions: []Dimension{{metrics.LabelState, d.State}}}
+}
+
+// TicketsWaiting returns the tickets_waiting gauge's value.
+func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
+	return r.attr(r.waitingEvent(n))
+}
+
+func (r *Recorder) waitingEvent(n int) Event {
+	return Event{Directives: []Directive{{Dimensions: noDimensions,
+		Metrics: []Metric{{Name: metrics.TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}}
+}
+
+func (r *Recorder) namespace() string {
+	if r.Namespace == "" {
+		return DefaultNamespace
+	}
+	return r.Namespace
+}
+
+func (r *Recorder) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Recorder) attr(e Event) slog.Attr {
+	e.Namespace, e.Timestamp = r.namespace(), r.now()
+	a, err := Attr(e)
+	if err != nil {
+		// Only a bad namespace or an unknown state gets here: say so in
+		// the line rather than lose it.
+		return slog.String("metrics_error", err.Error())
+	}
+	return a
+}
+
+// Check refuses a namespace CloudWatch would not accept, so a bad
+// configuration stops the function at start instead of every line
+// carrying a metrics_error.
+func (r *Recorder) Check() error {
+	e := Event{Namespace: r.namespace(), Directives: []Directive{{Dimensions: noDimensions,
+		Metrics: []Metric{{Name: metrics.Callbacks, Values: []float64{0}}}}}}
+	return e.Validate()
+}
+
+// SetServed sets whether the process has served a request, i.e. whether
+// the next Callback is warm (tests).
+func (r *Recorder) SetServed(v bool) { r.served.Store(v) }
+
+// Emitted returns, for each metric the recorder can write, every
+// dimension set it names it under (a set's names in the order written),
+// by running the recorder's own event builders over every shape and
+// state. Tests hold template.yaml's alarms and dashboard to it.
+func Emitted() map[string][][]string {
+	r := &Recorder{}
+	out := map[string][][]string{}
+	add := func(e Event) {
+		for _, dir := range e.Directives {
+			for _, m := range dir.Metrics {
+				for _, set := range dir.Dimensions {
+					if !containsSet(out[m.Name], set) {
+						out[m.Name] = append(out[m.Name], set)
+					}
+				}
+			}
+		}
+	}
+	for sh := range shapes {
+		add(r.callbackEvent(sh, 0, []float64{0}))
+	}
+	for _, s := range metrics.DeliveryStates {
+		add(r.deliveryEvent(metrics.Delivery{State: s}))
+	}
+	add(r.waitingEvent(0))
+	return out
+}
+
+func containsSet(sets [][]string, set []string) bool {
+	for _, s := range sets {
+		if slices.Equal(s, set) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,188 @@
+// Package metrics names what the product measures and defines the one
+// small interface the handler (and, later, the delivery worker) reports
+// to. Two implementations: internal/metrics/emf writes CloudWatch Embedded
+// Metric Format into the Lambda's own log line, internal/metrics/prom
+// serves Prometheus on the local server. Both use the metric and label
+// names below, verbatim, so an alarm written against one holds for the
+// other.
+//
+// Labels (CloudWatch dimensions) are low-cardinality only: function is one
+// of the catalogue's functions or empty, outcome one of the response
+// table's status names, code one of core's rejection codes, state one of
+// the delivery states. Never a tenant, user, operation key or ticket id.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// Metric names, shared by CloudWatch and Prometheus. Durations are in
+// seconds on both sides.
+const (
+	// Callbacks counts requests by function, outcome and code.
+	Callbacks = "callbacks_total"
+	// CallbackDuration is the time from the request's arrival to its log
+	// line, by function, outcome and code.
+	CallbackDuration = "callback_duration_seconds"
+	// StoreCallDuration is the time of each call to the store (a
+	// transaction, a ticket or user read).
+	StoreCallDuration = "store_call_duration_seconds"
+	// ColdStarts counts the first request a process serves.
+	ColdStarts = "cold_starts_total"
+	// Deliveries counts delivery outcomes by state.
+	Deliveries = "deliveries_total"
+	// DeliveryLag is the time from the ticket's commit to its delivery.
+	DeliveryLag = "delivery_lag_seconds"
+	// TicketsWaiting is how many tickets wait to be delivered (pending or
+	// delivering) when the worker last looked.
+	TicketsWaiting = "tickets_waiting"
+)
+
+// Label (dimension) names.
+const (
+	LabelFunction = "function"
+	LabelOutcome  = "outcome"
+	LabelCode     = "code"
+	LabelState    = "state"
+)
+
+// Delivery states counted by Deliveries. Retried is an attempt that ended
+// with the ticket back in pending, to be sent again.
+const (
+	StateDelivered = "delivered"
+	StateFailed    = "failed"
+	StateUnknown   = "unknown"
+	StateRetried   = "retried"
+)
+
+// DeliveryStates are the values of the state label.
+var DeliveryStates = []string{StateDelivered, StateFailed, StateUnknown, StateRetried}
+
+// Outcomes are the values of the outcome label: the response table's
+// status names (internal/httpapi/respond.go) plus the catalogue.
+var Outcomes = []string{
+	"created", "deduplicated", "found", "in_progress", "busy", "rejected",
+	"unauthenticated", "forbidden", "bad_request", "too_large", "not_found",
+	"method_not_allowed", "internal", "catalogue",
+}
+
+// Codes are the values of the code label.
+var Codes = []string{
+	core.CodeUnknownFunction, core.CodeMissingExternalUserID, core.CodeMissingRequestID,
+	core.CodeInvalidRequestID, core.CodeInvalidArguments, core.CodeArgumentsMismatch,
+	core.CodeRequestIDConflict, core.CodeTicketNotFound,
+}
+
+// Callback is one request, as its log line reports it.
+type Callback struct {
+	Function string // as the caller named it; Labels keeps only known names
+	Outcome  string // the status name the log line carries
+	Code     string // the rejection code, or ""
+	Duration time.Duration
+}
+
+// Labels returns the label values of c: function only when it names a
+// function of the catalogue (a caller can send any name, so anything else
+// is "", i.e. absent), outcome and code only from their closed sets.
+func (c Callback) Labels() (function, outcome, code string) {
+	if _, ok := core.LookupFunction(c.Function); ok {
+		function = c.Function
+	}
+	outcome = closed(c.Outcome, Outcomes, "internal")
+	code = closed(c.Code, Codes, "")
+	return function, outcome, code
+}
+
+func closed(v string, set []string, other string) string {
+	for _, s := range set {
+		if v == s {
+			return v
+		}
+	}
+	return other
+}
+
+// Delivery is one delivery attempt's end.
+type Delivery struct {
+	State string // one of DeliveryStates
+	// Lag is the time from the ticket's commit to its delivery; only for
+	// StateDelivered.
+	Lag time.Duration
+}
+
+// Check refuses a state outside DeliveryStates: a label takes only
+// values of its closed set.
+func (d Delivery) Check() error {
+	if closed(d.State, DeliveryStates, "") == "" {
+		// The value itself is not repeated: it may be anything.
+		return fmt.Errorf("metrics: a delivery state is not one of %v", DeliveryStates)
+	}
+	return nil
+}
+
+// Recorder receives what happened. Each method returns an attribute for
+// the log line that reports the same event (the zero slog.Attr when the
+// recorder has nothing to add): that is how the Lambda's metrics ride on
+// the line already written, with no extra line and no extra call.
+type Recorder interface {
+	// Callback records one request. ctx is the request's context (see
+	// WithRequest).
+	Callback(ctx context.Context, c Callback) slog.Attr
+	// StoreCall records one store call made for the request of ctx.
+	StoreCall(ctx context.Context, d time.Duration)
+	// Delivery records the end of one delivery attempt.
+	Delivery(ctx context.Context, d Delivery) slog.Attr
+	// TicketsWaiting records how many tickets wait to be delivered.
+	TicketsWaiting(ctx context.Context, n int) slog.Attr
+}
+
+// Request collects what a request's store calls took, for the line that
+// reports the request.
+type Request struct {
+	mu    sync.Mutex
+	calls []time.Duration
+	buf   [4]time.Duration
+}
+
+type requestKey struct{}
+
+// WithRequest returns a context that collects the store calls made under
+// it, and the collector.
+func WithRequest(ctx context.Context) (context.Context, *Request) {
+	r := &Request{}
+	r.calls = r.buf[:0]
+	return context.WithValue(ctx, requestKey{}, r), r
+}
+
+// RequestFrom returns the collector of ctx, or nil.
+func RequestFrom(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
+}
+
+// Add records one store call.
+func (r *Request) Add(d time.Duration) {
+	r.mu.Lock()
+	r.calls = append(r.calls, d)
+	r.mu.Unlock()
+}
+
+// AppendSeconds appends the first max durations recorded so far, in
+// seconds, to dst.
+func (r *Request) AppendSeconds(dst []float64, max int) []float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, d := range r.calls {
+		if i == max {
+			break
+		}
+		dst = append(dst, d.Seconds())
+	}
+	return dst
+}

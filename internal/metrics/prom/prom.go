@@ -1,0 +1,116 @@
+// Package prom is the local server's metrics.Recorder: the same metric
+// and label names as the Lambda's Embedded Metric Format, in Prometheus's
+// text format on GET /metrics.
+package prom
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+)
+
+// Recorder holds the product's collectors in its own registry, with the
+// Go runtime and process collectors beside them.
+type Recorder struct {
+	reg       *prometheus.Registry
+	callbacks *prometheus.CounterVec
+	duration  *prometheus.HistogramVec
+	store     prometheus.Histogram
+	cold      prometheus.Counter
+	delivered *prometheus.CounterVec
+	lag       prometheus.Histogram
+	waiting   prometheus.Gauge
+	served    atomic.Bool
+}
+
+var _ metrics.Recorder = (*Recorder)(nil)
+
+// New builds a Recorder with its registry.
+func New() *Recorder {
+	r := &Recorder{
+		reg: prometheus.NewRegistry(),
+		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metrics.Callbacks, Help: "Requests by function, outcome and rejection code.",
+		}, []string{metrics.LabelFunction, metrics.LabelOutcome, metrics.LabelCode}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: metrics.CallbackDuration, Help: "Time from a request's arrival to its log line.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{metrics.LabelFunction, metrics.LabelOutcome}),
+		store: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: metrics.StoreCallDuration, Help: "Time of each store call (transaction, ticket or user read).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		cold: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metrics.ColdStarts, Help: "First requests served by a process.",
+		}),
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metrics.Deliveries, Help: "Ends of delivery attempts by state.",
+		}, []string{metrics.LabelState}),
+		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: metrics.DeliveryLag, Help: "Time from a ticket's commit to its delivery.",
+			Buckets: []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: metrics.TicketsWaiting, Help: "Tickets pending or being delivered when last counted.",
+		}),
+	}
+	r.reg.MustRegister(r.callbacks, r.duration, r.store, r.cold, r.delivered, r.lag, r.waiting,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every state shows from the start, at zero, so a rate or an alert on
+	// "unknown" has a series before the first one happens.
+	for _, s := range metrics.DeliveryStates {
+		r.delivered.WithLabelValues(s)
+	}
+	return r
+}
+
+// Handler serves the registry in the text format.
+func (r *Recorder) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{Registry: r.reg})
+}
+
+// Registry is the recorder's registry (tests gather from it).
+func (r *Recorder) Registry() *prometheus.Registry { return r.reg }
+
+// Callback counts the request and observes its duration.
+func (r *Recorder) Callback(_ context.Context, c metrics.Callback) slog.Attr {
+	fn, outcome, code := c.Labels()
+	r.callbacks.WithLabelValues(fn, outcome, code).Inc()
+	r.duration.WithLabelValues(fn, outcome).Observe(c.Duration.Seconds())
+	if !r.served.Swap(true) {
+		r.cold.Inc()
+	}
+	return slog.Attr{}
+}
+
+// StoreCall observes one store call.
+func (r *Recorder) StoreCall(_ context.Context, d time.Duration) {
+	r.store.Observe(d.Seconds())
+}
+
+// Delivery counts the attempt's end by state and observes the lag of a
+// delivered ticket. A state outside metrics.DeliveryStates is refused.
+func (r *Recorder) Delivery(_ context.Context, d metrics.Delivery) slog.Attr {
+	if err := d.Check(); err != nil {
+		return slog.String("metrics_error", err.Error())
+	}
+	r.delivered.WithLabelValues(d.State).Inc()
+	if d.State == metrics.StateDelivered {
+		r.lag.Observe(d.Lag.Seconds())
+	}
+	return slog.Attr{}
+}
+
+// TicketsWaiting sets the gauge.
+func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
+	r.waiting.Set(float64(n))
+	return slog.Attr{}
+}

@@ -1,0 +1,102 @@
+package prom_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
+)
+
+// TestDeliveries: the delivery API counts by state, observes the lag of
+// delivered tickets only, sets tickets_waiting, and refuses a state
+// outside the closed set without making it a label.
+func TestDeliveries(t *testing.T) {
+	r := prom.New()
+	ctx := context.Background()
+	for _, d := range []metrics.Delivery{
+		{State: metrics.StateDelivered, Lag: 2 * time.Second},
+		{State: metrics.StateDelivered, Lag: 4 * time.Second},
+		{State: metrics.StateRetried},
+		{State: metrics.StateUnknown},
+		{State: metrics.StateFailed},
+	} {
+		if a := r.Delivery(ctx, d); !a.Equal(slog.Attr{}) {
+			t.Errorf("Delivery(%+v) returned %v; Prometheus adds nothing to the line", d, a)
+		}
+	}
+	if a := r.Delivery(ctx, metrics.Delivery{State: "0b6f7d0e-2f0a-4c61-9d4e-4a1f3c0f4b8e"}); a.Key != "metrics_error" ||
+		strings.Contains(a.Value.String(), "0b6f7d0e") {
+		t.Errorf("a state outside the set: %v, want a metrics_error that does not repeat it", a)
+	}
+	r.TicketsWaiting(ctx, 3)
+	r.TicketsWaiting(ctx, 7)
+
+	want := `
+# HELP deliveries_total Ends of delivery attempts by state.
+# TYPE deliveries_total counter
+deliveries_total{state="delivered"} 2
+deliveries_total{state="failed"} 1
+deliveries_total{state="retried"} 1
+deliveries_total{state="unknown"} 1
+# HELP tickets_waiting Tickets pending or being delivered when last counted.
+# TYPE tickets_waiting gauge
+tickets_waiting 7
+`
+	if err := testutil.GatherAndCompare(r.Registry(), strings.NewReader(want), metrics.Deliveries, metrics.TicketsWaiting); err != nil {
+		t.Error(err)
+	}
+	n, err := testutil.GatherAndCount(r.Registry(), metrics.DeliveryLag)
+	if err != nil || n != 1 {
+		t.Fatalf("delivery_lag_seconds: %d series, %v", n, err)
+	}
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	body := get(t, srv.URL)
+	for _, want := range []string{"delivery_lag_seconds_count 2", "delivery_lag_seconds_sum 6", "go_goroutines"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// TestCallbackLabels: labels come from closed sets; a function name the
+// catalogue does not know is an empty (absent) label, never the name.
+func TestCallbackLabels(t *testing.T) {
+	r := prom.New()
+	ctx := context.Background()
+	r.Callback(ctx, metrics.Callback{Function: "Cannot sign in", Outcome: "rejected", Code: "unknown_function"})
+	r.Callback(ctx, metrics.Callback{Function: "get_ticket", Outcome: "tenant-a", Code: "alice"})
+	r.StoreCall(ctx, time.Millisecond)
+	want := `
+# HELP callbacks_total Requests by function, outcome and rejection code.
+# TYPE callbacks_total counter
+callbacks_total{code="",function="get_ticket",outcome="internal"} 1
+callbacks_total{code="unknown_function",function="",outcome="rejected"} 1
+# HELP cold_starts_total First requests served by a process.
+# TYPE cold_starts_total counter
+cold_starts_total 1
+`
+	if err := testutil.GatherAndCompare(r.Registry(), strings.NewReader(want), metrics.Callbacks, metrics.ColdStarts); err != nil {
+		t.Error(err)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
