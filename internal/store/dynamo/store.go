@@ -50,6 +50,12 @@ func (o *Options) defaults() {
 	}
 }
 
+// Compile-time checks: Store is the domain's store and its user directory.
+var (
+	_ core.Store = (*Store)(nil)
+	_ core.Users = (*Store)(nil)
+)
+
 // Store is the DynamoDB adapter. It implements core.Store and core.Users.
 type Store struct {
 	client Client

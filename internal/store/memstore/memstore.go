@@ -12,6 +12,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
+// Compile-time checks: the domain's store and user directory.
+var (
+	_ core.Store = (*Store)(nil)
+	_ core.Users = Users(nil)
+)
+
 // Store keeps operations and tickets in maps under one mutex, which makes
 // each Create a transaction.
 type Store struct {
