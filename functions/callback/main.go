@@ -63,7 +63,7 @@ func runLocal(args []string) int {
 			fmt.Fprintln(os.Stderr, "config: hook_key: empty, so there is no nonce to make")
 			return 1
 		}
-		n, err := nonce.Generate(cfg.HookKey, 9) // AIVAX's work factor
+		n, err := nonce.Generate(cfg.HookKey, nonce.AIVAXCost)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -21,8 +21,8 @@ type Client interface {
 
 // Options tune the adapter; zero values take the defaults.
 type Options struct {
-	// CallTimeout bounds each DynamoDB call (default 2 s), well inside the
-	// Lambda timeout; a call that runs out answers busy.
+	// CallTimeout bounds each DynamoDB call (DefaultCallTimeout), well
+	// inside the Lambda timeout; a call that runs out answers busy.
 	CallTimeout time.Duration
 	// ConflictRetries is how many times a TransactionConflict is retried
 	// (default 10).
@@ -35,9 +35,13 @@ type Options struct {
 	ConflictBackoff, ConflictBackoffMax time.Duration
 }
 
+// DefaultCallTimeout is the deadline of each DynamoDB call when
+// Options.CallTimeout is not set.
+const DefaultCallTimeout = 2 * time.Second
+
 func (o *Options) defaults() {
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 2 * time.Second
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.ConflictRetries <= 0 {
 		o.ConflictRetries = 10
