@@ -179,7 +179,6 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 	}
 }
 
-
 func TestLocalRefused(t *testing.T) {
 	tests := []struct {
 		name    string
