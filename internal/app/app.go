@@ -30,9 +30,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-// LambdaHandler builds the deployed function's handler: the hook key (from SSM
-// when HOOK_KEY_PARAMETER is set), one DynamoDB client, the store, the user
-// cache. It runs once, at cold start.
+// LambdaHandler builds the deployed function's handler: the hook key
+// (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, the
+// store, the user cache. It runs once, at cold start.
 func LambdaHandler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -118,8 +118,8 @@ func handler(c config.Common, store core.Store, users core.Users, auth httpapi.A
 	}
 }
 
-// LocalHandler builds the local server's handler on the configured store. The
-// returned closer closes the store.
+// LocalHandler builds the local server's handler on the configured store.
+// The returned closer closes the store.
 func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
 	auth, err := authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
