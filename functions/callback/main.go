@@ -37,7 +37,7 @@ func runLambda() {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
-	h, err := app.Lambda(context.Background(), cfg, logger)
+	h, err := app.LambdaHandler(context.Background(), cfg, logger)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
@@ -63,7 +63,7 @@ func runLocal(args []string) int {
 			fmt.Fprintln(os.Stderr, "config: hook_key: empty, so there is no nonce to make")
 			return 1
 		}
-		n, err := nonce.Generate(cfg.HookKey, 9) // AIVAX's work factor
+		n, err := nonce.Generate(cfg.HookKey, nonce.AIVAXCost)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -73,7 +73,7 @@ func runLocal(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	h, closer, err := app.Local(ctx, cfg, logger)
+	h, closer, err := app.LocalHandler(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

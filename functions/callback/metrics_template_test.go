@@ -222,7 +222,7 @@ func (c checker) metric(where, name string, dims map[string]string) {
 		case metrics.LabelState:
 			allowed = metrics.DeliveryStates
 		case metrics.LabelFunction:
-			for _, f := range core.Functions {
+			for _, f := range core.Functions() {
 				allowed = append(allowed, f.Name)
 			}
 		}

@@ -32,10 +32,10 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-// Lambda builds the deployed function's handler: the hook key (from SSM
-// when HOOK_KEY_PARAMETER is set), one DynamoDB client, the store, the user
-// cache. It runs once, at cold start.
-func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
+// LambdaHandler builds the deployed function's handler: the hook key
+// (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, the
+// store, the user cache. It runs once, at cold start.
+func LambdaHandler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
@@ -72,7 +72,7 @@ func instrument(h *httpapi.Handler, rec metrics.Recorder) http.Handler {
 	return metrics.Collect(h)
 }
 
-// ssmGetter is the part of the SSM client Lambda uses.
+// ssmGetter is the part of the SSM client LambdaHandler uses.
 type ssmGetter interface {
 	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
@@ -137,9 +137,9 @@ func handler(c config.Common, store core.Store, users core.Users, auth httpapi.A
 	}
 }
 
-// Local builds the local server's handler on the configured store. The
-// returned closer closes the store.
-func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+// LocalHandler builds the local server's handler on the configured store.
+// The returned closer closes the store.
+func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
 	auth, err := authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
 		return nil, nil, err

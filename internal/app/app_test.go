@@ -3,13 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
@@ -182,95 +179,6 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 	}
 }
 
-func callbackBody(user, requestID string) string {
-	return callbacktest.Create(user, requestID, callbacktest.Title("Cannot sign in"))
-}
-
-func post(t *testing.T, url, hookKey, body string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/callback", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if hookKey != "" {
-		n, err := nonce.Generate(hookKey, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("X-Request-Nonce", n)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var m map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("body %q: %v", b, err)
-	}
-	return resp.StatusCode, m
-}
-
-func TestLocalSQLite(t *testing.T) {
-	if !SQLiteIncluded {
-		t.Skip("built with -tags nosqlite")
-	}
-	const key = "local-demo-hook-key"
-	h, closer, err := Local(context.Background(), localConfig(t, key), discard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-
-	tests := []struct {
-		name       string
-		key        string // the nonce is made from it; empty: no nonce
-		body       string
-		wantStatus int
-		want       map[string]any // members of the body
-	}{
-		{"first call -> 200 created", key, callbackBody("user-a", "r-1"), 200,
-			map[string]any{"status": "created", "deduplicated": false}},
-		{"repeat -> 200 deduplicated", key, callbackBody("user-a", "r-1"), 200,
-			map[string]any{"status": "created", "deduplicated": true}},
-		{"no nonce -> 401", "", callbackBody("user-a", "r-2"), 401, nil},
-		{"nonce of another key -> 401", "other-key", callbackBody("user-a", "r-3"), 401, nil},
-		{"disabled user from config -> 403", key, callbackBody("user-d", "r-4"), 403, nil},
-		{"unknown user -> 403", key, callbackBody("user-z", "r-5"), 403, nil},
-	}
-	var ticket any
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			status, body := post(t, srv.URL, tc.key, tc.body)
-			if status != tc.wantStatus {
-				t.Fatalf("status %d, want %d (body %v)", status, tc.wantStatus, body)
-			}
-			for k, v := range tc.want {
-				if body[k] != v {
-					t.Errorf("%s: %v, want %v (body %v)", k, body[k], v, body)
-				}
-			}
-			if tc.want["status"] == "created" {
-				if ticket == nil {
-					ticket = body["ticket_id"]
-				} else if body["ticket_id"] != ticket {
-					t.Errorf("ticket_id %v, want %v (same ticket)", body["ticket_id"], ticket)
-				}
-			}
-		})
-	}
-	if err := closer.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	// A closed store answers no more callbacks with success.
-	if status, body := post(t, srv.URL, key, callbackBody("user-a", "r-6")); status == 200 && body["status"] == "created" {
-		t.Errorf("after Close: %d %v, want a failure", status, body)
-	}
-}
-
 func TestLocalRefused(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -287,7 +195,7 @@ func TestLocalRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := localConfig(t, "k")
 			tc.mutate(&cfg)
-			h, closer, err := Local(context.Background(), cfg, discard())
+			h, closer, err := LocalHandler(context.Background(), cfg, discard())
 			if err == nil {
 				if closer != nil {
 					_ = closer.Close()

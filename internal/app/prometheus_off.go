@@ -10,10 +10,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
-// PrometheusIncluded reports whether this binary can serve /metrics; the
-// Lambda build (-tags lambda.norpc) cannot.
-const PrometheusIncluded = false
-
 func servePrometheus(string, *slog.Logger) (metrics.Recorder, io.Closer, error) {
 	return nil, nil, errors.New("config: metrics_listen: this binary was built without Prometheus (-tags lambda.norpc); build without the tag")
 }

@@ -15,11 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 )
 
-// PrometheusIncluded reports whether this binary can serve /metrics. The
-// Lambda build (-tags lambda.norpc) leaves the Prometheus client out: the
-// deployed function reports through EMF and never serves /metrics.
-const PrometheusIncluded = true
-
 // servePrometheus serves GET /metrics on addr until the returned closer
 // shuts it down.
 func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Closer, error) {

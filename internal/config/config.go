@@ -6,6 +6,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +18,12 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 // Common is what both configurations set.
@@ -43,107 +48,200 @@ type Lambda struct {
 	MetricsNamespace string // CloudWatch namespace of the EMF metrics; "" for the default
 }
 
-// Defaults.
+// Defaults this package applies itself. The other defaults belong to the
+// package that applies them, and the settings below read them from there:
+// httpapi.DefaultMaxBody, nonce.DefaultMinCost and nonce.DefaultMaxCost,
+// usercache.DefaultTTL and usercache.DefaultSize, dynamo.DefaultCallTimeout.
 const (
 	DefaultRetention = 24 * time.Hour
 	// MinRetention is the shortest deduplication window accepted: agents
 	// retry within seconds to minutes, and template.yaml's pattern for
 	// RETENTION admits nothing shorter either.
-	MinRetention   = time.Minute
-	DefaultListen  = "127.0.0.1:3210"
-	DefaultMaxBody = 64 << 10
+	MinRetention      = time.Minute
+	DefaultListen     = "127.0.0.1:3210"
+	DefaultSQLitePath = "tickets.sqlite"
+	DefaultRegion     = "us-east-1"
 )
 
-// FromEnv reads the Lambda configuration through getenv (os.Getenv).
-func FromEnv(getenv func(string) string) (Lambda, error) {
-	c := Lambda{
-		TableName:        getenv("TABLE_NAME"),
-		HookKeyParameter: getenv("HOOK_KEY_PARAMETER"),
-		HookKey:          getenv("HOOK_KEY"),
-		MetricsNamespace: getenv("METRICS_NAMESPACE"),
-	}
-	if c.TableName == "" {
-		return c, errors.New("config: TABLE_NAME is required")
-	}
-	var err error
-	if c.Common, err = common(getenv("KEY_POLICY"), getenv("RETENTION"), getenv("MAX_BODY_BYTES"),
-		getenv("NONCE_MIN_COST"), getenv("NONCE_MAX_COST"), getenv("PUBLIC_URL"), envNames); err != nil {
-		return c, err
-	}
-	if len(c.HookKey) > nonce.MaxKeyLen {
-		return c, fmt.Errorf("config: HOOK_KEY is %d bytes; BCrypt uses at most %d", len(c.HookKey), nonce.MaxKeyLen)
-	}
-	if c.UserCacheTTL, err = duration("USER_CACHE_TTL", getenv("USER_CACHE_TTL"), 60*time.Second); err != nil {
-		return c, err
-	}
-	if c.UserCacheSize, err = integer("USER_CACHE_SIZE", getenv("USER_CACHE_SIZE"), 1024, 1, 1<<20); err != nil {
-		return c, err
-	}
-	if c.CallTimeout, err = duration("STORE_CALL_TIMEOUT", getenv("STORE_CALL_TIMEOUT"), 2*time.Second); err != nil {
-		return c, err
-	}
-	return c, nil
+// Bounds of the integer settings.
+const (
+	minMaxBody, maxMaxBody             = 1024, 16 << 20
+	minUserCacheSize, maxUserCacheSize = 1, 1 << 20
+)
+
+// key names a setting: its name in the Lambda's environment, and in the
+// local file ("" when only the environment has it).
+type key struct {
+	env, file string
+	// number: the file writes the value as a JSON number (or a string
+	// holding one); otherwise as a JSON string.
+	number bool
 }
 
-// names maps each common setting to how its configuration calls it.
-type names struct{ policy, retention, maxBody, minCost, maxCost, publicURL string }
+// setting is one entry of a table of settings: its names and how its text
+// becomes part of a T. Reading a value and naming it in an error both go
+// through the same entry, so one setting's value can never be reported
+// under another's name.
+type setting[T any] struct {
+	key
+	// parse stores v into c; v is "" when the setting is absent, and parse
+	// then applies the default. Its error does not name the setting: the
+	// caller does.
+	parse func(c *T, v string) error
+}
 
+// The settings both configurations share.
 var (
-	envNames  = names{"KEY_POLICY", "RETENTION", "MAX_BODY_BYTES", "NONCE_MIN_COST", "NONCE_MAX_COST", "PUBLIC_URL"}
-	fileNames = names{"key_policy", "retention", "max_body_bytes", "nonce_min_cost", "nonce_max_cost", "public_url"}
+	keyPolicySetting = setting[Common]{key{"KEY_POLICY", "key_policy", false}, func(c *Common, v string) (err error) {
+		c.Policy, err = opkey.ParsePolicy(v)
+		return err
+	}}
+	retentionSetting = setting[Common]{key{"RETENTION", "retention", false}, func(c *Common, v string) (err error) {
+		if c.Retention, err = duration(v, DefaultRetention); err != nil {
+			return err
+		}
+		if c.Retention < MinRetention {
+			return fmt.Errorf("%q is shorter than %s: a window that short deduplicates almost no retry", v, MinRetention)
+		}
+		return nil
+	}}
+	maxBodySetting = setting[Common]{key{"MAX_BODY_BYTES", "max_body_bytes", true}, func(c *Common, v string) error {
+		n, err := integer(v, httpapi.DefaultMaxBody, minMaxBody, maxMaxBody)
+		c.MaxBodyBytes = int64(n)
+		return err
+	}}
+	minCostSetting = setting[Common]{key{"NONCE_MIN_COST", "nonce_min_cost", true}, func(c *Common, v string) (err error) {
+		c.MinCost, err = integer(v, nonce.DefaultMinCost, nonce.MinCost, nonce.CapCost)
+		return err
+	}}
+	maxCostSetting = setting[Common]{key{"NONCE_MAX_COST", "nonce_max_cost", true}, func(c *Common, v string) (err error) {
+		c.MaxCost, err = integer(v, nonce.DefaultMaxCost, nonce.MinCost, nonce.CapCost)
+		return err
+	}}
+	publicURLSetting = setting[Common]{key{"PUBLIC_URL", "public_url", false}, func(c *Common, v string) error {
+		if v != "" && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+			return fmt.Errorf("%q must start with https:// or http://", v)
+		}
+		c.PublicURL = v
+		return nil
+	}}
+
+	commonSettings = []*setting[Common]{
+		&keyPolicySetting, &retentionSetting, &maxBodySetting, &minCostSetting, &maxCostSetting, &publicURLSetting,
+	}
 )
 
-func common(policy, retention, maxBody, minCost, maxCost, publicURL string, nm names) (Common, error) {
+// lambdaSettings are the settings only the Lambda's environment has.
+var lambdaSettings = []*setting[Lambda]{
+	{key{env: "TABLE_NAME"}, func(c *Lambda, v string) error {
+		if v == "" {
+			return errors.New("required: the DynamoDB table's name")
+		}
+		c.TableName = v
+		return nil
+	}},
+	{key{env: "HOOK_KEY_PARAMETER"}, func(c *Lambda, v string) error {
+		c.HookKeyParameter = v
+		return nil
+	}},
+	{key{env: "HOOK_KEY"}, func(c *Lambda, v string) error {
+		if len(v) > nonce.MaxKeyLen {
+			return fmt.Errorf("%d bytes; BCrypt uses at most %d", len(v), nonce.MaxKeyLen)
+		}
+		c.HookKey = v
+		return nil
+	}},
+	{key{env: "METRICS_NAMESPACE"}, func(c *Lambda, v string) error {
+		c.MetricsNamespace = cmp.Or(v, emf.DefaultNamespace)
+		return nil
+	}},
+	{key{env: "USER_CACHE_TTL"}, func(c *Lambda, v string) (err error) {
+		c.UserCacheTTL, err = duration(v, usercache.DefaultTTL)
+		return err
+	}},
+	{key{env: "USER_CACHE_SIZE"}, func(c *Lambda, v string) (err error) {
+		c.UserCacheSize, err = integer(v, usercache.DefaultSize, minUserCacheSize, maxUserCacheSize)
+		return err
+	}},
+	{key{env: "STORE_CALL_TIMEOUT"}, func(c *Lambda, v string) (err error) {
+		c.CallTimeout, err = duration(v, dynamo.DefaultCallTimeout)
+		return err
+	}},
+}
+
+// source is where settings are read from: the environment or the file.
+type source struct {
+	name  func(key) string
+	value func(key) (string, error)
+}
+
+func envSource(getenv func(string) string) source {
+	return source{
+		name:  func(k key) string { return k.env },
+		value: func(k key) (string, error) { return getenv(k.env), nil },
+	}
+}
+
+// read applies each of settings to c, in order. The first error stops it
+// and names the setting as src calls it.
+func read[T any](c *T, settings []*setting[T], src source) error {
+	for _, s := range settings {
+		v, err := src.value(s.key)
+		if err == nil {
+			err = s.parse(c, v)
+		}
+		if err != nil {
+			return fmt.Errorf("config: %s: %w", src.name(s.key), err)
+		}
+	}
+	return nil
+}
+
+// readCommon reads the shared settings and checks how they fit together.
+func readCommon(src source) (Common, error) {
 	var c Common
-	var err error
-	if c.Policy, err = opkey.ParsePolicy(policy); err != nil {
-		return c, fmt.Errorf("config: %s: %w", nm.policy, err)
-	}
-	if c.Retention, err = duration(nm.retention, retention, DefaultRetention); err != nil {
-		return c, err
-	}
-	if c.Retention < MinRetention {
-		return c, fmt.Errorf("config: %s: %q is shorter than %s: a window that short deduplicates almost no retry", nm.retention, retention, MinRetention)
-	}
-	mb, err := integer(nm.maxBody, maxBody, DefaultMaxBody, 1024, 16<<20)
-	if err != nil {
-		return c, err
-	}
-	c.MaxBodyBytes = int64(mb)
-	if c.MinCost, err = integer(nm.minCost, minCost, nonce.DefaultMinCost, 4, nonce.CapCost); err != nil {
-		return c, err
-	}
-	if c.MaxCost, err = integer(nm.maxCost, maxCost, nonce.DefaultMaxCost, 4, nonce.CapCost); err != nil {
+	if err := read(&c, commonSettings, src); err != nil {
 		return c, err
 	}
 	if c.MinCost > c.MaxCost {
-		return c, fmt.Errorf("config: %s (%d) is above %s (%d)", nm.minCost, c.MinCost, nm.maxCost, c.MaxCost)
+		return c, fmt.Errorf("config: %s (%d) is above %s (%d)",
+			src.name(minCostSetting.key), c.MinCost, src.name(maxCostSetting.key), c.MaxCost)
 	}
-	if publicURL != "" && !strings.HasPrefix(publicURL, "https://") && !strings.HasPrefix(publicURL, "http://") {
-		return c, fmt.Errorf("config: %s: %q must start with https:// or http://", nm.publicURL, publicURL)
-	}
-	c.PublicURL = publicURL
 	return c, nil
 }
 
-func duration(name, v string, def time.Duration) (time.Duration, error) {
+// FromEnv reads the Lambda configuration through getenv (os.Getenv).
+func FromEnv(getenv func(string) string) (Lambda, error) {
+	var c Lambda
+	src := envSource(getenv)
+	if err := read(&c, lambdaSettings, src); err != nil {
+		return c, err
+	}
+	var err error
+	c.Common, err = readCommon(src)
+	return c, err
+}
+
+// duration parses a positive Go duration; "" is def.
+func duration(v string, def time.Duration) (time.Duration, error) {
 	if v == "" {
 		return def, nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("config: %s: %q is not a positive Go duration such as 24h", name, v)
+		return 0, fmt.Errorf("%q is not a positive Go duration such as 24h", v)
 	}
 	return d, nil
 }
 
-func integer(name, v string, def, lo, hi int) (int, error) {
+// integer parses an integer from lo to hi; "" is def.
+func integer(v string, def, lo, hi int) (int, error) {
 	if v == "" {
 		return def, nil
 	}
 	i, err := strconv.Atoi(v)
 	if err != nil || i < lo || i > hi {
-		return 0, fmt.Errorf("config: %s: %q is not an integer from %d to %d", name, v, lo, hi)
+		return 0, fmt.Errorf("%q is not an integer from %d to %d", v, lo, hi)
 	}
 	return i, nil
 }
@@ -165,7 +263,7 @@ type Store struct {
 	Path     string `json:"path"`     // sqlite
 	Table    string `json:"table"`    // dynamodb
 	Endpoint string `json:"endpoint"` // dynamodb, e.g. DynamoDB Local
-	Region   string `json:"region"`   // dynamodb, default us-east-1
+	Region   string `json:"region"`   // dynamodb, DefaultRegion when empty
 }
 
 // User is one entry of the file's users.
@@ -175,19 +273,67 @@ type User struct {
 	Disabled bool   `json:"disabled"`
 }
 
+// localFile is the file's own members; the shared ones are read through
+// commonSettings (see splitFile).
 type localFile struct {
 	Listen         string          `json:"listen"`
 	MetricsListen  string          `json:"metrics_listen"`
 	Store          Store           `json:"store"`
 	HookKey        string          `json:"hook_key"`
 	InsecureNoAuth bool            `json:"insecure_no_auth"`
-	KeyPolicy      string          `json:"key_policy"`
-	Retention      string          `json:"retention"`
-	MaxBodyBytes   json.Number     `json:"max_body_bytes"`
-	NonceMinCost   json.Number     `json:"nonce_min_cost"`
-	NonceMaxCost   json.Number     `json:"nonce_max_cost"`
-	PublicURL      string          `json:"public_url"`
 	Users          map[string]User `json:"users"`
+}
+
+// splitFile decodes one JSON value of the file: the members of
+// commonSettings into a source, the rest into a localFile, where an unknown
+// member is an error.
+func splitFile(raw json.RawMessage) (localFile, source, error) {
+	var f localFile
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return f, source{}, errors.New("the file must hold one JSON object")
+	}
+	shared := make(map[string]json.RawMessage, len(commonSettings))
+	for _, s := range commonSettings {
+		if v, ok := members[s.file]; ok {
+			shared[s.file] = v
+			delete(members, s.file)
+		}
+	}
+	rest, err := json.Marshal(members)
+	if err != nil {
+		return f, source{}, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return f, source{}, err
+	}
+	return f, source{
+		name:  func(k key) string { return k.file },
+		value: func(k key) (string, error) { return fileValue(shared[k.file], k.number) },
+	}, nil
+}
+
+// fileValue is the text of a member: a JSON string's contents, or a number
+// as written (a string holding a number is accepted for a number, as
+// json.Number accepts it). An absent member or null is "", the default.
+func fileValue(raw json.RawMessage, number bool) (string, error) {
+	if raw == nil || string(raw) == "null" {
+		return "", nil
+	}
+	if number {
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return "", errors.New("must be a JSON number")
+		}
+		return n.String(), nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", errors.New("must be a JSON string")
+	}
+	return v, nil
 }
 
 // LoadFile reads and checks the local configuration file.
@@ -205,13 +351,19 @@ func ParseFile(b []byte) (Local, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return Local{}, errors.New("config: the file is empty; start from config.example.json")
 	}
+	var first, next json.RawMessage
 	var f localFile
+	var src source
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&f)
+	err := dec.Decode(&first)
+	if err == nil {
+		f, src, err = splitFile(first)
+	}
 	if err == nil { // a second value would be ignored silently, typos and all
-		if err = dec.Decode(&f); err == nil {
-			err = errors.New("the file holds more than one JSON value")
+		if err = dec.Decode(&next); err == nil {
+			if _, _, err = splitFile(next); err == nil {
+				err = errors.New("the file holds more than one JSON value")
+			}
 		} else if errors.Is(err, io.EOF) {
 			err = nil
 		}
@@ -220,8 +372,7 @@ func ParseFile(b []byte) (Local, error) {
 		return Local{}, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	c := Local{Listen: f.Listen, MetricsListen: f.MetricsListen, Store: f.Store, HookKey: f.HookKey, InsecureNoAuth: f.InsecureNoAuth, Users: f.Users}
-	if c.Common, err = common(f.KeyPolicy, f.Retention, f.MaxBodyBytes.String(), f.NonceMinCost.String(),
-		f.NonceMaxCost.String(), f.PublicURL, fileNames); err != nil {
+	if c.Common, err = readCommon(src); err != nil {
 		return c, err
 	}
 	if c.Listen == "" {
@@ -238,14 +389,14 @@ func ParseFile(b []byte) (Local, error) {
 	case "", "sqlite":
 		c.Store.Kind = "sqlite"
 		if c.Store.Path == "" {
-			c.Store.Path = "tickets.sqlite"
+			c.Store.Path = DefaultSQLitePath
 		}
 	case "dynamodb":
 		if c.Store.Table == "" {
 			return c, errors.New("config: store.table is required when store.kind is dynamodb")
 		}
 		if c.Store.Region == "" {
-			c.Store.Region = "us-east-1"
+			c.Store.Region = DefaultRegion
 		}
 	default:
 		return c, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", c.Store.Kind)

@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+)
 
 func TestMetricsListen(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -40,7 +44,7 @@ func TestMetricsNamespaceFromEnv(t *testing.T) {
 	if c.MetricsNamespace != "Team/Callbacks" {
 		t.Errorf("MetricsNamespace %q", c.MetricsNamespace)
 	}
-	if c, _ := FromEnv(env(map[string]string{"TABLE_NAME": "t"})); c.MetricsNamespace != "" {
-		t.Errorf("unset METRICS_NAMESPACE: %q, want empty (the recorder's default)", c.MetricsNamespace)
+	if c, _ := FromEnv(env(map[string]string{"TABLE_NAME": "t"})); c.MetricsNamespace != emf.DefaultNamespace {
+		t.Errorf("unset METRICS_NAMESPACE: %q, want %q", c.MetricsNamespace, emf.DefaultNamespace)
 	}
 }

@@ -2,10 +2,12 @@ package core
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -34,6 +36,9 @@ type Function struct {
 	// Writes marks a function that goes through the operation key and so
 	// needs metadata.request_id.
 	Writes bool
+	// schema is the JSON Schema generated from Fields when the catalogue
+	// is built.
+	schema json.RawMessage
 }
 
 // defaultPriority is a ticket's priority when create_ticket got none.
@@ -45,8 +50,10 @@ const (
 	GetTicket    = "get_ticket"
 )
 
-// Functions is the catalogue, in the order GET /functions lists it.
-var Functions = []Function{
+// catalogue is every function, in the order GET /functions lists it, each
+// with its schema generated once, when the program starts: a definition the
+// generator cannot express stops the program then, never a request.
+var catalogue = mustCatalogue([]Function{
 	{
 		Name: CreateTicket,
 		Description: "Create a support ticket for the user. Call it once per ticket the user asked for. " +
@@ -69,13 +76,31 @@ var Functions = []Function{
 				Required: true, MinLen: 1, MaxLen: 100, Trim: true, NoControl: true},
 		},
 	},
+})
+
+// mustCatalogue generates the schema of each function of fns.
+func mustCatalogue(fns []Function) []Function {
+	for i := range fns {
+		s, err := fns[i].buildSchema()
+		if err != nil {
+			panic("core: catalogue: " + err.Error())
+		}
+		fns[i].schema = s
+	}
+	return fns
 }
 
-// LookupFunction finds a function of the catalogue by name.
+// Functions returns the catalogue, in the order GET /functions lists it.
+// The slice is the caller's; the functions in it share their fields with
+// the catalogue and are read-only.
+func Functions() []Function { return slices.Clone(catalogue) }
+
+// LookupFunction finds a function of the catalogue by name. The function
+// is the catalogue's own, read-only.
 func LookupFunction(name string) (*Function, bool) {
-	for i := range Functions {
-		if Functions[i].Name == name {
-			return &Functions[i], true
+	for i := range catalogue {
+		if catalogue[i].Name == name {
+			return &catalogue[i], true
 		}
 	}
 	return nil, false
@@ -211,8 +236,12 @@ func clip(s string) string {
 }
 
 // Schema is the JSON Schema (draft 2020-12) of the function's arguments,
-// generated from the same fields Validate checks.
-func (f *Function) Schema() map[string]any {
+// generated from the same fields Validate checks when the catalogue was
+// built. The bytes are the caller's own.
+func (f *Function) Schema() json.RawMessage { return bytes.Clone(f.schema) }
+
+// buildSchema generates Schema, or says which field it cannot express.
+func (f *Function) buildSchema() (json.RawMessage, error) {
 	props := make(map[string]any, len(f.Fields))
 	var required []string
 	for _, fd := range f.Fields {
@@ -226,7 +255,9 @@ func (f *Function) Schema() map[string]any {
 			p["pattern"] = fmt.Sprintf(`^%[1]s*[^%[2]s\p{Cc}](?:[^\p{Cc}]{0,%[3]d}[^%[2]s\p{Cc}])?%[1]s*$`,
 				"["+blankClass+"]", blankClass, fd.MaxLen-2)
 		case fd.Trim || fd.NoControl:
-			panic("core: no schema for field " + fd.Name) // a definition the generator cannot express
+			// Trimmed or control-free lengths other than 1..n have no
+			// pattern here yet.
+			return nil, fmt.Errorf("%s: no JSON Schema for field %s", f.Name, fd.Name)
 		default:
 			if fd.MaxLen > 0 {
 				p["maxLength"] = fd.MaxLen
@@ -267,5 +298,5 @@ func (f *Function) Schema() map[string]any {
 	if len(required) > 0 {
 		s["required"] = required
 	}
-	return s
+	return json.Marshal(s)
 }

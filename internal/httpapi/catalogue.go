@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -9,17 +10,18 @@ import (
 // CatalogueFunction is one entry of GET /functions, in the shape AIVAX's
 // protocolFunctionSources reads.
 type CatalogueFunction struct {
-	Name          string         `json:"name"`
-	Description   string         `json:"description"`
-	CallbackURL   string         `json:"callbackUrl"`
-	ContentFormat map[string]any `json:"contentFormat"`
+	Name          string          `json:"name"`
+	Description   string          `json:"description"`
+	CallbackURL   string          `json:"callbackUrl"`
+	ContentFormat json.RawMessage `json:"contentFormat"`
 }
 
 // Catalogue lists every function of core.Functions with its schema.
 func Catalogue(callbackURL string) []CatalogueFunction {
-	out := make([]CatalogueFunction, len(core.Functions))
-	for i := range core.Functions {
-		f := &core.Functions[i]
+	fns := core.Functions()
+	out := make([]CatalogueFunction, len(fns))
+	for i := range fns {
+		f := &fns[i]
 		out[i] = CatalogueFunction{Name: f.Name, Description: f.Description,
 			CallbackURL: callbackURL, ContentFormat: f.Schema()}
 	}

@@ -15,15 +15,18 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Cost bounds. AIVAX sends work factor 9 today; the default range admits
+// Costs. AIVAX sends work factor AIVAXCost today; the default range admits
 // it with one step of headroom. Every step doubles the work a request can
 // make this function do before it is refused, and the function URL is
 // public: a nonce of any accepted cost is hashed whoever sent it. CapCost
 // is the most any configuration may allow (cost 12 is 8 times AIVAX's
-// work, about a quarter of a second of one vCPU per request).
+// work, about a quarter of a second of one vCPU per request); MinCost is
+// the least BCrypt has.
 const (
-	DefaultMinCost = 4
-	DefaultMaxCost = 10
+	AIVAXCost      = 9
+	MinCost        = bcrypt.MinCost
+	DefaultMinCost = MinCost
+	DefaultMaxCost = AIVAXCost + 1
 	CapCost        = 12
 )
 
@@ -55,8 +58,8 @@ func New(hookKey string, minCost, maxCost int) (*Verifier, error) {
 		return nil, ErrNoKey
 	case len(hookKey) > MaxKeyLen:
 		return nil, fmt.Errorf("hook key is %d bytes; BCrypt uses at most %d", len(hookKey), MaxKeyLen)
-	case minCost < bcrypt.MinCost || maxCost > CapCost || minCost > maxCost:
-		return nil, fmt.Errorf("nonce cost range %d..%d: want %d <= min <= max <= %d", minCost, maxCost, bcrypt.MinCost, CapCost)
+	case minCost < MinCost || maxCost > CapCost || minCost > maxCost:
+		return nil, fmt.Errorf("nonce cost range %d..%d: want %d <= min <= max <= %d", minCost, maxCost, MinCost, CapCost)
 	}
 	return &Verifier{key: []byte(hookKey), minCost: minCost, maxCost: maxCost}, nil
 }

@@ -15,15 +15,11 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
-// Cancellation reason codes of TransactionCanceledException. DynamoDB
-// reports them only as these strings, one per item of the transaction.
-const (
-	reasonNone              = "None"
-	reasonConditionFailed   = "ConditionalCheckFailed"
-	reasonConflict          = "TransactionConflict"
-	reasonThrottled         = "ThrottlingError"
-	reasonThroughputExceeds = "ProvisionedThroughputExceeded"
-)
+// reasonNone is the cancellation reason of an item whose own check passed
+// (the transaction was cancelled for another item). The SDK declares the
+// other codes of TransactionCanceledException, as the values of
+// types.BatchStatementErrorCodeEnum, but not this one.
+const reasonNone = "None"
 
 // errConflict: another transaction touched one of our items. Retried with
 // jitter; becomes busy when the retries run out.
@@ -104,16 +100,16 @@ func mapCancellation(e *types.TransactionCanceledException) error {
 		if r.Code != nil {
 			code = *r.Code
 		}
-		switch code {
+		switch types.BatchStatementErrorCodeEnum(code) {
 		case reasonNone, "":
-		case reasonConditionFailed:
+		case types.BatchStatementErrorCodeEnumConditionalCheckFailed:
 			if i == 0 {
 				return claimFailed{item: r.Item}
 			}
 			return fmt.Errorf("%w: %w", core.ErrBusy, errTicketExists)
-		case reasonConflict:
+		case types.BatchStatementErrorCodeEnumTransactionConflict:
 			conflict = true
-		case reasonThrottled, reasonThroughputExceeds:
+		case types.BatchStatementErrorCodeEnumThrottlingError, types.BatchStatementErrorCodeEnumProvisionedThroughputExceeded:
 			return fmt.Errorf("%w: transaction cancelled: %s", core.ErrBusy, code)
 		default:
 			return fmt.Errorf("dynamo: transaction cancelled: %s", code)

@@ -24,8 +24,8 @@ type Client interface {
 
 // Options tune the adapter; zero values take the defaults.
 type Options struct {
-	// CallTimeout bounds each DynamoDB call (default 2 s), well inside the
-	// Lambda timeout; a call that runs out answers busy.
+	// CallTimeout bounds each DynamoDB call (DefaultCallTimeout), well
+	// inside the Lambda timeout; a call that runs out answers busy.
 	CallTimeout time.Duration
 	// ConflictRetries is how many times a TransactionConflict is retried
 	// (default 10).
@@ -38,9 +38,13 @@ type Options struct {
 	ConflictBackoff, ConflictBackoffMax time.Duration
 }
 
+// DefaultCallTimeout is the deadline of each DynamoDB call when
+// Options.CallTimeout is not set.
+const DefaultCallTimeout = 2 * time.Second
+
 func (o *Options) defaults() {
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 2 * time.Second
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.ConflictRetries <= 0 {
 		o.ConflictRetries = 10
@@ -52,6 +56,12 @@ func (o *Options) defaults() {
 		o.ConflictBackoffMax = time.Second
 	}
 }
+
+// Compile-time checks: Store is the domain's store and its user directory.
+var (
+	_ core.Store = (*Store)(nil)
+	_ core.Users = (*Store)(nil)
+)
 
 // Store is the DynamoDB adapter. It implements core.Store and core.Users.
 type Store struct {

@@ -14,6 +14,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
+// Compile-time checks: the domain's store and user directory.
+var (
+	_ core.Store = (*Store)(nil)
+	_ core.Users = Users(nil)
+)
+
 // Store keeps operations and tickets in maps under one mutex, which makes
 // each Create a transaction.
 type Store struct {

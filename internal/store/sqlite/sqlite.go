@@ -72,6 +72,9 @@ type Options struct {
 	BusyTimeout time.Duration
 }
 
+// Compile-time check: Store is the domain's store.
+var _ core.Store = (*Store)(nil)
+
 // Store is the SQLite adapter.
 type Store struct {
 	db  *sql.DB

@@ -61,7 +61,7 @@ func child(open func() (core.Store, error)) (Counts, error) {
 	if c, ok := s.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
-	svc := &core.Service{Store: s, Users: Users, Policy: opkey.PolicyArguments,
+	svc := &core.Service{Store: s, Users: Users(), Policy: opkey.PolicyArguments,
 		Retention: 24 * time.Hour, NewID: uuid.NewString}
 	run, proc, mode := os.Getenv(envRunID), os.Getenv(envProc), os.Getenv(envMode)
 	jobs := make(chan int)

@@ -34,11 +34,14 @@ type Harness struct {
 	Open func(t *testing.T) (s Store, reopen func(t *testing.T) Store)
 }
 
-// Users of the suite: two tenants, two users in tenant-a.
-var Users = memstore.Users{
-	"user-a": {TenantID: "tenant-a", UserID: "alice"},
-	"user-c": {TenantID: "tenant-a", UserID: "carol"},
-	"user-b": {TenantID: "tenant-b", UserID: "bob"},
+// Users returns the users of the suite, a new map on each call: two
+// tenants, two users in tenant-a.
+func Users() memstore.Users {
+	return memstore.Users{
+		"user-a": {TenantID: "tenant-a", UserID: "alice"},
+		"user-c": {TenantID: "tenant-a", UserID: "carol"},
+		"user-b": {TenantID: "tenant-b", UserID: "bob"},
+	}
 }
 
 // Env is one store under test with a service over it.
@@ -55,7 +58,7 @@ func NewEnv(t *testing.T, s Store, policy opkey.Policy) *Env {
 	e := &Env{T: t, Store: s, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	prefix := fmt.Sprintf("t%x", time.Now().UnixNano())
 	e.Svc = &core.Service{
-		Store: s, Users: Users, Policy: policy, Retention: 24 * time.Hour,
+		Store: s, Users: Users(), Policy: policy, Retention: 24 * time.Hour,
 		Now:   func() time.Time { return e.Now },
 		NewID: func() string { return fmt.Sprintf("%s-%d", prefix, e.ids.Add(1)) },
 	}

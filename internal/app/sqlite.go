@@ -12,12 +12,13 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 )
 
-// SQLiteIncluded reports whether this binary carries the SQLite store.
-const SQLiteIncluded = true
-
 // purgeEvery is how often the local server deletes expired operations.
 const purgeEvery = 10 * time.Minute
 
+// openSQLite opens the local server's SQLite store, which purges expired
+// operations every purgeEvery. The Lambda build leaves SQLite out
+// (-tags nosqlite, see nosqlite.go): the deployed function only talks to
+// DynamoDB.
 func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Store, io.Closer, error) {
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeEnvTable returns the rows of the README's table of Lambda
+// environment variables: the names of each row and its default cell.
+func readmeEnvTable(t *testing.T) [][2]string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "\nLambda environment")
+	if !ok {
+		t.Fatal(`README.md has no "Lambda environment" table`)
+	}
+	var rows [][2]string
+	inTable := false
+	for _, line := range strings.Split(after, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		inTable = true
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 3 || !strings.HasPrefix(strings.TrimSpace(cells[0]), "`") {
+			continue // the header and its rule
+		}
+		rows = append(rows, [2]string{cells[0], strings.TrimSpace(cells[2])})
+	}
+	if len(rows) == 0 {
+		t.Fatal("README.md: the Lambda environment table has no rows")
+	}
+	return rows
+}
+
+var (
+	backticked = regexp.MustCompile("`([^`]*)`")
+	// defaultValue is one default as the README writes it: in backticks,
+	// or a bare number.
+	defaultValue = regexp.MustCompile("^(`[^`]+`|[0-9]+)$")
+)
+
+// TestReadmeStatesTheDefaults: each default the README's configuration
+// table states is the one the code applies (setting a variable to it
+// changes nothing), TABLE_NAME is required, and every variable FromEnv
+// reads has a row.
+func TestReadmeStatesTheDefaults(t *testing.T) {
+	minimal := map[string]string{"TABLE_NAME": "tickets"}
+	want, err := FromEnv(env(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := map[string]bool{}
+	for _, s := range lambdaSettings {
+		ours[s.env] = true
+	}
+	for _, s := range commonSettings {
+		ours[s.env] = true
+	}
+	listed := map[string]bool{}
+	checked := 0
+	for _, row := range readmeEnvTable(t) {
+		var names []string
+		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
+			names = append(names, m[1])
+			listed[m[1]] = true
+		}
+		cell := row[1]
+		if cell == "required" {
+			for _, name := range names {
+				if _, err := FromEnv(env(map[string]string{})); err == nil || !strings.Contains(err.Error(), name) {
+					t.Errorf("README: %s is required, but FromEnv without it says %v", name, err)
+				}
+			}
+			continue
+		}
+		values := strings.Split(cell, ", ")
+		if cell == "" || !defaultValue.MatchString(values[0]) {
+			continue // no default, or one described in words
+		}
+		if len(values) != len(names) {
+			t.Errorf("README row %v: %d defaults %q for %d variables", names, len(values), cell, len(names))
+			continue
+		}
+		for i, name := range names {
+			v := strings.Trim(values[i], "`")
+			if !ours[name] || !defaultValue.MatchString(values[i]) {
+				t.Errorf("README row %s: default %q is not a value of one of our settings", name, values[i])
+				continue
+			}
+			vars := map[string]string{"TABLE_NAME": "tickets", name: v}
+			got, err := FromEnv(env(vars))
+			if err != nil {
+				t.Errorf("README says %s defaults to %s, which the code refuses: %v", name, v, err)
+			} else if got != want {
+				t.Errorf("README says %s defaults to %s, but the code's default differs:\n %s=%s: %+v\n default: %+v", name, v, name, v, got, want)
+			}
+			checked++
+		}
+	}
+	for name := range ours {
+		if !listed[name] {
+			t.Errorf("README's Lambda environment table has no row for %s", name)
+		}
+	}
+	if checked < 7 {
+		t.Errorf("checked %d stated defaults; the table states at least 7", checked)
+	}
+}
