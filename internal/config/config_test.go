@@ -45,6 +45,7 @@ func TestFromEnvDefaults(t *testing.T) {
 			MinCost: 4, MaxCost: 10,
 		},
 		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, CallTimeout: 2 * time.Second,
+		MetricsNamespace: "AIVAX/Callback",
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
