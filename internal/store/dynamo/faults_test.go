@@ -23,10 +23,16 @@ type fakeClient struct {
 	errs  []error
 	calls atomic.Int32
 	block bool // wait for the context instead of answering
+	// after, when set, runs after each answer: a test cancels its context
+	// there, at a known point instead of after a sleep.
+	after func()
 }
 
 func (f *fakeClient) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	i := int(f.calls.Add(1)) - 1
+	if f.after != nil {
+		defer f.after()
+	}
 	if f.block {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -92,13 +98,15 @@ func TestCreateFaults(t *testing.T) {
 	}
 }
 
-// A cancelled caller context answers busy at once, without more attempts.
+// A caller context cancelled during the conflict backoff answers busy at
+// once, without more attempts. The context is cancelled as the first
+// attempt answers, so the backoff that follows always sees it.
 func TestCreateCancelledContextIsBusy(t *testing.T) {
-	c := &fakeClient{errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict")}}
-	s := New(c, "table", Options{ConflictRetries: 5, ConflictBackoff: time.Second, ConflictBackoffMax: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &fakeClient{errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict")}, after: cancel}
+	s := New(c, "table", Options{ConflictRetries: 5, ConflictBackoff: time.Second, ConflictBackoffMax: time.Second})
 	op, tk, now := testOp()
-	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
 	_, err := s.Create(ctx, op, tk, now)
 	if !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("err = %v, want busy", err)
