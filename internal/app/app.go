@@ -50,7 +50,9 @@ func Lambda(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.H
 	}
 	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
 	users := usercache.New(store, cfg.UserCacheTTL, cfg.UserCacheSize)
-	return handler(cfg.Common, store, users, auth, logger), nil
+	h := handler(cfg.Common, store, users, auth, logger)
+	h.Service.Deliver = cfg.Deliver // the outbox: written pending by the same transaction
+	return h, nil
 }
 
 // ssmGetter is the part of the SSM client Lambda uses.

@@ -40,6 +40,7 @@ type Lambda struct {
 	UserCacheTTL     time.Duration
 	UserCacheSize    int
 	CallTimeout      time.Duration
+	Deliver          bool // DELIVERY_KIND names a destination: new tickets are written pending (DeliveryKindFromEnv)
 }
 
 // Defaults.
