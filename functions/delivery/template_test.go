@@ -265,13 +265,13 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 		actions  []string
 		resource string
 	}{
-		"WriteOwnLogs":                      {[]string{"logs:CreateLogStream", "logs:PutLogEvents"}, "map[!GetAtt:DeliveryLogGroup.Arn]"},
-		"ReadTicketsStream":                 {[]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, "map[!GetAtt:TicketsTable.StreamArn]"},
-		"ListTicketsStreams":                {[]string{"dynamodb:ListStreams"}, "map[!Sub:${TicketsTable.Arn}/stream/*]"},
-		"UpdateTickets":                     {[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, "map[!GetAtt:TicketsTable.Arn]"},
-		"QueryDueIndex":                     {[]string{"dynamodb:Query"}, "map[!Sub:${TicketsTable.Arn}/index/delivery-due]"},
-		"ReadDeliveryParameter":             {[]string{"ssm:GetParameter"}, ""},
-		"DecryptDeliveryParameterViaSsm":    {[]string{"kms:Decrypt"}, ""},
+		"WriteOwnLogs":                       {[]string{"logs:CreateLogStream", "logs:PutLogEvents"}, "map[!GetAtt:DeliveryLogGroup.Arn]"},
+		"ReadTicketsStream":                  {[]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, "map[!GetAtt:TicketsTable.StreamArn]"},
+		"ListTicketsStreams":                 {[]string{"dynamodb:ListStreams"}, "map[!Sub:${TicketsTable.Arn}/stream/*]"},
+		"UpdateTickets":                      {[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, "map[!GetAtt:TicketsTable.Arn]"},
+		"QueryDueIndex":                      {[]string{"dynamodb:Query"}, "map[!Sub:${TicketsTable.Arn}/index/delivery-due]"},
+		"ReadDeliveryParameter":              {[]string{"ssm:GetParameter"}, ""},
+		"DecryptDeliveryParameterViaSsm":     {[]string{"kms:Decrypt"}, ""},
 		"SendFailedRecordsToDeadLetterQueue": {[]string{"sqs:SendMessage"}, "map[!GetAtt:DeliveryDeadLetterQueue.Arn]"},
 	}
 	seen := map[string]bool{}

@@ -174,9 +174,9 @@ func TestStreamBatch(t *testing.T) {
 	}
 	mark := len(f.logs.String())
 	ev := batch(t,
-		rec{"10", "INSERT", f.image(t, "TICKET#" + a)},
-		rec{"11", "INSERT", f.image(t, "TICKET#" + b)},
-		rec{"12", "INSERT", f.image(t, "TICKET#" + a)}, // the same record twice
+		rec{"10", "INSERT", f.image(t, "TICKET#"+a)},
+		rec{"11", "INSERT", f.image(t, "TICKET#"+b)},
+		rec{"12", "INSERT", f.image(t, "TICKET#"+a)}, // the same record twice
 		rec{"13", "INSERT", f.image(t, "USER#u-1")},
 		rec{"14", "MODIFY", finalImage},
 		rec{"15", "REMOVE", nil},
@@ -233,7 +233,7 @@ func TestStreamReportsFailures(t *testing.T) {
 	f := newFixture(t, func(s delivery.Store) delivery.Store { return failingClaims{s} })
 	a := f.env.Create(`{"title":"Printer on fire"}`)
 	ev := batch(t,
-		rec{"20", "INSERT", f.image(t, "TICKET#" + a)},
+		rec{"20", "INSERT", f.image(t, "TICKET#"+a)},
 		rec{"21", "INSERT", json.RawMessage(`{"pk":{"Q":"not an attribute value"}}`)},
 		rec{"22", "REMOVE", nil},
 	)
