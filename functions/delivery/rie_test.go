@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,8 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app"
-	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
@@ -133,7 +129,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 	})
 
 	t.Run("stream", func(t *testing.T) {
-		ids := createThroughCallback(t, endpoint, table, 3)
+		ids := createThroughCallback(t, startCallback(t, endpoint, table), 3)
 		ev, n := streamEvent(t, endpoint, streamARN, ids)
 		if n != len(ids) {
 			t.Fatalf("the stream holds %d pending ticket inserts, want %d", n, len(ids))
@@ -236,33 +232,23 @@ func TestDeliveryUnderRIE(t *testing.T) {
 	}
 }
 
-// createThroughCallback creates n tickets through the callback function's
-// real handler, configured from its environment as its main.go does, with
-// DELIVERY_KIND set; it returns their ids.
-func createThroughCallback(t *testing.T, endpoint, table string, n int) []string {
+// startCallback runs the built callback bootstrap under its own emulator,
+// configured as template.yaml configures it with a destination
+// (DELIVERY_KIND set), and returns its invoke URL.
+func startCallback(t *testing.T, endpoint, table string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_REGION": testenv.Region, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
-	} {
-		t.Setenv(k, v)
-	}
-	vars := map[string]string{"TABLE_NAME": table, "HOOK_KEY": hookKey, "DELIVERY_KIND": "zendesk"}
-	getenv := func(k string) string { return vars[k] }
-	cfg, err := config.FromEnv(getenv)
-	if err == nil {
-		cfg.Deliver, err = config.DeliveryKindFromEnv(getenv)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := app.Lambda(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	testenv.BuildFunction(t, "./functions/callback", "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
+	url, _, _ := testenv.StartRIE(t, bootstrap, map[string]string{
+		"TABLE_NAME": table, "HOOK_KEY": hookKey, "AWS_ENDPOINT_URL_DYNAMODB": endpoint, "DELIVERY_KIND": "zendesk",
+	})
+	return url
+}
+
+// createThroughCallback creates n tickets through the callback function
+// (function URL events, as AIVAX sends them) and returns their ids.
+func createThroughCallback(t *testing.T, callbackURL string, n int) []string {
+	t.Helper()
 	var ids []string
 	for i := range n {
 		body := fmt.Sprintf(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Stream ticket %d"}},`+
@@ -271,17 +257,26 @@ func createThroughCallback(t *testing.T, endpoint, table string, n int) []string
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
-		r.Header.Set(httpapi.NonceHeader, nc)
-		r.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
+		ev, err := json.Marshal(events.LambdaFunctionURLRequest{
+			Version: "2.0", RawPath: "/callback", Body: body,
+			Headers: map[string]string{strings.ToLower(httpapi.NonceHeader): nc, "content-type": "application/json"},
+			RequestContext: events.LambdaFunctionURLRequestContext{
+				HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: http.MethodPost, Path: "/callback"},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp events.LambdaFunctionURLResponse
+		if err := json.Unmarshal(invoke(t, callbackURL, ev), &resp); err != nil {
+			t.Fatal(err)
+		}
 		var got struct {
 			Status   string `json:"status"`
 			TicketID string `json:"ticket_id"`
 		}
-		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Status != "created" {
-			t.Fatalf("create_ticket: %d %s", w.Code, w.Body)
+		if err := json.Unmarshal([]byte(resp.Body), &got); err != nil || got.Status != "created" {
+			t.Fatalf("create_ticket: %d %s", resp.StatusCode, resp.Body)
 		}
 		ids = append(ids, got.TicketID)
 	}
