@@ -47,10 +47,7 @@ func newFixture(t *testing.T, wrap func(delivery.Store) delivery.Store) *fixture
 	f.store = dynamo.New(f.client, f.table, dynamo.Options{})
 	f.env = deliverytest.NewEnv(t, f.store, true)
 	f.fake = fakehelpdesk.New(t, fakehelpdesk.Config{Email: "agent@acme.com", Token: token})
-	dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: f.fake.URL(), Email: "agent@acme.com", Token: token, Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := zendeskFor(t, f.fake)
 	var store delivery.Store = f.store
 	if wrap != nil {
 		store = wrap(store)
@@ -58,6 +55,17 @@ func newFixture(t *testing.T, wrap func(delivery.Store) delivery.Store) *fixture
 	log := slog.New(slog.NewJSONHandler(f.logs, nil))
 	f.h = deliverylambda.New(delivery.Engine{MaxAttempts: 3, Lease: delivery.LeaseFor(2 * time.Second)}, store, dst, log)
 	return f
+}
+
+// zendeskFor is the zendesk destination of the fake helpdesk.
+func zendeskFor(t *testing.T, fake *fakehelpdesk.Server) delivery.Destination {
+	t.Helper()
+	c := fake.Config()
+	dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: c.Email, Token: c.Token, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // image reads an item as it is stored and returns it as a stream record's
