@@ -43,7 +43,7 @@ const (
 
 // streamTable creates a table as dynamo.TableInput defines it, with the
 // stream template.yaml enables, and returns its name and stream ARN.
-func streamTable(t *testing.T, client *dynamodb.Client) (string, string) {
+func streamTable(t testing.TB, client *dynamodb.Client) (string, string) {
 	t.Helper()
 	name := fmt.Sprintf("delivery-rie-%d-%d", os.Getpid(), time.Now().UnixNano())
 	in := dynamo.TableInput(name)
@@ -349,7 +349,7 @@ func streamEvent(t *testing.T, endpoint, streamARN string, ids []string) ([]byte
 
 // lambdaRecord converts a record of the streams API into the record
 // Lambda delivers, images through the SDK's attribute value package.
-func lambdaRecord(t *testing.T, r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
+func lambdaRecord(t testing.TB, r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
 	t.Helper()
 	image := func(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
 		if m == nil {
