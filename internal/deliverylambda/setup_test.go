@@ -3,6 +3,7 @@ package deliverylambda_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -152,4 +153,24 @@ func TestStreamCallsPerTicket(t *testing.T) {
 		t.Errorf("%d DynamoDB calls for %d delivered tickets, want %d (claim and result)", got, n, 2*n)
 	}
 	t.Logf("DynamoDB calls per delivered ticket (stream): %.1f", float64(calls.Load())/n)
+
+	// Records the handler ignores cost nothing: the same tickets, now
+	// delivered, and an item that is not a ticket.
+	var ignored []rec
+	for i, r := range recs {
+		var img map[string]any
+		if err := json.Unmarshal(r.image, &img); err != nil {
+			t.Fatal(err)
+		}
+		ignored = append(ignored, rec{seq: fmt.Sprint("m", i), name: "MODIFY",
+			image: fx.image(t, img["pk"].(map[string]any)["S"].(string))})
+	}
+	ignored = append(ignored, rec{seq: "u", name: "INSERT", image: json.RawMessage(`{"pk":{"S":"USER#x"},"delivery_state":{"S":"pending"}}`)})
+	calls.Store(0)
+	if out, err := h.Handle(context.Background(), batch(t, ignored...)); err != nil || len(failures(t, out)) != 0 {
+		t.Fatalf("%v %v", out, err)
+	}
+	if got := calls.Load(); got != 0 {
+		t.Errorf("%d DynamoDB calls for records that are not pending tickets, want 0", got)
+	}
 }
