@@ -14,7 +14,7 @@ LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags $(LAMBDA_TA
 FUZZTIME ?= 10s
 
 .PHONY: run test tools fmt vet unit load fuzz fuzz-long lint vuln build build-CallbackFunction \
-	bench dynamodb-local seed-local clean
+	build-DeliveryFunction bench dynamodb-local seed-local clean
 
 ## run: the product locally on the embedded SQLite store, on loopback.
 run:
@@ -62,14 +62,20 @@ vuln:
 	$(BIN)/govulncheck -db file://$(CURDIR)/.cache/vulndb ./...
 	$(BIN)/govulncheck -db file://$(CURDIR)/.cache/vulndb -tags $(LAMBDA_TAGS) ./functions/...
 
-## build: the deployable arm64 bootstrap in dist/.
+## build: the deployable arm64 bootstraps in dist/ (callback) and
+## dist/delivery/ (the delivery function).
 build:
 	$(LAMBDA_BUILD) -o dist/bootstrap ./functions/callback
-	@ls -l dist/bootstrap
+	$(LAMBDA_BUILD) -o dist/delivery/bootstrap ./functions/delivery
+	@ls -l dist/bootstrap dist/delivery/bootstrap
 
 ## build-CallbackFunction: what `sam build` calls (BuildMethod: makefile).
 build-CallbackFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/callback
+
+## build-DeliveryFunction: the delivery function, for `sam build`.
+build-DeliveryFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/delivery
 
 ## bench: benchmarks, load and cold-start runs; writes docs/benchmarks.md.
 ## Refuses a tree with uncommitted changes (BENCHFLAGS=-allow-dirty flags the

@@ -33,6 +33,9 @@ func main() {
 func runLambda() {
 	logger := app.LambdaLogger()
 	cfg, err := config.FromEnv(os.Getenv)
+	if err == nil {
+		cfg.Deliver, err = config.DeliveryKindFromEnv(os.Getenv)
+	}
 	if err != nil {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)

@@ -84,6 +84,8 @@ func TestTemplateMetrics(t *testing.T) {
 		{"callbacks_total", ""},
 		{"AWS/Lambda:Throttles", "FunctionName=!Ref CallbackFunction"},
 		{"deliveries_total", "state=unknown"},
+		{"AWS/SQS:ApproximateNumberOfMessagesVisible", "QueueName=!GetAtt DeliveryDeadLetterQueue.QueueName"},
+		{"AWS/Lambda:IteratorAge", "FunctionName=!Ref DeliveryFunction"},
 	} {
 		if !slices.Contains(alarms, want) {
 			t.Errorf("no alarm reads %s{%s}", want.metric, want.dims)
@@ -183,8 +185,8 @@ func (c checker) alarmMetric(alarm string, n *yaml.Node) (string, string) {
 		for _, x := range d.Content {
 			v := get(x, "Value")
 			val := v.Value
-			if v.Tag == "!Ref" {
-				val = "!Ref " + v.Value
+			if v.Tag == "!Ref" || v.Tag == "!GetAtt" {
+				val = v.Tag + " " + v.Value
 			}
 			dims[get(x, "Name").Value] = val
 		}
@@ -194,12 +196,17 @@ func (c checker) alarmMetric(alarm string, n *yaml.Node) (string, string) {
 		c.metric(alarm, name.Value, dims)
 		return name.Value, dimString(dims)
 	case ns.Tag != "!Ref" && ns.Value == "AWS/Lambda":
-		if dims["FunctionName"] != "!Ref CallbackFunction" || len(dims) != 1 {
-			c.t.Errorf("%s: an AWS/Lambda alarm must be on FunctionName !Ref CallbackFunction, not %v", alarm, dims)
+		if f := dims["FunctionName"]; (f != "!Ref CallbackFunction" && f != "!Ref DeliveryFunction") || len(dims) != 1 {
+			c.t.Errorf("%s: an AWS/Lambda alarm must be on FunctionName !Ref CallbackFunction or DeliveryFunction, not %v", alarm, dims)
 		}
 		return "AWS/Lambda:" + name.Value, dimString(dims)
+	case ns.Tag != "!Ref" && ns.Value == "AWS/SQS":
+		if dims["QueueName"] != "!GetAtt DeliveryDeadLetterQueue.QueueName" || len(dims) != 1 {
+			c.t.Errorf("%s: an AWS/SQS alarm must be on QueueName !GetAtt DeliveryDeadLetterQueue.QueueName, not %v", alarm, dims)
+		}
+		return "AWS/SQS:" + name.Value, dimString(dims)
 	}
-	c.t.Errorf("%s: namespace %s %q is neither !Ref MetricsNamespace nor AWS/Lambda", alarm, ns.Tag, ns.Value)
+	c.t.Errorf("%s: namespace %s %q is neither !Ref MetricsNamespace, AWS/Lambda nor AWS/SQS", alarm, ns.Tag, ns.Value)
 	return "", ""
 }
 

@@ -62,7 +62,9 @@ func lambdaHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string, l
 	}
 	store := dynamo.New(client, cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
 	users := usercache.New(metrics.TimedStore{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize)
-	return instrument(handler(cfg.Common, store, users, auth, logger), rec), nil
+	h := handler(cfg.Common, store, users, auth, logger)
+	h.Service.Deliver = cfg.Deliver // the outbox: written pending by the same transaction
+	return instrument(h, rec), nil
 }
 
 // instrument reports h's requests and store calls to rec.

@@ -46,6 +46,7 @@ type Lambda struct {
 	UserCacheSize    int
 	CallTimeout      time.Duration
 	MetricsNamespace string // CloudWatch namespace of the EMF metrics; "" for the default
+	Deliver          bool   // DELIVERY_KIND names a destination: new tickets are written pending (DeliveryKindFromEnv)
 }
 
 // Defaults this package applies itself. The other defaults belong to the

@@ -359,7 +359,14 @@ func tablePrefix(testName string) string {
 // goarch, into out, and returns the binary's size in bytes.
 func BuildBootstrap(t testing.TB, tags, goarch, out string) int64 {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-tags", tags, "-trimpath", "-ldflags=-s -w", "-o", out, "./functions/callback")
+	return BuildFunction(t, "./functions/callback", tags, goarch, out)
+}
+
+// BuildFunction is BuildBootstrap for the function in pkg (a path such as
+// ./functions/delivery, relative to the repository's root).
+func BuildFunction(t testing.TB, pkg, tags, goarch, out string) int64 {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-tags", tags, "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = RepoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {

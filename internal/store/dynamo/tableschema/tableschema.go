@@ -68,6 +68,8 @@ func CreateTable(name string) *dynamodb.CreateTableInput {
 		AttributeDefinitions:   AttributeDefinitions(),
 		KeySchema:              KeySchema(),
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{DeliveryIndex()},
+		// The delivery function reads new ticket items from the stream.
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
 	}
 }
 

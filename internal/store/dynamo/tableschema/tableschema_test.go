@@ -35,6 +35,9 @@ type templateTable struct {
 					ProjectionType string `yaml:"ProjectionType"`
 				} `yaml:"Projection"`
 			} `yaml:"GlobalSecondaryIndexes"`
+			StreamSpecification struct {
+				StreamViewType string `yaml:"StreamViewType"`
+			} `yaml:"StreamSpecification"`
 			TimeToLiveSpecification struct {
 				AttributeName string `yaml:"AttributeName"`
 				Enabled       bool   `yaml:"Enabled"`
@@ -111,6 +114,9 @@ func TestMatchesTemplate(t *testing.T) {
 				t.Errorf("GlobalSecondaryIndexes[%d].KeySchema[%d]: template %s %s, Go %s %s", i, j, k.AttributeName, k.KeyType, *g.KeySchema[j].AttributeName, g.KeySchema[j].KeyType)
 			}
 		}
+	}
+	if got, want := p.StreamSpecification.StreamViewType, string(in.StreamSpecification.StreamViewType); got != want {
+		t.Errorf("StreamSpecification: template %q, Go %q", got, want)
 	}
 	ttl := tableschema.EnableTTL("t").TimeToLiveSpecification
 	if p.TimeToLiveSpecification.AttributeName != *ttl.AttributeName || p.TimeToLiveSpecification.Enabled != *ttl.Enabled {

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+// deliveredAt notes when each ticket's delivered state was recorded.
+type deliveredAt struct {
+	delivery.Store
+	mu   sync.Mutex
+	done map[string]time.Time
+}
+
+func (s *deliveredAt) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+	err := s.Store.Record(ctx, id, owner, u)
+	if err == nil && u.State == delivery.StateDelivered {
+		s.mu.Lock()
+		s.done[id] = time.Now()
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *deliveredAt) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.done)
+}
+
+// BenchmarkDeliveryStreamPath: callbacks commit tickets on DynamoDB Local
+// (stream enabled) while a poller does what Lambda's event source mapping
+// does for one shard (GetRecords, the template's filter, batches of up to
+// 10, one batch at a time) and hands each batch to the delivery handler,
+// which sends to the fake helpdesk answering every create in 50 ms.
+// Reports tickets delivered per second and the latency from commit to
+// delivered (p50, p99). Lambda's own polling interval (up to a second in
+// AWS) is not part of it.
+func BenchmarkDeliveryStreamPath(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	endpoint := testenv.DynamoDB(b)
+	client := testenv.DynamoClient(b, endpoint)
+	table, streamARN := streamTable(b, client)
+	store := dynamo.New(client, table, dynamo.Options{})
+	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: 50 * time.Millisecond}})
+	fc := fake.Config()
+	dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	timed := &deliveredAt{Store: store, done: map[string]time.Time{}}
+	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
+
+	n := 0
+	svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
+		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
+		NewID: func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) }}
+
+	pollErr := make(chan error, 1)
+	go func() { pollErr <- pollStream(ctx, endpoint, streamARN, h) }()
+
+	committed := map[string]time.Time{}
+	start := time.Now()
+	b.ResetTimer()
+	for i := range b.N {
+		out := svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"bench"}`),
+			ExternalUserID: "u", RequestID: fmt.Sprintf("r%d-%d", start.UnixNano(), i)})
+		if out.Kind != core.KindCreated {
+			b.Fatalf("create: %v %v", out.Kind, out.Err)
+		}
+		committed[out.TicketID()] = time.Now()
+	}
+	for deadline := time.Now().Add(2 * time.Minute); timed.count() < b.N; time.Sleep(5 * time.Millisecond) {
+		select {
+		case err := <-pollErr:
+			b.Fatalf("stream poller: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d delivered after two minutes", timed.count(), b.N)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	if fake.Total() != b.N {
+		b.Fatalf("helpdesk holds %d tickets, want %d", fake.Total(), b.N)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	for id, at := range committed {
+		lat = append(lat, timed.done[id].Sub(at))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// pollStream follows every shard of the stream from its start until ctx
+// ends, handing the filtered records to h in batches of up to 10.
+func pollStream(ctx context.Context, endpoint, streamARN string, h *deliverylambda.Handler) error {
+	sc := dynamodbstreams.New(dynamodbstreams.Options{
+		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
+	})
+	iters := map[string]*string{}
+	for ctx.Err() == nil {
+		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
+		if err != nil {
+			return ignoreCancel(ctx, err)
+		}
+		for _, sh := range desc.StreamDescription.Shards {
+			id := aws.ToString(sh.ShardId)
+			if _, ok := iters[id]; ok {
+				continue
+			}
+			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &streamARN,
+				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				return ignoreCancel(ctx, err)
+			}
+			iters[id] = it.ShardIterator
+		}
+		idle := true
+		for id, iter := range iters {
+			if iter == nil {
+				continue
+			}
+			out, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(10)})
+			if err != nil {
+				return ignoreCancel(ctx, err)
+			}
+			iters[id] = out.NextShardIterator
+			var ev events.DynamoDBEvent
+			for _, r := range out.Records {
+				if rec := toLambda(r, streamARN); passesFilter(rec) {
+					ev.Records = append(ev.Records, rec)
+				}
+			}
+			if len(out.Records) > 0 {
+				idle = false
+			}
+			if len(ev.Records) == 0 {
+				continue
+			}
+			raw, err := json.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			res, err := h.Handle(ctx, raw)
+			if err != nil {
+				return ignoreCancel(ctx, err)
+			}
+			if f := res.(events.DynamoDBEventResponse).BatchItemFailures; len(f) > 0 && ctx.Err() == nil {
+				return fmt.Errorf("batch item failures %v", f)
+			}
+		}
+		if idle {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func ignoreCancel(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// toLambda is lambdaRecord without a testing.T.
+func toLambda(r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
+	return lambdaRecord(panicTB{}, r, streamARN)
+}
+
+// panicTB turns a conversion failure of the poller into a panic: it runs
+// outside the benchmark's goroutine, where Fatal may not be called.
+type panicTB struct{ testing.TB }
+
+func (panicTB) Helper()                      {}
+func (panicTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
+func (panicTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }

@@ -1,0 +1,231 @@
+// Package deliverylambda is the delivery function's handler: one entry
+// point that takes a DynamoDB stream batch of the tickets table (and
+// delivers the tickets it announces) or an EventBridge scheduled event
+// (and sweeps the tickets that are due or whose lease ran out). The state
+// machine itself is delivery.Engine; this package only feeds it.
+package deliverylambda
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+)
+
+// ticketPrefix is the partition key prefix of ticket items.
+const ticketPrefix = "TICKET#"
+
+// DefaultConcurrency bounds the tickets of one batch delivered at once.
+const DefaultConcurrency = 10
+
+// sweepRounds bounds how many times one scheduled invocation sweeps again
+// after a sweep that moved tickets on (a sweep takes at most Concurrency
+// tickets at once).
+const sweepRounds = 20
+
+// Handler delivers tickets with Engine. Build it with New.
+type Handler struct {
+	engine      *delivery.Engine
+	worker      *delivery.Worker
+	log         *slog.Logger
+	concurrency int
+}
+
+// New returns the handler over store and destination. engine supplies the
+// attempts, lease and backoff; its Store and Destination are replaced by
+// store and dst (store wrapped so that each recorded step is logged).
+func New(engine delivery.Engine, store delivery.Store, dst delivery.Destination, log *slog.Logger) *Handler {
+	e := engine
+	e.Store = loggedStore{Store: store, log: log}
+	e.Destination = dst
+	return &Handler{
+		engine:      &e,
+		worker:      &delivery.Worker{Engine: &e, Concurrency: DefaultConcurrency, Log: log},
+		log:         log,
+		concurrency: DefaultConcurrency,
+	}
+}
+
+// SweepResult answers a scheduled event.
+type SweepResult struct {
+	Moved int `json:"moved"` // tickets moved on by one step
+}
+
+// envelope is what tells the two events apart.
+type envelope struct {
+	DetailType string            `json:"detail-type"`
+	Records    []json.RawMessage `json:"Records"`
+}
+
+// streamRecord is the part of an events.DynamoDBEventRecord the handler
+// reads; the new image stays raw, for attributevalue.UnmarshalMapJSON.
+type streamRecord struct {
+	EventName string `json:"eventName"`
+	Change    struct {
+		SequenceNumber string          `json:"SequenceNumber"`
+		NewImage       json.RawMessage `json:"NewImage"`
+	} `json:"dynamodb"`
+}
+
+// Handle is the function's entry point: a stream batch is answered with
+// an events.DynamoDBEventResponse, a scheduled event with a SweepResult;
+// anything else is an error.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, fmt.Errorf("delivery: event is not a JSON object: %w", err)
+	}
+	switch {
+	case env.DetailType == "Scheduled Event":
+		return h.Sweep(ctx), nil
+	case env.Records != nil:
+		return h.Stream(ctx, env.Records), nil
+	}
+	return nil, errors.New(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": "Scheduled Event")`)
+}
+
+// Sweep moves on the tickets that are due or whose lease ran out, again
+// while a sweep moved some and time is left for another.
+func (h *Handler) Sweep(ctx context.Context) SweepResult {
+	var res SweepResult
+	for range sweepRounds {
+		n := h.worker.Sweep(ctx)
+		res.Moved += n
+		if n == 0 || !h.timeForAnother(ctx) {
+			break
+		}
+	}
+	h.log.InfoContext(ctx, "delivery sweep", slog.Int("moved", res.Moved))
+	return res
+}
+
+// timeForAnother: a round can still finish a claim's calls and its record
+// before the invocation's deadline.
+func (h *Handler) timeForAnother(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > 2*delivery.LeaseFor(0)
+}
+
+// Stream delivers the pending tickets a stream batch announces. Records of
+// other items, or of tickets in another state, are ignored; a record that
+// cannot be read or whose delivery step failed (other than the ticket
+// being held by another worker, not due or final) is reported as a batch
+// item failure, so Lambda retries it and, at the end, sends it to the
+// dead-letter queue instead of dropping it.
+func (h *Handler) Stream(ctx context.Context, records []json.RawMessage) events.DynamoDBEventResponse {
+	failed := make([]bool, len(records))
+	seqs := make([]string, len(records))
+	slots := make(chan struct{}, h.concurrency)
+	var wg sync.WaitGroup
+	for i, raw := range records {
+		id, seq, err := ticketOf(raw)
+		seqs[i] = seq
+		switch {
+		case err != nil:
+			h.log.ErrorContext(ctx, "delivery: unreadable stream record",
+				slog.String("sequence_number", seq), slog.String("error", err.Error()))
+			failed[i] = true
+			continue
+		case id == "":
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			failed[i] = !h.deliver(ctx, id)
+		})
+	}
+	wg.Wait()
+	resp := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seqs[i]})
+		}
+	}
+	return resp
+}
+
+// deliver runs one step for ticket id and reports whether the record is
+// done with (the step was recorded, or someone else has the ticket).
+func (h *Handler) deliver(ctx context.Context, id string) bool {
+	_, err := h.engine.Deliver(ctx, id)
+	switch {
+	case err == nil: // logged by loggedStore.Record
+		return true
+	case errors.Is(err, delivery.ErrNotClaimable), errors.Is(err, delivery.ErrLeaseLost):
+		h.log.InfoContext(ctx, "delivery", slog.String("ticket_id", id), slog.String("state", "not_claimed"),
+			slog.String("reason", err.Error()))
+		return true
+	}
+	h.log.ErrorContext(ctx, "delivery", slog.String("ticket_id", id), slog.String("state", "step_failed"),
+		slog.String("error", err.Error()))
+	return false
+}
+
+// ticketOf returns the ticket id of a record whose new image is a ticket
+// item pending delivery, "" for any other record, and the record's
+// sequence number.
+func ticketOf(raw json.RawMessage) (id, seq string, err error) {
+	var r streamRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "", "", fmt.Errorf("record: %w", err)
+	}
+	seq = r.Change.SequenceNumber
+	if seq == "" {
+		return "", "", errors.New("record has no dynamodb.SequenceNumber")
+	}
+	if len(r.Change.NewImage) == 0 || string(r.Change.NewImage) == "null" {
+		return "", seq, nil // a removal, or a stream without new images
+	}
+	item, err := attributevalue.UnmarshalMapJSON(r.Change.NewImage)
+	if err != nil {
+		return "", seq, fmt.Errorf("NewImage: %w", err)
+	}
+	var t struct {
+		PK    string `dynamodbav:"pk"`
+		State string `dynamodbav:"delivery_state"`
+	}
+	if err := attributevalue.UnmarshalMap(item, &t); err != nil {
+		return "", seq, fmt.Errorf("NewImage: %w", err)
+	}
+	id, isTicket := strings.CutPrefix(t.PK, ticketPrefix)
+	if !isTicket || id == "" || t.State != string(delivery.StatePending) {
+		return "", seq, nil
+	}
+	return id, seq, nil
+}
+
+// loggedStore logs one line per recorded step: the ticket, its new state
+// and its attempts; never credentials (the destination's errors carry
+// none).
+type loggedStore struct {
+	delivery.Store
+	log *slog.Logger
+}
+
+func (s loggedStore) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+	if err := s.Store.Record(ctx, id, owner, u); err != nil {
+		return err
+	}
+	attrs := []slog.Attr{slog.String("ticket_id", id), slog.String("state", string(u.State)), slog.Int("attempts", u.Attempts)}
+	if u.State == delivery.StateDelivered {
+		attrs = append(attrs, slog.String("external_id", u.ExternalID))
+	} else if u.Error != "" {
+		attrs = append(attrs, slog.String("error", u.Error))
+	}
+	level := slog.LevelInfo
+	if u.State == delivery.StateFailed || u.State == delivery.StateUnknown {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(ctx, level, "delivery", attrs...)
+	return nil
+}

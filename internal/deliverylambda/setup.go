@@ -1,0 +1,69 @@
+package deliverylambda
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+)
+
+// FromEnv builds the handler once, at cold start: the destination from
+// DELIVERY_* (its credentials read from SSM when DELIVERY_SECRET_PARAMETER
+// is set), one DynamoDB client on TABLE_NAME, the engine.
+func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) (*Handler, error) {
+	table := getenv("TABLE_NAME")
+	if table == "" {
+		return nil, errors.New("config: TABLE_NAME is required")
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	cfg, ok, err := config.DeliveryFromEnv(getenv, func(name string) (string, error) {
+		return readParameter(ctx, ssm.NewFromConfig(awsCfg), name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("config: DELIVERY_KIND is none or empty: this function has nothing to deliver to")
+	}
+	dst, err := dest.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), table, dynamo.Options{})
+	log.InfoContext(ctx, "delivery destination", slog.Any("delivery", cfg))
+	return New(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log), nil
+}
+
+// ssmGetter is the part of the SSM client FromEnv uses.
+type ssmGetter interface {
+	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// readParameter reads a SecureString; its value is never put in an error.
+func readParameter(ctx context.Context, c ssmGetter, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
+	if err != nil {
+		return "", err
+	}
+	if out.Parameter == nil || strings.TrimSpace(aws.ToString(out.Parameter.Value)) == "" {
+		return "", errors.New("empty value")
+	}
+	return *out.Parameter.Value, nil
+}
