@@ -106,7 +106,7 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 	}
 	ids, err := w.Engine.Store.Due(ctx, w.Engine.now(), limit+len(w.slots))
 	if err != nil {
-		w.log("delivery: finding due tickets", "", err)
+		w.logFailure("find due tickets", "", err)
 		return
 	}
 	left := false
@@ -143,7 +143,7 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 				}
 			case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
 			default:
-				w.log("delivery: ticket step failed", id, err)
+				w.logFailure("deliver", id, err)
 			}
 			if again {
 				w.Notify() // tickets were left behind for want of a slot
@@ -159,8 +159,9 @@ func (w *Worker) setSaturated(v bool) {
 	w.mu.Unlock()
 }
 
-func (w *Worker) log(msg, id string, err error) {
+// logFailure logs a step that failed; step says which.
+func (w *Worker) logFailure(step, id string, err error) {
 	if w.Log != nil {
-		w.Log.Warn(msg, "ticket_id", id, "error", err.Error())
+		w.Log.Warn("delivery step failed", slog.String("step", step), slog.String("ticket_id", id), slog.Any("error", err))
 	}
 }

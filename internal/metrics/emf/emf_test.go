@@ -59,7 +59,7 @@ func line(t *testing.T, msg string, attrs ...slog.Attr) []byte {
 		}
 		return a
 	}}))
-	l.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...)
+	l.LogAttrs(context.Background(), slog.LevelInfo, msg, attrs...) //nolint:sloglint // the golden lines are written under the message each test names
 	return buf.Bytes()
 }
 
