@@ -154,6 +154,7 @@ type Local struct {
 	HookKey        string
 	InsecureNoAuth bool
 	Users          map[string]User
+	Delivery       *Delivery // nil: no destination, tickets are not delivered
 }
 
 // Store chooses the local server's store.
@@ -184,6 +185,7 @@ type localFile struct {
 	NonceMaxCost   json.Number     `json:"nonce_max_cost"`
 	PublicURL      string          `json:"public_url"`
 	Users          map[string]User `json:"users"`
+	Delivery       *Delivery       `json:"delivery"`
 }
 
 // LoadFile reads and checks the local configuration file.
@@ -216,6 +218,12 @@ func ParseFile(b []byte) (Local, error) {
 		return Local{}, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	c := Local{Listen: f.Listen, Store: f.Store, HookKey: f.HookKey, InsecureNoAuth: f.InsecureNoAuth, Users: f.Users}
+	if f.Delivery != nil {
+		if err := f.Delivery.Validate(); err != nil {
+			return c, err
+		}
+		c.Delivery = f.Delivery
+	}
 	if c.Common, err = common(f.KeyPolicy, f.Retention, f.MaxBodyBytes.String(), f.NonceMinCost.String(),
 		f.NonceMaxCost.String(), f.PublicURL, fileNames); err != nil {
 		return c, err

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Delivery is the destination tickets are delivered to: the config file's
+// "delivery" block locally, the DELIVERY_* environment in Lambda.
+type Delivery struct {
+	Kind        string        // "zendesk" or "webhook"
+	URL         string        // https, or http for a loopback host
+	Email       string        // zendesk: the agent the API token belongs to
+	Token       string        // zendesk: the API token; never printed
+	Secret      string        // webhook: the HMAC-SHA256 key; never printed
+	Lookup      bool          // webhook: the endpoint answers lookups by idempotency key
+	MaxAttempts int           // sends per ticket; 0 means DefaultDeliveryMaxAttempts
+	Timeout     time.Duration // per helpdesk call; 0 means DefaultDeliveryTimeout
+}
+
+// Delivery defaults and bounds.
+const (
+	DefaultDeliveryMaxAttempts = 8
+	MaxDeliveryAttempts        = 100
+	DefaultDeliveryTimeout     = 10 * time.Second
+	MinDeliveryTimeout         = 100 * time.Millisecond
+	// MaxDeliveryTimeout keeps a lookup plus a send, each cut off at the
+	// timeout, inside a lease well under a minute.
+	MaxDeliveryTimeout = 20 * time.Second
+)
+
+// Validate checks the destination: kind zendesk or webhook, an https URL
+// (http only for loopback hosts), the credentials the kind needs and none
+// of the other kind's, max_attempts 1..100 and timeout 100ms..20s (zero:
+// the default). Errors name the file's field and never show a credential.
+func (d Delivery) Validate() error {
+	switch d.Kind {
+	case "zendesk":
+		if strings.TrimSpace(d.Email) == "" || d.Token == "" {
+			return errors.New("config: delivery: kind zendesk needs email and token")
+		}
+		if d.Secret != "" || d.Lookup {
+			return errors.New("config: delivery: secret and lookup are for kind webhook, not zendesk (zendesk is always looked up)")
+		}
+	case "webhook":
+		if d.Secret == "" {
+			return errors.New("config: delivery: kind webhook needs secret")
+		}
+		if d.Email != "" || d.Token != "" {
+			return errors.New("config: delivery: email and token are for kind zendesk, not webhook")
+		}
+	case "":
+		return errors.New("config: delivery.kind: required, zendesk or webhook")
+	default:
+		return fmt.Errorf("config: delivery.kind: %q is neither zendesk nor webhook", d.Kind)
+	}
+	if err := checkDeliveryURL(d.URL); err != nil {
+		return err
+	}
+	if d.MaxAttempts != 0 && (d.MaxAttempts < 1 || d.MaxAttempts > MaxDeliveryAttempts) {
+		return fmt.Errorf("config: delivery.max_attempts: %d is not from 1 to %d", d.MaxAttempts, MaxDeliveryAttempts)
+	}
+	if d.Timeout != 0 && (d.Timeout < MinDeliveryTimeout || d.Timeout > MaxDeliveryTimeout) {
+		return fmt.Errorf("config: delivery.timeout: %s is not from %s to %s", d.Timeout, MinDeliveryTimeout, MaxDeliveryTimeout)
+	}
+	return nil
+}
+
+// WithDefaults returns d with zero MaxAttempts and Timeout set to their
+// defaults.
+func (d Delivery) WithDefaults() Delivery {
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultDeliveryMaxAttempts
+	}
+	if d.Timeout == 0 {
+		d.Timeout = DefaultDeliveryTimeout
+	}
+	return d
+}
+
+func checkDeliveryURL(raw string) error {
+	if raw == "" {
+		return errors.New("config: delivery.url: required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return errors.New("config: delivery.url: not an absolute URL")
+	}
+	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String() // no user info or query: they may hold secrets
+	if u.User != nil {
+		return fmt.Errorf("config: delivery.url: %q must not carry user info; put credentials in their own fields", shown)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !isLoopback(strings.ToLower(u.Hostname())) {
+			return fmt.Errorf("config: delivery.url: %q must be https (http only for a loopback host)", shown)
+		}
+	default:
+		return fmt.Errorf("config: delivery.url: %q must be https", shown)
+	}
+	return nil
+}
+
+// String shows the destination without its credentials.
+func (d Delivery) String() string {
+	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
+		d.Kind, redactURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+}
+
+// GoString is String, so that %#v does not print credentials either.
+func (d Delivery) GoString() string { return d.String() }
+
+// LogValue logs the destination without its credentials.
+func (d Delivery) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", redactURL(d.URL)),
+		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
+}
+
+func redacted(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparsable]"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Hostname() + portSuffix(u), Path: u.Path}).String()
+}
+
+func portSuffix(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return ":" + p
+	}
+	return ""
+}
+
+// deliveryFile is the config file's "delivery" block.
+type deliveryFile struct {
+	Kind        string      `json:"kind"`
+	URL         string      `json:"url"`
+	Email       string      `json:"email"`
+	Token       string      `json:"token"`
+	Secret      string      `json:"secret"`
+	Lookup      bool        `json:"lookup"`
+	MaxAttempts json.Number `json:"max_attempts"`
+	Timeout     string      `json:"timeout"`
+}
+
+// UnmarshalJSON reads the config file's "delivery" block:
+// {"kind","url","email","token","secret","lookup","max_attempts","timeout"},
+// timeout a Go duration such as "10s". Unknown fields are errors. Absent
+// max_attempts and timeout take their defaults; Validate checks the rest.
+func (d *Delivery) UnmarshalJSON(b []byte) error {
+	var f deliveryFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Errorf("delivery: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	out := Delivery{Kind: f.Kind, URL: f.URL, Email: f.Email, Token: f.Token, Secret: f.Secret, Lookup: f.Lookup}
+	var err error
+	if out.MaxAttempts, err = integer("delivery.max_attempts", f.MaxAttempts.String(), DefaultDeliveryMaxAttempts, 1, MaxDeliveryAttempts); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "config: "))
+	}
+	if out.Timeout, err = duration("delivery.timeout", f.Timeout, DefaultDeliveryTimeout); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "config: "))
+	}
+	*d = out
+	return nil
+}
