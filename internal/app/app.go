@@ -23,6 +23,8 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -118,8 +120,13 @@ func handler(c config.Common, store core.Store, users core.Users, auth httpapi.A
 	}
 }
 
-// Local builds the local server's handler on the configured store. The
-// returned closer closes the store.
+// Local builds the local server's handler on the configured store. With a
+// delivery block, the service writes every new ticket pending, and a
+// delivery worker runs on the same store until ctx ends: woken after each
+// commit, polling for due tickets, and resuming at once whatever a previous
+// process left pending or delivering. The returned closer stops the
+// worker (its deliveries in flight finish first) and then closes the
+// store.
 func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
 	auth, err := authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
@@ -129,30 +136,64 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 	for id, u := range cfg.Users {
 		users[id] = core.User{ExternalID: id, TenantID: u.TenantID, UserID: u.UserID, Disabled: u.Disabled}
 	}
-	var store core.Store
-	closer := io.Closer(nopCloser{})
-	switch cfg.Store.Kind {
-	case "sqlite":
-		s, c, err := openSQLite(ctx, cfg.Store.Path, logger)
-		if err != nil {
+	var dst delivery.Destination
+	if cfg.Delivery != nil {
+		if dst, err = dest.New(*cfg.Delivery); err != nil {
 			return nil, nil, err
 		}
-		store, closer = s, c
+	}
+	store, closer, err := OpenStore(ctx, cfg.Store, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	if dst == nil {
+		return handler(cfg.Common, store, users, auth, logger), closer, nil
+	}
+	ds, ok := store.(delivery.Store)
+	if !ok {
+		_ = closer.Close()
+		return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
+	}
+	d := cfg.Delivery.WithDefaults()
+	w := &delivery.Worker{Log: logger, Engine: &delivery.Engine{Store: ds, Destination: dst,
+		MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout)}}
+	h := handler(cfg.Common, delivery.NotifyOnCommit(store, w.Notify), users, auth, logger)
+	h.Service.Deliver = true
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Run(wctx)
+	}()
+	logger.Info("delivering tickets", slog.Any("destination", d))
+	storeCloser := closer
+	return h, closerFunc(func() error {
+		stop()
+		<-done
+		logger.Info("delivery worker stopped")
+		return storeCloser.Close()
+	}), nil
+}
+
+// OpenStore opens the local configuration's store (SQLite or DynamoDB).
+// The closer closes it.
+func OpenStore(ctx context.Context, cfg config.Store, logger *slog.Logger) (core.Store, io.Closer, error) {
+	switch cfg.Kind {
+	case "sqlite":
+		return openSQLite(ctx, cfg.Path, logger)
 	case "dynamodb":
-		awsCfg, err := LocalAWSConfig(ctx, cfg.Store.Region, cfg.Store.Endpoint, logger)
+		awsCfg, err := LocalAWSConfig(ctx, cfg.Region, cfg.Endpoint, logger)
 		if err != nil {
 			return nil, nil, err
 		}
 		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-			if cfg.Store.Endpoint != "" {
-				o.BaseEndpoint = aws.String(cfg.Store.Endpoint)
+			if cfg.Endpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.Endpoint)
 			}
 		})
-		store = dynamo.New(client, cfg.Store.Table, dynamo.Options{})
-	default:
-		return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Store.Kind)
+		return dynamo.New(client, cfg.Table, dynamo.Options{}), nopCloser{}, nil
 	}
-	return handler(cfg.Common, store, users, auth, logger), closer, nil
+	return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Kind)
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default
@@ -189,6 +230,10 @@ const DummyAccessKeyID = "local"
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // Serve serves h on addr until ctx is cancelled, then shuts down
 // gracefully: requests in flight finish (and their commits with them)
