@@ -181,3 +181,15 @@ func TestEnsureDeliveryIndexOnOldTable(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The engine over DynamoDB Local against the fake helpdesk, under each
+// failure mode: every ticket reaches the helpdesk at most once and ends as
+// the mode says.
+func TestDeliveryFailureMatrix(t *testing.T) {
+	deliverytest.Matrix(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Store {
+			s, _ := newTable(t)
+			return s.Store
+		},
+	})
+}
