@@ -209,3 +209,49 @@ func TestLocalServerDelivers(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalServerResumesAfterKill: the local server is killed (SIGKILL)
+// while the helpdesk holds one ticket's committed create unanswered and
+// another ticket waits out a 429's Retry-After. Started again on the same
+// file, it finishes both: the held one once its lease has run out, by a
+// lookup that finds it (no second create), the other when due.
+func TestLocalServerResumesAfterKill(t *testing.T) {
+	bin := buildLocal(t)
+	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, N: 1, Fault: fakehelpdesk.CommitThenSlow(time.Minute)})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, N: 2, Fault: fakehelpdesk.TooManyRequests("3")})
+	cfg := writeConfig(t, fmt.Sprintf(`{"listen":"127.0.0.1:0","insecure_no_auth":true,
+		"store":{"kind":"sqlite","path":%q},"users":{"user-a":{"tenant_id":"tenant-a","user_id":"alice"}},
+		"delivery":{"kind":"webhook","url":%q,"secret":%q,"lookup":true,"timeout":"1s"}}`,
+		filepath.Join(t.TempDir(), "tickets.sqlite"), fake.WebhookURL(), fake.Config().Secret))
+	s := startServer(t, bin, cfg)
+	held := s.call(callbacktest.Create("user-a", "r-held", callbacktest.Title("Held")))["ticket_id"].(string)
+	waitFor(t, "the helpdesk holds the first create", func() bool { return fake.InFlight() == 1 }, s.logs)
+	later := s.call(callbacktest.Create("user-a", "r-later", callbacktest.Title("Later")))["ticket_id"].(string)
+	waitFor(t, "the second create answered 429", func() bool { return fake.Requests(fakehelpdesk.WebhookCreate) == 2 }, s.logs)
+	if d := s.delivery(held); d["state"] != "delivering" {
+		t.Fatalf("held ticket before the kill: %v", d)
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+	if fake.Held(held) != 1 || fake.Held(later) != 0 {
+		t.Fatalf("before the restart the fake holds %d and %d", fake.Held(held), fake.Held(later))
+	}
+
+	s = startServer(t, bin, cfg)
+	for _, id := range []string{held, later} {
+		waitFor(t, id+" delivered after the restart", func() bool { return s.delivery(id)["state"] == "delivered" }, s.logs)
+	}
+	if fake.Held(held) != 1 || fake.Held(later) != 1 || fake.Total() != 2 {
+		t.Fatalf("the fake holds %d and %d, %d in all; want 1, 1, 2", fake.Held(held), fake.Held(later), fake.Total())
+	}
+	if n := fake.Requests(fakehelpdesk.WebhookCreate); n != 3 {
+		t.Fatalf("%d creates; want 3 (held once, later twice)", n)
+	}
+	if fake.Requests(fakehelpdesk.WebhookLookup) < 1 {
+		t.Fatal("the held ticket was not looked up before being finished")
+	}
+	s.stop()
+}
