@@ -255,3 +255,28 @@ func TestLocalServerResumesAfterKill(t *testing.T) {
 	}
 	s.stop()
 }
+
+// TestLocalServerSIGTERMFinishesDelivery: SIGTERM while the helpdesk is
+// still answering a create: the server stops taking callbacks, waits for
+// the delivery in flight, records it, and exits 0; the ticket is
+// delivered once.
+func TestLocalServerSIGTERMFinishesDelivery(t *testing.T) {
+	bin := buildLocal(t)
+	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 1, Fault: fakehelpdesk.Fault{Delay: time.Second}})
+	db := filepath.Join(t.TempDir(), "tickets.sqlite")
+	cfg := writeConfig(t, fmt.Sprintf(`{"listen":"127.0.0.1:0","insecure_no_auth":true,
+		"store":{"kind":"sqlite","path":%q},"users":{"user-a":{"tenant_id":"tenant-a","user_id":"alice"}},"delivery":%s}`,
+		db, deliveryBlock(fake, "zendesk")))
+	s := startServer(t, bin, cfg)
+	id := s.call(callbacktest.Create("user-a", "r-term", callbacktest.Title("Stopping")))["ticket_id"].(string)
+	waitFor(t, "the create in flight", func() bool { return fake.InFlight() == 1 }, s.logs)
+	s.stop() // SIGTERM, exit 0
+	if fake.Held(id) != 1 || fake.Requests(fakehelpdesk.ZendeskCreate) != 1 {
+		t.Fatalf("the fake holds %d after %d creates", fake.Held(id), fake.Requests(fakehelpdesk.ZendeskCreate))
+	}
+	code, stdout, stderr := runLocalBinary(t, bin, "-config", cfg, "deliveries", "show", id)
+	if code != 0 || !strings.Contains(stdout, "delivered") || !strings.Contains(stdout, fake.URL()+"/agent/tickets/") {
+		t.Fatalf("after the stop: %d\n%s%s", code, stdout, stderr)
+	}
+}
