@@ -195,6 +195,10 @@ func TestLocalServerDelivers(t *testing.T) {
 					t.Fatalf("%d creates sent for 3 tickets", creates)
 				}
 				s.stop()
+				if logs := s.logs(); strings.Contains(logs, fake.Config().Token) || strings.Contains(logs, fake.Config().Secret) ||
+					!strings.Contains(logs, `"msg":"delivering tickets"`) {
+					t.Fatalf("the server's log shows a credential, or not that it delivers:\n%s", logs)
+				}
 
 				code, stdout, stderr := runLocalBinary(t, bin, "-config", cfg, "deliveries", "list", "-state", "delivered")
 				if code != 0 || strings.Count(stdout, "\n") != 4 || !strings.Contains(stderr, "3 delivered ticket(s)") {

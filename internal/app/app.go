@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -154,7 +155,7 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 		_ = closer.Close()
 		return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
 	}
-	d := cfg.Delivery.WithDefaults()
+	d := *cfg.Delivery // zero MaxAttempts and Timeout are the engine's and adapters' defaults
 	w := &delivery.Worker{Log: logger, Engine: &delivery.Engine{Store: ds, Destination: dst,
 		MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout)}}
 	h := handler(cfg.Common, delivery.NotifyOnCommit(store, w.Notify), users, auth, logger)
@@ -165,7 +166,9 @@ func Local(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Han
 		defer close(done)
 		_ = w.Run(wctx)
 	}()
-	logger.Info("delivering tickets", slog.Any("destination", d))
+	// Kind and host only: the URL's path or query and the credentials may
+	// hold secrets.
+	logger.Info("delivering tickets", slog.String("kind", d.Kind), slog.String("host", urlHost(d.URL)))
 	storeCloser := closer
 	return h, closerFunc(func() error {
 		stop()
@@ -232,6 +235,14 @@ type nopCloser struct{}
 func (nopCloser) Close() error { return nil }
 
 type closerFunc func() error
+
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
 
 func (f closerFunc) Close() error { return f() }
 

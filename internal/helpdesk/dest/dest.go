@@ -12,12 +12,12 @@ import (
 )
 
 // New checks cfg and returns its destination: a Zendesk client or a signed
-// webhook, each with cfg's per-call timeout (the default when zero).
+// webhook, each with cfg's per-call timeout (the adapters' default, 10 s,
+// when zero).
 func New(cfg config.Delivery) (delivery.Destination, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
 	switch cfg.Kind {
 	case "zendesk":
 		return zendesk.New(zendesk.Config{URL: cfg.URL, Email: cfg.Email, Token: cfg.Token, Timeout: cfg.Timeout})
