@@ -192,6 +192,10 @@ func TestOperatorSettlesWhileServerRuns(t *testing.T) {
 		"store":{"kind":"sqlite","path":%q},"users":{"user-a":{"tenant_id":"tenant-a","user_id":"alice"}},
 		"delivery":{"kind":"webhook","url":%q,"secret":%q,"max_attempts":1,"timeout":"2s"}}`,
 		filepath.Join(t.TempDir(), "tickets.sqlite"), fake.WebhookURL(), fake.Config().Secret))
+	if code, stdout, stderr := runLocalBinary(t, bin, "-config", cfg, "delivries", "list"); code != 2 || stdout != "" ||
+		!strings.Contains(stderr, `unknown command "delivries"`) {
+		t.Fatalf("a mistyped command: %d %q %q, want exit 2 naming it", code, stdout, stderr)
+	}
 	s := startServer(t, bin, cfg)
 	lost := s.call(callbacktest.Create("user-a", "r-lost", callbacktest.Title("Lost")))["ticket_id"].(string)
 	waitFor(t, "the lost send ends unknown", func() bool { return s.delivery(lost)["state"] == "unknown" }, s.logs)
