@@ -1,7 +1,10 @@
 // Command callback is the AIVAX Protocol Function callback: a Lambda behind
 // a function URL when AWS_LAMBDA_RUNTIME_API is set, otherwise a local HTTP
-// server (go run ./functions/callback -config config.json). This file only
-// wires: read configuration once, build clients once, start.
+// server (go run ./functions/callback -config config.json), which also
+// delivers tickets when the file has a delivery block. `-config FILE
+// deliveries ...` is the operator's command on the same store (list, show,
+// retry, resolve). This file only wires: read configuration once, build
+// clients once, start.
 package main
 
 import (
@@ -60,6 +63,13 @@ func runLocal(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if fs.NArg() > 0 {
+		if fs.Arg(0) != "deliveries" {
+			fmt.Fprintf(os.Stderr, "unknown command %q; the one command is deliveries\n%s", fs.Arg(0), app.DeliveriesUsage)
+			return 2
+		}
+		return app.Deliveries(context.Background(), cfg, fs.Args()[1:], os.Stdout, os.Stderr)
 	}
 	if *printNonce {
 		if cfg.HookKey == "" {

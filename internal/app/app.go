@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
@@ -140,7 +143,13 @@ func handler(c config.Common, store core.Store, users core.Users, auth httpapi.A
 }
 
 // LocalHandler builds the local server's handler on the configured store.
-// The returned closer closes the store.
+// With a delivery block, the service writes every new ticket pending, and a
+// delivery worker runs on the same store until ctx ends: woken after each
+// commit, polling for due tickets, and resuming at once whatever a previous
+// process left pending or delivering. With metrics_listen, Prometheus
+// serves /metrics there. The returned closer stops, in order, the metrics
+// listener, the worker (its deliveries in flight finish first) and the
+// store.
 func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
 	auth, err := authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
@@ -150,40 +159,57 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 	for id, u := range cfg.Users {
 		users[id] = core.User{ExternalID: id, TenantID: u.TenantID, UserID: u.UserID, Disabled: u.Disabled}
 	}
-	var store core.Store
-	closer := io.Closer(nopCloser{})
-	switch cfg.Store.Kind {
-	case "sqlite":
-		s, c, err := openSQLite(ctx, cfg.Store.Path, logger)
-		if err != nil {
+	var dst delivery.Destination
+	if cfg.Delivery != nil {
+		if dst, err = dest.New(*cfg.Delivery); err != nil {
 			return nil, nil, err
 		}
-		store, closer = s, c
-	case "dynamodb":
-		awsCfg, err := LocalAWSConfig(ctx, cfg.Store.Region, cfg.Store.Endpoint, logger)
-		if err != nil {
-			return nil, nil, err
-		}
-		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-			if cfg.Store.Endpoint != "" {
-				o.BaseEndpoint = aws.String(cfg.Store.Endpoint)
-			}
-		})
-		store = dynamo.New(client, cfg.Store.Table, dynamo.Options{})
-	default:
-		return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Store.Kind)
 	}
+	store, storeCloser, err := OpenStore(ctx, cfg.Store, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := handler(cfg.Common, store, users, auth, logger)
+	var cs closers
+	if dst != nil {
+		ds, ok := store.(delivery.Store)
+		if !ok {
+			_ = storeCloser.Close()
+			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
+		}
+		d := *cfg.Delivery // zero MaxAttempts and Timeout are the engine's and adapters' defaults
+		w := &delivery.Worker{Log: logger, Engine: &delivery.Engine{Store: ds, Destination: dst,
+			MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout)}}
+		h.Service.Store = delivery.NotifyOnCommit(store, w.Notify)
+		h.Service.Deliver = true
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = w.Run(wctx)
+		}()
+		// Kind and host only: the URL's path or query and the credentials
+		// may hold secrets.
+		logger.Info("delivering tickets", slog.String("kind", d.Kind), slog.String("host", urlHost(d.URL)))
+		cs = append(cs, closerFunc(func() error {
+			stop()
+			<-done
+			logger.Info("delivery worker stopped")
+			return nil
+		}))
+	}
+	cs = append(cs, storeCloser)
 	if cfg.MetricsListen == "" {
-		return handler(cfg.Common, store, users, auth, logger), closer, nil
+		return h, cs, nil
 	}
 	rec, srv, err := servePrometheus(cfg.MetricsListen, logger)
 	if err != nil {
-		_ = closer.Close()
+		_ = cs.Close()
 		return nil, nil, err
 	}
 	// The metrics server closes first: after the callback server, so the
 	// last requests are counted.
-	return instrument(handler(cfg.Common, store, users, auth, logger), rec), closers{srv, closer}, nil
+	return instrument(h, rec), append(closers{srv}, cs...), nil
 }
 
 // closers closes each in order and returns the first error.
@@ -197,6 +223,27 @@ func (cs closers) Close() error {
 		}
 	}
 	return first
+}
+
+// OpenStore opens the local configuration's store (SQLite or DynamoDB).
+// The closer closes it.
+func OpenStore(ctx context.Context, cfg config.Store, logger *slog.Logger) (core.Store, io.Closer, error) {
+	switch cfg.Kind {
+	case "sqlite":
+		return openSQLite(ctx, cfg.Path, logger)
+	case "dynamodb":
+		awsCfg, err := LocalAWSConfig(ctx, cfg.Region, cfg.Endpoint, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+			if cfg.Endpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.Endpoint)
+			}
+		})
+		return dynamo.New(client, cfg.Table, dynamo.Options{}), nopCloser{}, nil
+	}
+	return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Kind)
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default
@@ -233,6 +280,18 @@ const DummyAccessKeyID = "local"
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+type closerFunc func() error
+
+func urlHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+func (f closerFunc) Close() error { return f() }
 
 // Serve serves h on addr until ctx is cancelled, then shuts down
 // gracefully: requests in flight finish (and their commits with them)

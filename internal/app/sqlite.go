@@ -46,7 +46,3 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Sto
 	}()
 	return s, closerFunc(func() error { cancel(); <-done; return s.Close() }), nil
 }
-
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }

@@ -256,6 +256,7 @@ type Local struct {
 	HookKey        string
 	InsecureNoAuth bool
 	Users          map[string]User
+	Delivery       *Delivery // nil: no destination, tickets are not delivered
 }
 
 // Store chooses the local server's store.
@@ -283,6 +284,7 @@ type localFile struct {
 	HookKey        string          `json:"hook_key"`
 	InsecureNoAuth bool            `json:"insecure_no_auth"`
 	Users          map[string]User `json:"users"`
+	Delivery       *Delivery       `json:"delivery"`
 }
 
 // splitFile decodes one JSON value of the file: the members of
@@ -373,6 +375,12 @@ func ParseFile(b []byte) (Local, error) {
 		return Local{}, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	c := Local{Listen: f.Listen, MetricsListen: f.MetricsListen, Store: f.Store, HookKey: f.HookKey, InsecureNoAuth: f.InsecureNoAuth, Users: f.Users}
+	if f.Delivery != nil {
+		if err := f.Delivery.Validate(); err != nil {
+			return c, err
+		}
+		c.Delivery = f.Delivery
+	}
 	if c.Common, err = readCommon(src); err != nil {
 		return c, err
 	}

@@ -6,21 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+	"net/url"
 	"strings"
 	"time"
-
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
 
-// Delivery is the helpdesk destination new tickets are delivered to: the
-// config file's "delivery" block locally, the DELIVERY_* variables in
-// Lambda. Zero MaxAttempts and Timeout mean their defaults.
+// Delivery is the destination tickets are delivered to: the config file's
+// "delivery" block locally, the DELIVERY_* environment in Lambda.
 type Delivery struct {
-	Kind, URL, Email, Token, Secret string
-	Lookup                          bool
-	MaxAttempts                     int
-	Timeout                         time.Duration
+	Kind        string        // "zendesk" or "webhook"
+	URL         string        // https, or http for a loopback host
+	Email       string        // zendesk: the agent the API token belongs to
+	Token       string        // zendesk: the API token; never printed
+	Secret      string        // webhook: the HMAC-SHA256 key; never printed
+	Lookup      bool          // webhook: the endpoint answers lookups by idempotency key
+	MaxAttempts int           // sends per ticket; 0 means DefaultDeliveryMaxAttempts
+	Timeout     time.Duration // per helpdesk call; 0 means DefaultDeliveryTimeout
 }
 
 // Delivery defaults and bounds.
@@ -28,169 +29,154 @@ const (
 	DefaultDeliveryMaxAttempts = 8
 	MaxDeliveryAttempts        = 100
 	DefaultDeliveryTimeout     = 10 * time.Second
+	MinDeliveryTimeout         = 100 * time.Millisecond
 	// MaxDeliveryTimeout keeps a lookup plus a send, each cut off at the
-	// timeout, inside one delivery lease (under a minute).
+	// timeout, inside a lease well under a minute.
 	MaxDeliveryTimeout = 20 * time.Second
 )
 
-// The destination kinds; DeliveryNone (or no kind at all) means tickets
-// are not delivered.
-const (
-	DeliveryZendesk = "zendesk"
-	DeliveryWebhook = "webhook"
-	DeliveryNone    = "none"
-)
-
-// Validate checks d: the kind, an https URL (http only for loopback
-// hosts), the credentials the kind needs, and the bounds of max_attempts
-// and timeout. Errors name the field and never carry a credential.
+// Validate checks the destination: kind zendesk or webhook, an https URL
+// (http only for loopback hosts), the credentials the kind needs and none
+// of the other kind's, max_attempts 1..100 and timeout 100ms..20s (zero:
+// the default). Errors name the file's field and never show a credential.
 func (d Delivery) Validate() error {
 	switch d.Kind {
 	case DeliveryZendesk:
-		if d.Email == "" || d.Token == "" {
-			return errors.New("config: delivery: zendesk needs email and token")
+		if strings.TrimSpace(d.Email) == "" || d.Token == "" {
+			return errors.New("config: delivery: kind zendesk needs email and token")
 		}
-		if d.Secret != "" {
-			return errors.New("config: delivery: secret is for webhook, not zendesk")
-		}
-		if d.Lookup {
-			return errors.New("config: delivery: lookup is for webhook; zendesk is always looked up by external_id")
+		if d.Secret != "" || d.Lookup {
+			return errors.New("config: delivery: secret and lookup are for kind webhook, not zendesk (zendesk is always looked up)")
 		}
 	case DeliveryWebhook:
 		if d.Secret == "" {
-			return errors.New("config: delivery: webhook needs secret")
+			return errors.New("config: delivery: kind webhook needs secret")
 		}
 		if d.Email != "" || d.Token != "" {
-			return errors.New("config: delivery: email and token are for zendesk, not webhook")
+			return errors.New("config: delivery: email and token are for kind zendesk, not webhook")
 		}
+	case "":
+		return errors.New("config: delivery.kind: required, zendesk or webhook")
 	default:
-		return fmt.Errorf("config: delivery: kind: %q is neither zendesk nor webhook", d.Kind)
+		return fmt.Errorf("config: delivery.kind: %q is neither zendesk nor webhook", d.Kind)
 	}
-	if _, err := httpsend.CheckURL(d.URL); err != nil {
-		return fmt.Errorf("config: delivery: %w", err)
+	if err := checkDeliveryURL(d.URL); err != nil {
+		return err
 	}
 	if d.MaxAttempts != 0 && (d.MaxAttempts < 1 || d.MaxAttempts > MaxDeliveryAttempts) {
-		return fmt.Errorf("config: delivery: max_attempts: %d is not from 1 to %d", d.MaxAttempts, MaxDeliveryAttempts)
+		return fmt.Errorf("config: delivery.max_attempts: %d is not from 1 to %d", d.MaxAttempts, MaxDeliveryAttempts)
 	}
-	if d.Timeout < 0 || d.Timeout > MaxDeliveryTimeout {
-		return fmt.Errorf("config: delivery: timeout: %s is negative or above %s", d.Timeout, MaxDeliveryTimeout)
+	if d.Timeout != 0 && (d.Timeout < MinDeliveryTimeout || d.Timeout > MaxDeliveryTimeout) {
+		return fmt.Errorf("config: delivery.timeout: %s is not from %s to %s", d.Timeout, MinDeliveryTimeout, MaxDeliveryTimeout)
 	}
 	return nil
 }
 
-// String shows d without its credentials.
+// WithDefaults returns d with zero MaxAttempts and Timeout set to their
+// defaults.
+func (d Delivery) WithDefaults() Delivery {
+	if d.MaxAttempts == 0 {
+		d.MaxAttempts = DefaultDeliveryMaxAttempts
+	}
+	if d.Timeout == 0 {
+		d.Timeout = DefaultDeliveryTimeout
+	}
+	return d
+}
+
+func checkDeliveryURL(raw string) error {
+	if raw == "" {
+		return errors.New("config: delivery.url: required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return errors.New("config: delivery.url: not an absolute URL")
+	}
+	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String() // no user info or query: they may hold secrets
+	if u.User != nil {
+		return fmt.Errorf("config: delivery.url: %q must not carry user info; put credentials in their own fields", shown)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !isLoopback(strings.ToLower(u.Hostname())) {
+			return fmt.Errorf("config: delivery.url: %q must be https (http only for a loopback host)", shown)
+		}
+	default:
+		return fmt.Errorf("config: delivery.url: %q must be https", shown)
+	}
+	return nil
+}
+
+// String shows the destination without its credentials.
 func (d Delivery) String() string {
 	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, redactedURL(d.URL), d.Email, set(d.Token), set(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+		d.Kind, redactURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
 func (d Delivery) GoString() string { return d.String() }
 
-// LogValue logs d without its credentials.
+// LogValue logs the destination without its credentials.
 func (d Delivery) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", redactedURL(d.URL)),
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", redactURL(d.URL)),
 		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
 }
 
-func set(s string) string {
+func redacted(s string) string {
 	if s == "" {
 		return ""
 	}
 	return "[redacted]"
 }
 
-// redactedURL drops a URL's query, where a webhook may carry a token.
-func redactedURL(u string) string {
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		return u[:i] + "?[redacted]"
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparsable]"
 	}
-	return u
+	return (&url.URL{Scheme: u.Scheme, Host: u.Hostname() + portSuffix(u), Path: u.Path}).String()
 }
 
-// DeliveryKindFromEnv reads DELIVERY_KIND alone, for the callback
-// function: it only needs to know whether new tickets are written pending.
-func DeliveryKindFromEnv(getenv func(string) string) (deliver bool, err error) {
-	switch k := getenv("DELIVERY_KIND"); k {
-	case "", DeliveryNone:
-		return false, nil
-	case DeliveryZendesk, DeliveryWebhook:
-		return true, nil
-	default:
-		return false, fmt.Errorf("config: DELIVERY_KIND: %q is not zendesk, webhook or none", k)
+func portSuffix(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return ":" + p
 	}
+	return ""
 }
 
-// DeliveryFromEnv reads the delivery function's destination: DELIVERY_KIND,
-// DELIVERY_URL, DELIVERY_SECRET_PARAMETER (read through readParameter, an
-// SSM SecureString) or DELIVERY_SECRET (the parameter wins when both are
-// set), DELIVERY_MAX_ATTEMPTS, DELIVERY_TIMEOUT, DELIVERY_LOOKUP. The
-// secret is the JSON {"email","token"} (zendesk) or {"secret"} (webhook).
-// ok is false when DELIVERY_KIND is empty or none: nothing to deliver to.
-func DeliveryFromEnv(getenv func(string) string, readParameter func(name string) (string, error)) (d Delivery, ok bool, err error) {
-	if ok, err = DeliveryKindFromEnv(getenv); !ok || err != nil {
-		return d, ok, err
-	}
-	d = Delivery{Kind: getenv("DELIVERY_KIND"), URL: getenv("DELIVERY_URL")}
-	if d.URL == "" {
-		return d, false, errors.New("config: DELIVERY_URL is required with DELIVERY_KIND " + d.Kind)
-	}
-	secret, from := getenv("DELIVERY_SECRET"), "DELIVERY_SECRET"
-	if name := getenv("DELIVERY_SECRET_PARAMETER"); name != "" {
-		if readParameter == nil {
-			return d, false, errors.New("config: DELIVERY_SECRET_PARAMETER is set but no parameter reader was given")
-		}
-		if secret, err = readParameter(name); err != nil {
-			return d, false, fmt.Errorf("config: DELIVERY_SECRET_PARAMETER %s: %w", name, err)
-		}
-		from = "DELIVERY_SECRET_PARAMETER " + name
-	}
-	if secret == "" {
-		return d, false, errors.New("config: DELIVERY_SECRET_PARAMETER (or DELIVERY_SECRET) is required with DELIVERY_KIND " + d.Kind)
-	}
-	if err := d.setCredentials(secret); err != nil {
-		return d, false, fmt.Errorf("config: %s: %w", from, err)
-	}
-	if d.MaxAttempts, err = integer(getenv("DELIVERY_MAX_ATTEMPTS"), DefaultDeliveryMaxAttempts, 1, MaxDeliveryAttempts); err != nil {
-		return d, false, fmt.Errorf("config: DELIVERY_MAX_ATTEMPTS: %w", err)
-	}
-	if d.Timeout, err = duration(getenv("DELIVERY_TIMEOUT"), DefaultDeliveryTimeout); err != nil {
-		return d, false, fmt.Errorf("config: DELIVERY_TIMEOUT: %w", err)
-	}
-	if v := getenv("DELIVERY_LOOKUP"); v != "" {
-		if d.Lookup, err = strconv.ParseBool(v); err != nil {
-			return d, false, fmt.Errorf("config: DELIVERY_LOOKUP: %q is not true or false", v)
-		}
-	}
-	if err := d.Validate(); err != nil {
-		return d, false, err
-	}
-	return d, true, nil
+// deliveryFile is the config file's "delivery" block.
+type deliveryFile struct {
+	Kind        string      `json:"kind"`
+	URL         string      `json:"url"`
+	Email       string      `json:"email"`
+	Token       string      `json:"token"`
+	Secret      string      `json:"secret"`
+	Lookup      bool        `json:"lookup"`
+	MaxAttempts json.Number `json:"max_attempts"`
+	Timeout     string      `json:"timeout"`
 }
 
-// setCredentials reads the secret JSON into d. Its errors never quote the
-// secret: a JSON syntax error would show the character it stopped at.
-func (d *Delivery) setCredentials(secret string) error {
-	var c struct {
-		Email  string `json:"email"`
-		Token  string `json:"token"`
-		Secret string `json:"secret"`
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(strings.TrimSpace(secret))))
+// UnmarshalJSON reads the config file's "delivery" block:
+// {"kind","url","email","token","secret","lookup","max_attempts","timeout"},
+// timeout a Go duration such as "10s". Unknown fields are errors. Absent
+// max_attempts and timeout take their defaults; Validate checks the rest.
+func (d *Delivery) UnmarshalJSON(b []byte) error {
+	var f deliveryFile
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || dec.More() {
-		return errors.New(`not a JSON object {"email","token"} or {"secret"} (value not shown)`)
+	dec.UseNumber()
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Errorf("delivery: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	switch d.Kind {
-	case DeliveryZendesk:
-		if c.Email == "" || c.Token == "" || c.Secret != "" {
-			return errors.New(`zendesk needs the JSON {"email","token"} (value not shown)`)
-		}
-	case DeliveryWebhook:
-		if c.Secret == "" || c.Email != "" || c.Token != "" {
-			return errors.New(`webhook needs the JSON {"secret"} (value not shown)`)
-		}
+	out := Delivery{Kind: f.Kind, URL: f.URL, Email: f.Email, Token: f.Token, Secret: f.Secret, Lookup: f.Lookup}
+	var err error
+	if out.MaxAttempts, err = integer(f.MaxAttempts.String(), DefaultDeliveryMaxAttempts, 1, MaxDeliveryAttempts); err != nil {
+		return fmt.Errorf("delivery.max_attempts: %w", err)
 	}
-	d.Email, d.Token, d.Secret = c.Email, c.Token, c.Secret
+	if out.Timeout, err = duration(f.Timeout, DefaultDeliveryTimeout); err != nil {
+		return fmt.Errorf("delivery.timeout: %w", err)
+	}
+	*d = out
 	return nil
 }

@@ -554,3 +554,56 @@ func (d deadlineDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Rec
 func (deadlineDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
 	return delivery.Receipt{}, false, delivery.ErrNoLookup
 }
+
+// ctxDest honours its context, as the HTTP adapters do: a send whose
+// context ends before the helpdesk answers has an unknown outcome.
+type ctxDest struct{ gateDest }
+
+func (g *ctxDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+	close(g.entered)
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Err: ctx.Err()}
+	}
+	return g.script.Send(ctx, t)
+}
+
+// Stopping the worker (SIGTERM in the local server) starts nothing new but
+// lets the delivery in flight finish and record its outcome: Run returns
+// only after it, and the ticket is delivered, not left behind.
+func TestWorkerStopLetsInFlightFinish(t *testing.T) {
+	f := newFixture(t, nil)
+	var mu sync.Mutex
+	f.eng.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return f.now }
+	gate := &ctxDest{gateDest{script: script{sends: []error{created}}, entered: make(chan struct{}), release: make(chan struct{})}}
+	f.eng.Destination = gate
+	mu.Lock()
+	id := f.ticket()
+	mu.Unlock()
+	w := &delivery.Worker{Engine: f.eng, Poll: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-gate.entered
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v with a send in flight", err)
+	case <-time.After(50 * time.Millisecond): // ordering only: Run must still be waiting
+	}
+	mu.Lock()
+	later := f.ticket() // committed after the stop: left pending for the next start
+	mu.Unlock()
+	w.Notify()
+	close(gate.release)
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := f.record(id); r.State != delivery.StateDelivered || r.Attempts != 1 {
+		t.Fatalf("in-flight ticket after the stop: %+v, want delivered", r)
+	}
+	if r := f.record(later); r.State != delivery.StatePending {
+		t.Fatalf("ticket committed after the stop: %+v, want pending", r)
+	}
+}

@@ -61,13 +61,17 @@ func (w *Worker) Notify() {
 }
 
 // Run sweeps until ctx ends, then waits for the deliveries in flight and
-// returns ctx's error.
+// returns ctx's error. Ending ctx starts no new delivery but does not cut
+// the ones in flight short: each finishes its calls (bounded by the lease)
+// and records its outcome, so a shutdown leaves no ticket behind that it
+// could have finished; a ticket it could not record stays claimable.
 func (w *Worker) Run(ctx context.Context) error {
 	w.init()
 	poll := w.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
+	inflight := context.WithoutCancel(ctx)
 	timer := time.NewTimer(0) // the first sweep resumes what was left
 	defer timer.Stop()
 	for {
@@ -78,7 +82,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-w.wake:
 		case <-timer.C:
 		}
-		w.dispatch(ctx)
+		if ctx.Err() != nil {
+			continue
+		}
+		w.dispatch(inflight)
 		timer.Reset(poll)
 	}
 }
@@ -129,7 +136,7 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 		w.inflight[id] = true
 		w.mu.Unlock()
 		w.wg.Go(func() {
-			_, err := w.Engine.Deliver(ctx, id)
+			st, err := w.Engine.Deliver(ctx, id)
 			w.mu.Lock()
 			delete(w.inflight, id)
 			again := w.saturated
@@ -140,6 +147,9 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 			case err == nil:
 				if moved != nil {
 					moved.Add(1)
+				}
+				if st == StateFailed || st == StateUnknown {
+					w.warnFinal(ctx, id, st)
 				}
 			case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
 			default:
@@ -164,4 +174,17 @@ func (w *Worker) logFailure(step, id string, err error) {
 	if w.Log != nil {
 		w.Log.Warn("delivery step failed", slog.String("step", step), slog.String("ticket_id", id), slog.Any("error", err))
 	}
+}
+
+// warnFinal logs a ticket that ended failed or unknown: a person has to
+// look at it (the operator's command lists them).
+func (w *Worker) warnFinal(ctx context.Context, id string, st State) {
+	if w.Log == nil {
+		return
+	}
+	msg := ""
+	if r, err := w.Engine.Store.Delivery(ctx, id); err == nil {
+		msg = r.Error
+	}
+	w.Log.Warn("delivery: ticket needs a person", "ticket_id", id, "delivery_state", string(st), "error", msg)
 }

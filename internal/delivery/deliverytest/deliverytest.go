@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,10 +21,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
-// Store is a store that takes callbacks and delivers their tickets.
+// Store is a store that takes callbacks, delivers their tickets and lets a
+// person settle them.
 type Store interface {
 	core.Store
 	delivery.Store
+	delivery.Admin
 }
 
 // Harness opens a store on fresh, empty storage.
@@ -104,9 +107,27 @@ func (e *Env) Release(id string, due time.Time) {
 	}
 }
 
+// Finish claims id and records it in the final state st (failed or
+// unknown after 3 sends, or delivered).
+func (e *Env) Finish(id string, st delivery.State) {
+	e.T.Helper()
+	owner := "finish-" + id
+	if _, err := e.Claim(id, owner); err != nil {
+		e.T.Fatalf("claim %s: %v", id, err)
+	}
+	u := delivery.Update{State: st, Attempts: 3, LookupFailures: 1, SentUnknown: st == delivery.StateUnknown, Error: "send unknown (HTTP 502)"}
+	if st == delivery.StateDelivered {
+		u = delivery.Update{State: st, Attempts: 1, ExternalID: "77", DeliveredAt: e.Now}
+	}
+	if err := e.Store.Record(context.Background(), id, owner, u); err != nil {
+		e.T.Fatalf("record %s %s: %v", id, st, err)
+	}
+}
+
 // Run runs the suite.
 func Run(t *testing.T, h Harness) {
 	ctx := context.Background()
+	runAdmin(t, h)
 
 	t.Run("callback with a destination writes the ticket pending, due at once", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
@@ -396,4 +417,144 @@ func (d *countingDest) Send(_ context.Context, t delivery.Ticket) (delivery.Rece
 
 func (d *countingDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
 	return delivery.Receipt{}, false, delivery.ErrNoLookup
+}
+
+// runAdmin checks the operator's store methods: listing by state, and the
+// conditional transitions a person makes.
+func runAdmin(t *testing.T, h Harness) {
+	ctx := context.Background()
+
+	t.Run("list by state: each state's tickets, ordered by id, up to the limit", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		byState := map[delivery.State][]string{}
+		for i, st := range []delivery.State{delivery.StateUnknown, delivery.StateFailed, delivery.StateDelivered,
+			delivery.StateUnknown, delivery.StatePending, delivery.StateDelivering, delivery.StateUnknown} {
+			id := e.Create(fmt.Sprintf(`{"title":"list %d"}`, i))
+			switch st {
+			case delivery.StatePending:
+			case delivery.StateDelivering:
+				if _, err := e.Claim(id, "w"); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				e.Finish(id, st)
+			}
+			byState[st] = append(byState[st], id)
+		}
+		for st, ids := range byState {
+			slices.Sort(ids)
+			got, err := e.Store.List(ctx, st, 100)
+			if err != nil {
+				t.Fatalf("List(%s): %v", st, err)
+			}
+			var gotIDs []string
+			for _, r := range got {
+				if r.State != st {
+					t.Fatalf("List(%s) returned %+v", st, r)
+				}
+				gotIDs = append(gotIDs, r.TicketID)
+			}
+			if !slices.Equal(gotIDs, ids) {
+				t.Fatalf("List(%s) = %v, want %v", st, gotIDs, ids)
+			}
+		}
+		got, err := e.Store.List(ctx, delivery.StateUnknown, 2)
+		if err != nil || len(got) != 2 || got[0].TicketID != byState[delivery.StateUnknown][0] ||
+			got[0].Attempts != 3 || !got[0].SentUnknown || got[0].Error == "" {
+			t.Fatalf("List(unknown, 2) = %+v, %v", got, err)
+		}
+	})
+
+	t.Run("retry: only a failed ticket, back to pending due now with attempts reset", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		failed, unknown, pending := e.Create(`{"title":"r1"}`), e.Create(`{"title":"r2"}`), e.Create(`{"title":"r3"}`)
+		e.Finish(failed, delivery.StateFailed)
+		e.Finish(unknown, delivery.StateUnknown)
+		e.Now = e.Now.Add(time.Hour)
+		if err := delivery.Retry(ctx, e.Store, failed, e.Now); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Record(failed)
+		if r.State != delivery.StatePending || r.Attempts != 0 || r.LookupFailures != 0 || r.SentUnknown ||
+			!r.DueAt.Equal(e.Now.Truncate(time.Second)) || r.Error != "" {
+			t.Fatalf("after retry: %+v", r)
+		}
+		if ids, _ := e.Store.Due(ctx, e.Now, 10); !slices.Contains(ids, failed) {
+			t.Fatalf("Due = %v, want %s in it", ids, failed)
+		}
+		for id, st := range map[string]delivery.State{failed: delivery.StatePending, unknown: delivery.StateUnknown, pending: delivery.StatePending} {
+			err := delivery.Retry(ctx, e.Store, id, e.Now)
+			var se *delivery.StateError
+			if !errors.Is(err, delivery.ErrWrongState) || !errors.As(err, &se) || se.State != st || se.Want != delivery.StateFailed {
+				t.Fatalf("Retry(%s %s): %v, want refused naming %s", st, id, err, st)
+			}
+		}
+		if r := e.Record(unknown); r.State != delivery.StateUnknown || r.Attempts != 3 {
+			t.Fatalf("a refused retry changed %+v", r)
+		}
+		if err := delivery.Retry(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNotFound) {
+			t.Fatalf("Retry(missing): %v, want ErrNotFound", err)
+		}
+		if _, err := e.Claim(failed, "w"); err != nil {
+			t.Fatalf("claim after retry: %v", err)
+		}
+	})
+
+	t.Run("resolve unknown as delivered: ids kept, shown by get_ticket; only from unknown", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		unknown, failed := e.Create(`{"title":"u1"}`), e.Create(`{"title":"u2"}`)
+		e.Finish(unknown, delivery.StateUnknown)
+		e.Finish(failed, delivery.StateFailed)
+		rc := delivery.Receipt{ExternalID: "4410", ExternalURL: "https://acme.zendesk.test/agent/tickets/4410"}
+		if err := delivery.ResolveDelivered(ctx, e.Store, unknown, delivery.Receipt{}, e.Now); err == nil {
+			t.Fatal("resolved as delivered without the helpdesk's id")
+		}
+		if err := delivery.ResolveDelivered(ctx, e.Store, unknown, rc, e.Now); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Record(unknown)
+		if r.State != delivery.StateDelivered || r.ExternalID != rc.ExternalID || r.ExternalURL != rc.ExternalURL ||
+			!r.DeliveredAt.Equal(e.Now) || !r.DueAt.IsZero() || r.SentUnknown {
+			t.Fatalf("after resolve: %+v", r)
+		}
+		want := core.DeliveryView{State: "delivered", ExternalID: rc.ExternalID, ExternalURL: rc.ExternalURL}
+		if v := e.Get(unknown); v.Delivery == nil || *v.Delivery != want {
+			t.Fatalf("get_ticket delivery = %+v", v.Delivery)
+		}
+		if ids, _ := e.Store.Due(ctx, e.Now.Add(time.Hour), 10); len(ids) != 0 {
+			t.Fatalf("Due = %v", ids)
+		}
+		for id, st := range map[string]delivery.State{unknown: delivery.StateDelivered, failed: delivery.StateFailed} {
+			err := delivery.ResolveDelivered(ctx, e.Store, id, rc, e.Now)
+			var se *delivery.StateError
+			if !errors.As(err, &se) || se.State != st || se.Want != delivery.StateUnknown {
+				t.Fatalf("ResolveDelivered(%s): %v, want refused naming %s", st, err, st)
+			}
+			if err := delivery.ResolveResend(ctx, e.Store, id, e.Now); !errors.Is(err, delivery.ErrWrongState) {
+				t.Fatalf("ResolveResend(%s): %v, want refused", st, err)
+			}
+		}
+	})
+
+	t.Run("resolve unknown as to be sent again: pending, due now, nothing left to look up", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"resend"}`)
+		e.Finish(id, delivery.StateUnknown)
+		e.Now = e.Now.Add(time.Minute)
+		if err := delivery.ResolveResend(ctx, e.Store, id, e.Now); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Record(id)
+		if r.State != delivery.StatePending || r.Attempts != 0 || r.SentUnknown || r.LookupFailures != 0 ||
+			!r.DueAt.Equal(e.Now.Truncate(time.Second)) || r.ExternalID != "" {
+			t.Fatalf("after resolve: %+v", r)
+		}
+		c, err := e.Claim(id, "w")
+		if err != nil || c.Before.SentUnknown {
+			t.Fatalf("claim after resolve: %+v, %v", c.Before, err)
+		}
+		if err := delivery.ResolveResend(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNotFound) {
+			t.Fatalf("ResolveResend(missing): %v, want ErrNotFound", err)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -216,12 +217,30 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 // Record implements delivery.Store with one UpdateItem conditional on the
 // lease owner. A final state takes the ticket out of DeliveryDueIndex.
 func (st *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
-	names := map[string]string{"#state": attrState, "#owner": attrLeaseOwner}
-	values := map[string]types.AttributeValue{
-		":state":      s(string(u.State)),
-		":delivering": s(string(delivery.StateDelivering)),
-		":owner":      s(owner),
+	w := newUpdate(u)
+	w.names["#owner"] = attrLeaseOwner
+	w.values[":delivering"] = s(string(delivery.StateDelivering))
+	w.values[":owner"] = s(owner)
+	err := st.writeUpdate(ctx, id, w, "#state = :delivering AND #owner = :owner")
+	if conditionFailed(err) {
+		return delivery.ErrLeaseLost
 	}
+	return err
+}
+
+// update is an UpdateItem's expression and its names and values.
+type update struct {
+	expr   string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// newUpdate builds the expression that writes u and drops the lease. A
+// pending update puts the ticket (back) in DeliveryDueIndex; any other
+// takes it out.
+func newUpdate(u delivery.Update) update {
+	names := map[string]string{"#state": attrState, "#owner": attrLeaseOwner}
+	values := map[string]types.AttributeValue{":state": s(string(u.State))}
 	var set, remove []string
 	put := func(attr string, v types.AttributeValue) {
 		k := strconv.Itoa(len(names))
@@ -254,26 +273,83 @@ func (st *Store) Record(ctx context.Context, id, owner string, u delivery.Update
 	}
 	if u.State == delivery.StatePending {
 		put(attrDueAt, n(u.DueAt.Unix()))
+		put(attrShard, s(shard))
 	} else {
 		drop(attrDueAt)
 		drop(attrShard)
 	}
 	remove = append(remove, "#owner")
 	drop(attrLeaseUntil)
-	expr := "SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", ")
-	err := st.call(ctx, func(ctx context.Context) error {
+	return update{expr: "SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", "), names: names, values: values}
+}
+
+func (st *Store) writeUpdate(ctx context.Context, id string, w update, cond string) error {
+	return st.call(ctx, func(ctx context.Context) error {
 		_, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 &st.table,
 			Key:                       ticketKey(id),
-			UpdateExpression:          aws.String(expr),
-			ConditionExpression:       aws.String("#state = :delivering AND #owner = :owner"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
+			UpdateExpression:          aws.String(w.expr),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  w.names,
+			ExpressionAttributeValues: w.values,
 		})
 		return err
 	})
-	if conditionFailed(err) {
-		return delivery.ErrLeaseLost
+}
+
+var _ delivery.Admin = (*Store)(nil)
+
+// List implements delivery.Admin with a Scan filtered on the state: the
+// final states are not indexed (DeliveryDueIndex holds live tickets, keys
+// only), and this is an operator's command run by hand, so it reads the
+// whole table once, page by page. Ordered by ticket id.
+func (st *Store) List(ctx context.Context, state delivery.State, limit int) ([]delivery.Record, error) {
+	if limit <= 0 {
+		return nil, nil
 	}
-	return err
+	var out []delivery.Record
+	var start map[string]types.AttributeValue
+	for {
+		var page *dynamodb.ScanOutput
+		err := st.call(ctx, func(ctx context.Context) (err error) {
+			page, err = st.client.Scan(ctx, &dynamodb.ScanInput{
+				TableName: &st.table, FilterExpression: aws.String("#state = :state"),
+				ExpressionAttributeNames:  map[string]string{"#state": attrState},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":state": s(string(state))},
+				ExclusiveStartKey:         start, ConsistentRead: aws.Bool(true),
+			})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			r, err := parseDelivery(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		if start = page.LastEvaluatedKey; len(start) == 0 {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b delivery.Record) int { return strings.Compare(a.TicketID, b.TicketID) })
+	return out[:min(limit, len(out))], nil
+}
+
+// Settle implements delivery.Admin with one UpdateItem conditional on the
+// state; when the condition fails, a consistent read says why.
+func (st *Store) Settle(ctx context.Context, id string, from delivery.State, u delivery.Update) error {
+	w := newUpdate(u)
+	w.values[":from"] = s(string(from))
+	err := st.writeUpdate(ctx, id, w, "#state = :from")
+	if !conditionFailed(err) {
+		return err
+	}
+	r, err := st.Delivery(ctx, id)
+	if err != nil {
+		return err
+	}
+	return &delivery.StateError{TicketID: id, State: r.State, Want: from}
 }

@@ -116,3 +116,39 @@ func (s *Store) Delivery(_ context.Context, id string) (delivery.Record, error) 
 	}
 	return *r, nil
 }
+
+var _ delivery.Admin = (*Store)(nil)
+
+// List implements delivery.Admin.
+func (s *Store) List(_ context.Context, state delivery.State, limit int) ([]delivery.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []delivery.Record
+	for _, r := range s.deliveries {
+		if r.State == state {
+			out = append(out, *r)
+		}
+	}
+	slices.SortFunc(out, func(a, b delivery.Record) int { return strings.Compare(a.TicketID, b.TicketID) })
+	return out[:min(max(limit, 0), len(out))], nil
+}
+
+// Settle implements delivery.Admin.
+func (s *Store) Settle(_ context.Context, id string, from delivery.State, u delivery.Update) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.deliveries[id]
+	if !ok {
+		return delivery.ErrNotFound
+	}
+	if r.State != from {
+		return &delivery.StateError{TicketID: id, State: r.State, Want: from}
+	}
+	*r = delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
+		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
+		DeliveredAt: u.DeliveredAt}
+	if u.State == delivery.StatePending {
+		r.DueAt = u.DueAt
+	}
+	return nil
+}

@@ -17,7 +17,8 @@ import (
 // existed opens unchanged: its tickets have no row and are never delivered.
 // due_at (epoch seconds) is when the row may next be claimed: the backoff's
 // end while pending, the second after the lease while delivering, NULL once
-// final; the partial index holds only live rows.
+// final; the partial index holds only live rows. deliveries_state serves the
+// operator's listing by state.
 const deliverySchema = `
 CREATE TABLE IF NOT EXISTS deliveries (
 	ticket_id       TEXT PRIMARY KEY REFERENCES tickets (ticket_id),
@@ -34,6 +35,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	delivered_at    TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
 `
 
 var _ delivery.Store = (*Store)(nil)
@@ -175,6 +177,19 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 // Record implements delivery.Store: one conditional UPDATE, on the lease
 // owner still holding the row.
 func (s *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+	n, err := s.writeUpdate(ctx, id, u, `state = 'delivering' AND lease_owner = ?`, owner)
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return delivery.ErrLeaseLost
+	}
+	return nil
+}
+
+// writeUpdate writes u on the row of id where cond holds, and returns how
+// many rows it changed.
+func (s *Store) writeUpdate(ctx context.Context, id string, u delivery.Update, cond string, condArgs ...any) (int64, error) {
 	var due, delivered any
 	if u.State == delivery.StatePending {
 		due = u.DueAt.Unix()
@@ -183,21 +198,55 @@ func (s *Store) Record(ctx context.Context, id, owner string, u delivery.Update)
 		delivered = u.DeliveredAt.UTC().Format(time.RFC3339Nano)
 	}
 	if err := s.lockWrites(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	defer s.unlockWrites()
+	args := append([]any{string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, due, nullString(u.Error),
+		nullString(u.ExternalID), nullString(u.ExternalURL), delivered, id}, condArgs...)
+	//nolint:gosec // cond is one of this file's constant conditions; every value is bound
 	res, err := s.db.ExecContext(ctx, `UPDATE deliveries SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
 		due_at = ?, lease_until = NULL, lease_owner = NULL, error = ?, external_id = ?, external_url = ?, delivered_at = ?
-		WHERE ticket_id = ? AND state = 'delivering' AND lease_owner = ?`,
-		string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, due, nullString(u.Error),
-		nullString(u.ExternalID), nullString(u.ExternalURL), delivered, id, owner)
+		WHERE ticket_id = ? AND `+cond, args...)
 	if err != nil {
-		return mapError(err)
+		return 0, mapError(err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return errors.Join(delivery.ErrLeaseLost, err)
+	n, err := res.RowsAffected()
+	return n, mapError(err)
+}
+
+var _ delivery.Admin = (*Store)(nil)
+
+// List implements delivery.Admin, on the index by state.
+func (s *Store) List(ctx context.Context, state delivery.State, limit int) ([]delivery.Record, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries AS d
+		WHERE d.state = ? ORDER BY d.ticket_id LIMIT ?`, string(state), max(limit, 0))
+	if err != nil {
+		return nil, mapError(err)
 	}
-	return nil
+	defer func() { _ = rows.Close() }()
+	var out []delivery.Record
+	for rows.Next() {
+		r, err := scanDelivery(rows)
+		if err != nil {
+			return nil, mapError(err)
+		}
+		out = append(out, r)
+	}
+	return out, mapError(rows.Err())
+}
+
+// Settle implements delivery.Admin: one UPDATE conditional on the state;
+// when it changes nothing, a read says why.
+func (s *Store) Settle(ctx context.Context, id string, from delivery.State, u delivery.Update) error {
+	n, err := s.writeUpdate(ctx, id, u, `state = ?`, string(from))
+	if err != nil || n == 1 {
+		return err
+	}
+	r, err := s.Delivery(ctx, id)
+	if err != nil {
+		return err
+	}
+	return &delivery.StateError{TicketID: id, State: r.State, Want: from}
 }
 
 func nullString(v string) any {

@@ -268,3 +268,14 @@ func TestDeliveryWorkerKilled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "killed.sqlite")
 	deliverytest.Kill(t, open(t, path), envPath+"="+path)
 }
+
+// The engine over a SQLite file against the fake helpdesk, under each
+// failure mode: every ticket reaches the helpdesk at most once and ends as
+// the mode says.
+func TestDeliveryFailureMatrix(t *testing.T) {
+	deliverytest.Matrix(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Store {
+			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
+		},
+	})
+}

@@ -1,0 +1,105 @@
+package deliverytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+)
+
+// BenchHelpdeskDelay is how long the fake helpdesk takes to answer each
+// create in BenchLocalWorker.
+const BenchHelpdeskDelay = 50 * time.Millisecond
+
+// timedStore notes when each ticket's delivered state was recorded.
+type timedStore struct {
+	delivery.Store
+	mu   sync.Mutex
+	done map[string]time.Time
+}
+
+func (s *timedStore) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+	err := s.Store.Record(ctx, id, owner, u)
+	if err == nil && u.State == delivery.StateDelivered {
+		s.mu.Lock()
+		s.done[id] = time.Now()
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *timedStore) delivered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.done)
+}
+
+// BenchLocalWorker: b.N callbacks commit tickets on s, back to back, while
+// the in-process worker (as the local server runs it: woken by each
+// commit, up to 32 sends at once) delivers them through the real webhook
+// adapter to the fake helpdesk, which answers each create after
+// BenchHelpdeskDelay. Reports tickets delivered per second, the latency
+// from commit to delivered (p50, p99), and helpdesk calls per ticket.
+func BenchLocalWorker(b *testing.B, s Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: BenchHelpdeskDelay}})
+	dest, err := webhook.New(webhook.Config{URL: fake.WebhookURL(), Secret: fake.Config().Secret, Lookup: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := &timedStore{Store: s, done: map[string]time.Time{}}
+	w := &delivery.Worker{Engine: &delivery.Engine{Store: ts, Destination: dest}, Concurrency: 32}
+	stopped := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(stopped) }()
+	defer func() { cancel(); <-stopped }()
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	n := 0
+	svc := &core.Service{Store: delivery.NotifyOnCommit(s, w.Notify), Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
+		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
+		NewID: func() string { n++; return fmt.Sprintf("bench-%s-%d", run, n) }}
+	committed := make(map[string]time.Time, b.N)
+	start := time.Now()
+	b.ResetTimer()
+	for i := range b.N {
+		out := svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"bench"}`),
+			ExternalUserID: "u", RequestID: fmt.Sprintf("r-%s-%d", run, i)})
+		if out.Kind != core.KindCreated {
+			b.Fatalf("create: %v %v", out.Kind, out.Err)
+		}
+		committed[out.TicketID()] = time.Now()
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ts.delivered() < b.N; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d delivered after two minutes", ts.delivered(), b.N)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if fake.Total() != b.N {
+		b.Fatalf("the fake holds %d tickets for %d callbacks", fake.Total(), b.N)
+	}
+	ts.mu.Lock()
+	lat := make([]time.Duration, 0, b.N)
+	for id, at := range committed {
+		lat = append(lat, ts.done[id].Sub(at))
+	}
+	ts.mu.Unlock()
+	slices.Sort(lat)
+	calls := fake.Requests(fakehelpdesk.WebhookCreate) + fake.Requests(fakehelpdesk.WebhookLookup)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
+}

@@ -1,0 +1,376 @@
+package deliverytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
+)
+
+// Matrix settings: a short client timeout, so "slow past the timeout"
+// costs little, and few attempts, so outages end quickly.
+const (
+	matrixTimeout     = 300 * time.Millisecond
+	matrixMaxAttempts = 4
+)
+
+// The destinations the matrix runs against the fake helpdesk.
+const (
+	destZendesk  = "zendesk"
+	destWebhook  = "webhook"           // with lookup
+	destNoLookup = "webhook-no-lookup" // the endpoint cannot be queried
+)
+
+var matrixDests = []string{destZendesk, destWebhook, destNoLookup}
+
+// expect is a failure mode's outcome for one destination.
+type expect struct {
+	state   delivery.State
+	held    int // tickets the fake holds under the ticket id
+	creates int // create requests sent
+}
+
+// failureMode scripts the fake for one ticket and says what must come of
+// it per destination; a destination left out does not apply (see why).
+type failureMode struct {
+	name string
+	// setup scripts the fake; create and lookup are the request kinds of
+	// the destination under test.
+	setup func(f *fakehelpdesk.Server, create, lookup fakehelpdesk.Kind)
+	// between runs after each engine step (n from 1), before the next.
+	between func(f *fakehelpdesk.Server, n int)
+	// check looks at the records after each step.
+	check func(t *testing.T, t0 time.Time, steps []delivery.Record)
+	want  map[string]expect
+}
+
+func delivered(creates int) expect { return expect{delivery.StateDelivered, 1, creates} }
+
+func dueNotBefore(d time.Duration) func(*testing.T, time.Time, []delivery.Record) {
+	return func(t *testing.T, t0 time.Time, steps []delivery.Record) {
+		t.Helper()
+		if first := steps[0]; first.State != delivery.StatePending || first.DueAt.Before(t0.Add(d)) {
+			t.Fatalf("after the first send: %+v; want pending, due no earlier than %s (Retry-After %s)", first, t0.Add(d), d)
+		}
+	}
+}
+
+// failureModes are the ways real helpdesks fail, as the fake scripts them.
+var failureModes = []failureMode{
+	{name: "no failure",
+		setup: func(*fakehelpdesk.Server, fakehelpdesk.Kind, fakehelpdesk.Kind) {},
+		want:  map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(1)}},
+	{name: "commit then drop the connection",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+		},
+		// Looked up and found; without lookup, resent under the same key
+		// and answered from the helpdesk's idempotency record.
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+	{name: "commit then 5xx",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenStatus(502)})
+		},
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+	{name: "commit then answer past the client timeout",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenSlow(5 * time.Second)})
+		},
+		// Without lookup the resend may meet the first request still in
+		// progress (409), then be answered from the idempotency record.
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: {delivery.StateDelivered, 1, -1}}},
+	{name: "429 with Retry-After",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.TooManyRequests("7")})
+		},
+		check: dueNotBefore(7 * time.Second),
+		want:  map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
+	{name: "503 with Retry-After",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, Times: 2, Fault: fakehelpdesk.Unavailable("30")})
+		},
+		// A 5xx: the outcome is unknown, so each resend follows a lookup.
+		check: dueNotBefore(30 * time.Second),
+		want:  map[string]expect{destZendesk: delivered(3), destWebhook: delivered(3), destNoLookup: delivered(3)}},
+	{name: "idempotency key expired before the retry",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+		},
+		between: func(f *fakehelpdesk.Server, n int) {
+			if n == 1 {
+				f.Advance(fakehelpdesk.DefaultKeyTTL + time.Hour) // the helpdesk forgot the key
+			}
+		},
+		// Only a lookup can tell: a blind resend would create a second
+		// ticket, which is why it is never made where a lookup exists.
+		// Without lookup, exactly once rests on the helpdesk keeping the
+		// key longer than the retries last: not applicable.
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1)}},
+	{name: "lookups lag behind writes",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.SetLookupLag(1, 0)
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+		},
+		// The lagging lookup says absent; the resend carries the same key
+		// and the helpdesk answers it from its idempotency record.
+		want: map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2)}},
+	{name: "400 IdempotentRequestError",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.IdempotentRequestError()})
+		},
+		// Zendesk's answer for a reused key: outcome unknown, looked up,
+		// then sent. (For a webhook, 400 is a permanent refusal.)
+		want: map[string]expect{destZendesk: delivered(2)}},
+	{name: "409 in progress",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.InProgress()})
+		},
+		want: map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
+	{name: "permanent 422",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.Refuse(422)})
+		},
+		check: func(t *testing.T, _ time.Time, steps []delivery.Record) {
+			if len(steps) != 1 || steps[0].Attempts != 1 {
+				t.Fatalf("records %+v; want failed after one attempt", steps)
+			}
+		},
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, 1}, destWebhook: {delivery.StateFailed, 0, 1}, destNoLookup: {delivery.StateFailed, 0, 1}}},
+	{name: "outage: 429 on every send",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.TooManyRequests("1")})
+		},
+		// Every outcome known not created: failed after max_attempts sends,
+		// with or without lookup.
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
+			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateFailed, 0, matrixMaxAttempts}}},
+	{name: "outage: 503 on every send",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.Unavailable("1")})
+		},
+		// A 5xx may have created it: with lookup, the lookups rule each send
+		// out (failed); without, a person must decide (unknown).
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
+			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts}}},
+	{name: "outage: every connection dropped, nothing created",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.Drop()})
+		},
+		// With lookup, the final lookup rules every send out: failed.
+		// Without, any send may have created it: unknown, for a person.
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
+			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts}}},
+	{name: "outage: committed, then the connection and every lookup fail",
+		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+			f.Script(fakehelpdesk.Rule{Kind: l, Times: 100, Fault: fakehelpdesk.Unavailable("")})
+		},
+		// Never resent blindly: no send while no lookup answers; unknown
+		// once the lookups run out.
+		want: map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1}, destWebhook: {delivery.StateUnknown, 1, 1}}},
+}
+
+func newDest(t *testing.T, f *fakehelpdesk.Server, kind string) (delivery.Destination, fakehelpdesk.Kind, fakehelpdesk.Kind) {
+	t.Helper()
+	fc := f.Config()
+	var d delivery.Destination
+	var err error
+	create, lookup := fakehelpdesk.WebhookCreate, fakehelpdesk.WebhookLookup
+	switch kind {
+	case destZendesk:
+		create, lookup = fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup
+		d, err = zendesk.New(zendesk.Config{URL: f.URL(), Email: fc.Email, Token: fc.Token, Timeout: matrixTimeout})
+	default:
+		d, err = webhook.New(webhook.Config{URL: f.WebhookURL(), Secret: fc.Secret, Lookup: kind == destWebhook, Timeout: matrixTimeout})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, create, lookup
+}
+
+// figure is one row of the helpdesk-calls figure.
+type figure struct {
+	mode, dest       string
+	state            delivery.State
+	creates, lookups int
+	steps            int
+}
+
+// Matrix runs the real engine over a store opened by h against the fake
+// helpdesk, through the real Zendesk and webhook adapters, under each
+// failure mode the fake scripts: every ticket ends as the mode says, the
+// fake never holds a ticket twice, a permanent refusal fails after one
+// attempt, an outage ends failed or unknown (never dropped, never resent
+// blindly); duplicate wake-ups and two racing workers send once. It logs
+// the helpdesk calls each ticket took, per mode and destination.
+func Matrix(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.Open(t)
+	var (
+		mu   sync.Mutex
+		figs []figure
+	)
+	for _, m := range failureModes {
+		for _, kind := range matrixDests {
+			want, ok := m.want[kind]
+			if !ok {
+				continue
+			}
+			t.Run(m.name+"/"+kind, func(t *testing.T) {
+				f := fakehelpdesk.New(t, fakehelpdesk.Config{})
+				d, create, lookup := newDest(t, f, kind)
+				m.setup(f, create, lookup)
+				e := NewEnv(t, s, true)
+				id := e.Create(fmt.Sprintf(`{"title":%q,"description":"matrix"}`, m.name))
+				t0 := e.Now
+				eng := &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
+					Lease: delivery.LeaseFor(matrixTimeout), Now: func() time.Time { return e.Now }}
+				var steps []delivery.Record
+				for n := 1; ; n++ {
+					if n > 4*matrixMaxAttempts+4 {
+						t.Fatalf("not final after %d steps: %+v", n-1, steps)
+					}
+					if _, err := eng.Deliver(ctx, id); err != nil {
+						t.Fatalf("step %d: %v", n, err)
+					}
+					r := e.Record(id)
+					steps = append(steps, r)
+					if !r.State.Live() {
+						break
+					}
+					if r.State != delivery.StatePending {
+						t.Fatalf("step %d left %+v", n, r)
+					}
+					if m.between != nil {
+						m.between(f, n)
+					}
+					e.Now = r.DueAt // the next step runs when due
+				}
+				final := steps[len(steps)-1]
+				creates, lookups := f.Requests(create), f.Requests(lookup)
+				if final.State != want.state || f.Held(id) != want.held || (want.creates >= 0 && creates != want.creates) {
+					t.Fatalf("ended %s after %d steps (%d creates, %d lookups), the fake holds %d; want %s, %d held, %d creates\nrecords: %+v",
+						final.State, len(steps), creates, lookups, f.Held(id), want.state, want.held, want.creates, steps)
+				}
+				if f.Total() != want.held {
+					t.Fatalf("the fake holds %d tickets in all, want %d", f.Total(), want.held)
+				}
+				if final.Attempts != creates {
+					t.Fatalf("record counts %d attempts, the fake received %d creates", final.Attempts, creates)
+				}
+				switch final.State {
+				case delivery.StateDelivered:
+					if final.ExternalID == "" {
+						t.Fatalf("delivered without the helpdesk's id: %+v", final)
+					}
+					if v := e.Get(id); v.Delivery == nil || v.Delivery.ExternalID != final.ExternalID {
+						t.Fatalf("get_ticket delivery = %+v", v.Delivery)
+					}
+				case delivery.StateFailed, delivery.StateUnknown:
+					// Never silently dropped: a person finds it by its state.
+					if final.Error == "" {
+						t.Fatalf("%s without an error: %+v", final.State, final)
+					}
+					listed, err := s.List(ctx, final.State, 1000)
+					if err != nil || !slices.ContainsFunc(listed, func(r delivery.Record) bool { return r.TicketID == id }) {
+						t.Fatalf("%s ticket not listed: %v", final.State, err)
+					}
+				}
+				if m.check != nil {
+					m.check(t, t0, steps)
+				}
+				mu.Lock()
+				figs = append(figs, figure{m.name, kind, final.State, creates, lookups, len(steps)})
+				mu.Unlock()
+			})
+		}
+	}
+
+	t.Run("duplicate wake-ups of one ticket send once", func(t *testing.T) {
+		f := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		d, create, _ := newDest(t, f, destZendesk)
+		e := NewEnv(t, s, true)
+		id := e.Create(`{"title":"woken twice"}`)
+		eng := &delivery.Engine{Store: s, Destination: d, Now: func() time.Time { return e.Now }}
+		var wins, refused atomic.Int64
+		var wg sync.WaitGroup
+		for range 4 { // the commit's wake-up, the poll, a stream record and its redelivery
+			wg.Go(func() {
+				st, err := eng.Deliver(ctx, id)
+				switch {
+				case err == nil && st == delivery.StateDelivered:
+					wins.Add(1)
+				case errors.Is(err, delivery.ErrNotClaimable):
+					refused.Add(1)
+				default:
+					t.Errorf("Deliver: %s, %v", st, err)
+				}
+			})
+		}
+		wg.Wait()
+		if _, err := eng.Deliver(ctx, id); !errors.Is(err, delivery.ErrNotClaimable) {
+			t.Fatalf("a late wake-up: %v, want ErrNotClaimable", err)
+		}
+		if wins.Load() != 1 || refused.Load() != 3 || f.Held(id) != 1 || f.Requests(create) != 1 {
+			t.Fatalf("%d delivered, %d refused; the fake holds %d after %d creates; want 1, 3, 1, 1",
+				wins.Load(), refused.Load(), f.Held(id), f.Requests(create))
+		}
+	})
+
+	t.Run("two workers racing over the same tickets send each once", func(t *testing.T) {
+		rs := h.Open(t) // a store of its own: the workers sweep everything due
+		f := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		d, create, _ := newDest(t, f, destWebhook)
+		e := NewEnv(t, rs, true)
+		var ids []string
+		for i := range 12 {
+			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"race %d"}`, i)))
+		}
+		eng := &delivery.Engine{Store: rs, Destination: d, Now: func() time.Time { return e.Now }}
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				w := &delivery.Worker{Engine: eng, Concurrency: 4}
+				for range 50 {
+					w.Sweep(ctx)
+					if due, _ := rs.Due(ctx, e.Now, 1); len(due) == 0 {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if r := e.Record(id); r.State != delivery.StateDelivered || f.Held(id) != 1 {
+				t.Fatalf("%s: %+v, the fake holds %d", id, r, f.Held(id))
+			}
+		}
+		if f.Total() != len(ids) || f.Requests(create) != len(ids) {
+			t.Fatalf("the fake holds %d tickets after %d creates, want %d and %d", f.Total(), f.Requests(create), len(ids), len(ids))
+		}
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(figs) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "helpdesk calls per ticket (max_attempts %d, client timeout %s):\n", matrixMaxAttempts, matrixTimeout)
+	fmt.Fprintf(&b, "  %-60s %-18s %-10s %7s %7s %5s %5s\n", "failure mode", "destination", "ends", "creates", "lookups", "calls", "steps")
+	for _, g := range figs {
+		fmt.Fprintf(&b, "  %-60s %-18s %-10s %7d %7d %5d %5d\n", g.mode, g.dest, g.state, g.creates, g.lookups, g.creates+g.lookups, g.steps)
+	}
+	t.Log(b.String())
+}
