@@ -195,7 +195,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	}
 	for _, s := range leaks {
 		if strings.Contains(out, s) {
-			t.Errorf("the function's output contains %q (SPEC section 8: never the nonce, the hook key or the arguments)", s)
+			t.Errorf("the function's output contains %q (the log must never hold the nonce, the hook key or the arguments)", s)
 		}
 	}
 	if lines := callbackLogLines(out); lines != len(names) {
@@ -322,7 +322,8 @@ func waitForReports(out *testenv.Buffer, n int, limit time.Duration) string {
 	}
 }
 
-// callbackLogLines counts the handler's JSON log lines (SPEC section 8).
+// callbackLogLines counts the handler's JSON log lines (docs/contract.md,
+// Logs and metrics).
 func callbackLogLines(out string) int {
 	n := 0
 	for _, line := range strings.Split(out, "\n") {
