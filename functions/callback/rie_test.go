@@ -45,7 +45,8 @@ const rieHookKey = "local-demo-hook-key"
 // TestBootstrapUnderRIE runs the real bootstrap binary under the Lambda
 // Runtime Interface Emulator against DynamoDB Local and replays every
 // function URL event of events/ in order, checking each answer against
-// events/expected.json (SPEC section 6 on a fresh table).
+// events/expected.json (the answers of docs/contract.md, Responses, on a
+// fresh table).
 func TestBootstrapUnderRIE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bootstrap and starts DynamoDB Local and the RIE")
