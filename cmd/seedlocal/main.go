@@ -108,7 +108,7 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, e
 	var missing *types.ResourceNotFoundException
 	switch {
 	case err == nil:
-		// A table from before delivery existed gains its due index.
+		// An existing table that lacks the due index gains it.
 		if added, err := dynamo.EnsureDeliveryIndex(ctx, c, table); err != nil {
 			return false, err
 		} else if added {

@@ -68,7 +68,7 @@ func writeConfig(t *testing.T, text string) string {
 
 // TestLocalServerBadConfigOneLine: bad configuration stops the local
 // server at start with exit status 1 and exactly one stderr line naming the
-// field (SPEC section 7).
+// field (docs/contract.md, Configuration).
 func TestLocalServerBadConfigOneLine(t *testing.T) {
 	tests := []struct {
 		name   string

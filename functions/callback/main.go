@@ -53,7 +53,7 @@ func runLambda() {
 
 func runLocal(args []string) int {
 	fs := flag.NewFlagSet("callback", flag.ContinueOnError)
-	path := fs.String("config", "config.json", "the local configuration file (SPEC section 7)")
+	path := fs.String("config", "config.json", "the local configuration file (docs/contract.md, Configuration: Local server)")
 	printNonce := fs.Bool("nonce", false, "print a fresh X-Request-Nonce for the configured hook_key and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2

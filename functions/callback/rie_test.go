@@ -45,7 +45,8 @@ const rieHookKey = "local-demo-hook-key"
 // TestBootstrapUnderRIE runs the real bootstrap binary under the Lambda
 // Runtime Interface Emulator against DynamoDB Local and replays every
 // function URL event of events/ in order, checking each answer against
-// events/expected.json (SPEC section 6 on a fresh table).
+// events/expected.json (the answers of docs/contract.md, Responses, on a
+// fresh table).
 func TestBootstrapUnderRIE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bootstrap and starts DynamoDB Local and the RIE")
@@ -195,7 +196,7 @@ func TestBootstrapUnderRIE(t *testing.T) {
 	}
 	for _, s := range leaks {
 		if strings.Contains(out, s) {
-			t.Errorf("the function's output contains %q (SPEC section 8: never the nonce, the hook key or the arguments)", s)
+			t.Errorf("the function's output contains %q (the log must never hold the nonce, the hook key or the arguments)", s)
 		}
 	}
 	if lines := callbackLogLines(out); lines != len(names) {
@@ -322,7 +323,8 @@ func waitForReports(out *testenv.Buffer, n int, limit time.Duration) string {
 	}
 }
 
-// callbackLogLines counts the handler's JSON log lines (SPEC section 8).
+// callbackLogLines counts the handler's JSON log lines (docs/contract.md,
+// Logs and metrics).
 func callbackLogLines(out string) int {
 	n := 0
 	for _, line := range strings.Split(out, "\n") {

@@ -14,7 +14,8 @@ import (
 )
 
 // TestTemplate pins what template.yaml must say for the function to work
-// as SPEC sections 1, 5 and 7 describe, and its least-privilege policy.
+// as docs/contract.md describes it (What it is, Stored items,
+// Configuration), and its least-privilege policy.
 // CloudFormation short-form tags (!Ref, !Sub, !GetAtt, !If...) stay on the
 // yaml.Node, so the test reads them without a CloudFormation schema.
 func TestTemplate(t *testing.T) {

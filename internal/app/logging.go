@@ -14,8 +14,9 @@ import (
 // Lambda's shape (timestamp, level, message; ReplaceAttr from
 // lambdacontext), with each request's Lambda requestId and, when the
 // invocation is traced, its xrayTraceId (internal/lambdaurl passes both).
-// Lines are JSON whatever AWS_LAMBDA_LOG_FORMAT says (SPEC section 8 wants
-// JSON everywhere, and EMF needs it); AWS_LAMBDA_LOG_LEVEL sets the level.
+// Lines are JSON whatever AWS_LAMBDA_LOG_FORMAT says (docs/contract.md,
+// Logs and metrics, wants JSON everywhere, and EMF needs it);
+// AWS_LAMBDA_LOG_LEVEL sets the level.
 func LambdaLogger() *slog.Logger {
 	return slog.New(invocationHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
 		Level: lambdaLevel(os.Getenv("AWS_LAMBDA_LOG_LEVEL")), ReplaceAttr: lambdacontext.ReplaceAttr})})

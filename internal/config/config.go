@@ -1,7 +1,7 @@
-// Package config reads the two configurations of SPEC section 7: the
-// Lambda's environment variables and the local server's JSON file. Bad
-// configuration is one error naming the field, so the program stops at
-// start with one clear line.
+// Package config reads the two configurations of docs/contract.md,
+// Configuration: the Lambda's environment variables and the local server's
+// JSON file. Bad configuration is one error naming the field, so the
+// program stops at start with one clear line.
 package config
 
 import (

@@ -124,8 +124,9 @@ func TestFromEnvRefused(t *testing.T) {
 	}
 }
 
-// specExample is the configuration file of SPEC section 7.
-const specExample = `{"listen": "127.0.0.1:3210",
+// contractExample is the configuration file shown in docs/contract.md,
+// Configuration: Local server.
+const contractExample = `{"listen": "127.0.0.1:3210",
  "store": {"kind": "sqlite", "path": "tickets.sqlite"},
  "hook_key": "local-demo-hook-key",
  "key_policy": "arguments",
@@ -133,8 +134,8 @@ const specExample = `{"listen": "127.0.0.1:3210",
  "users": {"user-a": {"tenant_id": "tenant-a", "user_id": "alice"},
            "user-d": {"tenant_id": "tenant-a", "user_id": "dave", "disabled": true}}}`
 
-func TestParseFileSpecExample(t *testing.T) {
-	c, err := ParseFile([]byte(specExample))
+func TestParseFileContractExample(t *testing.T) {
+	c, err := ParseFile([]byte(contractExample))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package core is the product's domain: the records (users, operations,
 // tickets), the interfaces the stores implement, the outcomes a callback can
 // have, and the Service that turns a parsed tool call into an outcome
-// (SPEC sections 3 steps 4 to 8, 4, 5 and 9).
+// (docs/contract.md: Order of checks steps 4 to 8, Operation key, Stored
+// items, Functions).
 //
 // Everything a store does not need to know lives here and is written once:
 // the key policy, what a repeat returns, how a pending operation is

@@ -37,7 +37,8 @@ func compileSchema(t *testing.T, fn *core.Function) *jsonschema.Schema {
 }
 
 // TestSchemaAgreesWithValidate: for each example, the published JSON
-// Schema and Function.Validate (whose rules are SPEC section 9's) give the
+// Schema and Function.Validate (whose rules are those of docs/contract.md,
+// Functions) give the
 // same verdict, and that verdict is the expected one.
 func TestSchemaAgreesWithValidate(t *testing.T) {
 	r := strings.Repeat

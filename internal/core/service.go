@@ -56,7 +56,8 @@ type Service struct {
 }
 
 // Answer runs the checks of a parsed call in order (function, user,
-// request_id, arguments), then creates or reads, and says what happened.
+// request_id, arguments: steps 4 to 7 of docs/contract.md, Order of
+// checks), then creates or reads (step 8), and says what happened.
 // It never panics on bad input and writes nothing for a call it rejects.
 // Whatever the answer, the outcome names the function, the tenant once
 // the user is known and the operation key once derived, for the log.

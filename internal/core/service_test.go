@@ -74,10 +74,11 @@ var (
 
 const okArgs = `{"title":"Cannot sign in","description":"Since Monday.","priority":"high"}`
 
-// TestHandleRejections runs one bad call per row of SPEC section 3 steps
-// 4 to 7 and section 9. Each row names the bad input and the answer it
-// gets; after every row the store holds exactly what it held before (one
-// ticket written first, so "nothing written" is not "store empty").
+// TestHandleRejections runs one bad call per rule of docs/contract.md,
+// Order of checks steps 4 to 7, and of its Functions. Each row names the
+// bad input and the answer it gets; after every row the store holds
+// exactly what it held before (one ticket written first, so "nothing
+// written" is not "store empty").
 func TestHandleRejections(t *testing.T) {
 	long := func(n int, s string) string { return strings.Repeat(s, n) }
 	title := func(v string) string { return `{"title":` + v + `}` }
@@ -128,7 +129,7 @@ func TestHandleRejections(t *testing.T) {
 		{"request_id array", body(core.CreateTicket, okArgs, `{"externalUserId":"user-a","metadata":{"request_id":["r-1"]}}`), core.KindRejected, core.CodeInvalidRequestID},
 		{"invalid request_id before invalid arguments", create("user-a", long(129, "r"), `{"x":1}`), core.KindRejected, core.CodeInvalidRequestID},
 		{"missing request_id before invalid arguments", create("user-a", "", `{}`), core.KindRejected, core.CodeMissingRequestID},
-		// Step 7, create_ticket (SPEC section 9).
+		// Step 7, create_ticket (docs/contract.md, Functions).
 		{"title missing", create("user-a", "r-1", `{"description":"d"}`), core.KindRejected, core.CodeInvalidArguments},
 		{"arguments empty object", create("user-a", "r-1", `{}`), core.KindRejected, core.CodeInvalidArguments},
 		{"title null", create("user-a", "r-1", title("null")), core.KindRejected, core.CodeInvalidArguments},
@@ -158,7 +159,8 @@ func TestHandleRejections(t *testing.T) {
 		{"extra member", create("user-a", "r-1", `{"title":"t","assignee":"bob"}`), core.KindRejected, core.CodeInvalidArguments},
 		{"extra member null", create("user-a", "r-1", `{"title":"t","assignee":null}`), core.KindRejected, core.CodeInvalidArguments},
 		{"member name differs in case", create("user-a", "r-1", `{"Title":"t"}`), core.KindRejected, core.CodeInvalidArguments},
-		// Step 7, the limits of SPEC section 4 the field rules do not see.
+		// Step 7, the limits of the operation key (depth, duplicate members,
+		// lone surrogates) the field rules do not see.
 		{"duplicate member", create("user-a", "r-1", `{"title":"a","title":"b"}`), core.KindRejected, core.CodeInvalidArguments},
 		{"lone surrogate in description", create("user-a", "r-1", `{"title":"t","description":"\ud800"}`), core.KindRejected, core.CodeInvalidArguments},
 		// Step 7, get_ticket.

@@ -18,7 +18,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
-// DefaultMaxBody is the default body limit (SPEC section 3 step 1).
+// DefaultMaxBody is the default body limit (docs/contract.md, Order of
+// checks, step 1).
 const DefaultMaxBody = 64 << 10
 
 // NonceHeader carries AIVAX's BCrypt nonce.
@@ -82,7 +83,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rep = write(w, rep)
 }
 
-// callback runs the checks in order: size, nonce, shape, then the service.
+// callback runs the checks in order: size, nonce, shape, then the service
+// (the steps of docs/contract.md, Order of checks).
 func (h *Handler) callback(r *http.Request) reply {
 	// Step 1: size (after base64 decoding), and bodies that do not decode.
 	body, refused, ok := h.readBody(r)

@@ -181,7 +181,8 @@ func (s *faultStore) Create(ctx context.Context, op core.Operation, t core.Ticke
 	return s.Store.Create(ctx, op, t, now)
 }
 
-// TestResponses: every row of SPEC section 6, status and exact body shape.
+// TestResponses: every row of docs/contract.md, Responses, status and
+// exact body shape.
 func TestResponses(t *testing.T) {
 	n := testNonce(t)
 	e := newEnv(t, testVerifier(t))
@@ -308,8 +309,9 @@ func TestResponses(t *testing.T) {
 	}
 }
 
-// TestOrderOfChecks: SPEC section 3 runs in order; each row combines two
-// faults and expects the earlier step's answer. Nothing is written.
+// TestOrderOfChecks: the checks of docs/contract.md, Order of checks, run
+// in order; each row combines two faults and expects the earlier step's
+// answer. Nothing is written.
 func TestOrderOfChecks(t *testing.T) {
 	n := testNonce(t)
 	big := createBody("user-a", "r-1", strings.Repeat("t", 2000))
@@ -375,8 +377,8 @@ func otherKeyNonce(t *testing.T) string {
 	return h
 }
 
-// TestBadShape: bodies that are JSON but not the shape of SPEC section 2
-// answer 400 and write nothing.
+// TestBadShape: bodies that are JSON but not the shape of docs/contract.md,
+// Request, answer 400 and write nothing.
 func TestBadShape(t *testing.T) {
 	n := testNonce(t)
 	for _, b := range []string{
@@ -517,7 +519,8 @@ func TestPanicIsContained(t *testing.T) {
 	}
 }
 
-// TestCatalogue: GET /functions needs the nonce and answers SPEC section 10.
+// TestCatalogue: GET /functions needs the nonce and answers the catalogue
+// of docs/contract.md, Catalogue.
 func TestCatalogue(t *testing.T) {
 	n := testNonce(t)
 	for _, tc := range []struct {
@@ -651,8 +654,9 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
-// TestLogLines: one JSON line per request with the fields of SPEC section
-// 8, and never the arguments, the nonce, the hook key or the body.
+// TestLogLines: one JSON line per request with the fields of
+// docs/contract.md, Logs and metrics, and never the arguments, the nonce,
+// the hook key or the body.
 func TestLogLines(t *testing.T) {
 	n := testNonce(t)
 	e := newEnv(t, testVerifier(t))

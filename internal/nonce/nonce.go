@@ -1,5 +1,6 @@
 // Package nonce checks AIVAX's X-Request-Nonce header: a fresh BCrypt hash
-// of the account's hook key (SPEC section 3 step 2).
+// of the account's hook key (docs/contract.md, Request and Order of checks,
+// step 2).
 //
 // The header's shape and cost are checked before any hashing, so a
 // "$2a$31$..." header costs microseconds, not hours. The nonce proves the

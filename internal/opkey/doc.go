@@ -1,4 +1,5 @@
-// Package opkey turns a tool call into its operation key (SPEC section 4).
+// Package opkey turns a tool call into its operation key (docs/contract.md,
+// Operation key).
 //
 // Canonical arguments are the RFC 8785 (JSON Canonicalization Scheme) text
 // of function.content, produced by the standard library's

@@ -12,7 +12,8 @@ import (
 )
 
 // MaxDepth is how many levels below the arguments object a value may sit.
-// The arguments object itself is level 0, as in the seed's canonicalJson.
+// The arguments object itself is level 0, as in the reference
+// canonicalJson of testdata/keyvectors.mjs.
 const MaxDepth = 64
 
 // Policy chooses what the operation key covers.

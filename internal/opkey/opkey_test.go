@@ -1,4 +1,4 @@
-// Tests of the operation key (SPEC section 4).
+// Tests of the operation key (docs/contract.md, Operation key).
 //
 // Where the expected values come from:
 //
@@ -7,15 +7,16 @@
 //     testdata/rfc8785/README.md).
 //   - testdata/keyvectors.json: written by Node with
 //     `node internal/opkey/testdata/keyvectors.mjs > internal/opkey/testdata/keyvectors.json`
-//     (Node v20). The script copies the seed's canonicalJson verbatim and
-//     computes each key as
+//     (Node v20). The script holds the reference JavaScript implementation,
+//     canonicalJson (keys sorted, leaves written by JSON.stringify, at most
+//     64 levels below the arguments object), and computes each key as
 //     createHash("sha256").update(JSON.stringify([tenant, request_id, function, canonical])).digest("hex")
 //     (policy "arguments") or of [tenant, request_id, function] (policy
-//     "request"), exactly as the seed's reference server does. It also
-//     records JSON.stringify of several hundred strings, the seed's verdict
-//     on nesting depth, and JSON.stringify of the RFC 8785 appendix B
-//     doubles. TestKeyVectorsNodeRerun runs the script again when node is
-//     on PATH and fails if the committed file is stale.
+//     "request"), so a JavaScript server computes the same keys. It also
+//     records JSON.stringify of several hundred strings, canonicalJson's
+//     verdict on nesting depth, and JSON.stringify of the RFC 8785
+//     appendix B doubles. TestKeyVectorsNodeRerun runs the script again
+//     when node is on PATH and fails if the committed file is stale.
 package opkey_test
 
 import (
@@ -346,7 +347,8 @@ func TestAppendStringMatchesNode(t *testing.T) {
 			t.Errorf("jcs.Transform(%s) = %s, %v", s.JSON, got, err)
 		}
 	}
-	// Go's encoding/json differs exactly where SPEC section 4 says; make
+	// Go's encoding/json differs from JSON.stringify exactly in escaping <,
+	// >, &, U+2028 and U+2029 (docs/contract.md, Operation key); make
 	// sure the vectors exercise that difference.
 	differs := 0
 	for _, s := range v.Strings {
@@ -396,8 +398,8 @@ func loadVectors(t testing.TB) vectors {
 	return v
 }
 
-// TestKeyVectors: Canonical and Key against the seed's algorithm run in
-// Node, under both policies.
+// TestKeyVectors: Canonical and Key against the reference implementation
+// in testdata/keyvectors.mjs run in Node, under both policies.
 func TestKeyVectors(t *testing.T) {
 	v := loadVectors(t)
 	if len(v.Keys) < 15 {
@@ -411,7 +413,7 @@ func TestKeyVectors(t *testing.T) {
 				t.Fatalf("Canonical: %v", err)
 			}
 			if canonical != k.Canonical {
-				t.Fatalf("Canonical:\n got %s\nwant %s (seed canonicalJson)", clip(canonical), clip(k.Canonical))
+				t.Fatalf("Canonical:\n got %s\nwant %s (canonicalJson in Node)", clip(canonical), clip(k.Canonical))
 			}
 			key, fp := opkey.Key(opkey.PolicyArguments, k.Tenant, k.RequestID, k.Function, canonical)
 			if key != k.KeyArguments {
@@ -443,21 +445,22 @@ func TestKeyVectors(t *testing.T) {
 	}
 }
 
-// TestDepthMatchesSeed: Canonical accepts exactly what the seed's
-// canonicalJson accepts, at levels 1, 2, 63, 64, 65, 66 in five shapes.
-func TestDepthMatchesSeed(t *testing.T) {
+// TestDepthMatchesReference: Canonical accepts exactly what the reference
+// canonicalJson of testdata/keyvectors.mjs accepts, at levels 1, 2, 63,
+// 64, 65, 66 in five shapes.
+func TestDepthMatchesReference(t *testing.T) {
 	v := loadVectors(t)
 	accepted, refused := 0, 0
 	for _, d := range v.Depth {
 		got, err := opkey.Canonical([]byte(d.JSON))
 		if (err == nil) != d.OK {
-			t.Errorf("%s (%d bytes): Canonical error %v; the seed accepts it: %v", d.Shape, len(d.JSON), err, d.OK)
+			t.Errorf("%s (%d bytes): Canonical error %v; canonicalJson accepts it: %v", d.Shape, len(d.JSON), err, d.OK)
 			continue
 		}
 		if d.OK {
 			accepted++
 			if got != d.Canonical {
-				t.Errorf("%s: Canonical %s; seed %s", d.Shape, got, d.Canonical)
+				t.Errorf("%s: Canonical %s; canonicalJson %s", d.Shape, got, d.Canonical)
 			}
 		} else {
 			refused++

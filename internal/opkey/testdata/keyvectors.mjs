@@ -1,15 +1,18 @@
-// Computes the Node reference vectors of internal/opkey (SPEC section 4).
+// Computes the Node reference vectors of internal/opkey (docs/contract.md,
+// Operation key).
 //
 //   node internal/opkey/testdata/keyvectors.mjs > internal/opkey/testdata/keyvectors.json
 //
-// Everything here is what the seed's reference server does (seed
-// idempotent-tool-calls.txt): canonicalJson is copied from it verbatim, and
-// the key is createHash("sha256").update(JSON.stringify([...])).digest("hex").
+// This is the reference JavaScript implementation of the key: canonicalJson
+// sorts object keys, writes every leaf with JSON.stringify and refuses a
+// value more than 64 levels below the arguments object or a non-finite
+// number; the key is createHash("sha256").update(JSON.stringify([...])).digest("hex").
+// A JavaScript server written this way computes the keys the Go code does.
 // The output is deterministic (no clock, no Math.random), so
 // TestKeyVectorsNodeRerun can run this again and compare byte for byte.
 import { createHash } from "node:crypto";
 
-// --- from the seed, unchanged ---
+// --- the reference canonicalJson ---
 function canonicalJson(value, depth = 0) {
   if (depth > 64 || (typeof value === "number" && !Number.isFinite(value))) {
     throw new TypeError("JSON exceeds the allowed limits.");
@@ -24,7 +27,7 @@ function canonicalJson(value, depth = 0) {
   }
   return JSON.stringify(value);
 }
-// --- end of the seed's code ---
+// --- end of the reference canonicalJson ---
 
 const sha256 = text => createHash("sha256").update(text).digest("hex");
 
@@ -90,8 +93,8 @@ for (let i = 0; i < 300; i++) {
 }
 const strings = [...fixed, ...random].map(s => ({ s, json: JSON.stringify(s) }));
 
-// Depth: the seed refuses a value more than 64 levels below the arguments
-// object (the object itself is level 0).
+// Depth: canonicalJson refuses a value more than 64 levels below the
+// arguments object (the object itself is level 0).
 // nest puts leaf at the given level: level - 1 containers inside the
 // arguments object's member "v", taken in turn from opens and closes.
 const nest = (level, opens, closes, leaf) => {

@@ -140,9 +140,9 @@ func TestDeliveryWorkerKilled(t *testing.T) {
 	deliverytest.Kill(t, s.Store, envEndpoint+"="+endpoint, envTable+"="+s.table)
 }
 
-// A table created before delivery existed gains the due index, and the
-// delivery store works on it.
-func TestEnsureDeliveryIndexOnOldTable(t *testing.T) {
+// A table created without the due index gains it, and the delivery store
+// works on it.
+func TestEnsureDeliveryIndexOnExistingTable(t *testing.T) {
 	endpoint := testenv.DynamoDB(t)
 	client := testenv.DynamoClient(t, endpoint)
 	ctx := context.Background()

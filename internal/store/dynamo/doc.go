@@ -1,5 +1,6 @@
 // Package dynamo is the production core.Store and core.Users on one
-// DynamoDB table (SPEC section 5): partition key pk, TTL on expires_at.
+// DynamoDB table (docs/contract.md, Stored items): partition key pk, TTL on
+// expires_at.
 //
 //   - transaction.go holds the one TransactWriteItems that claims an
 //     operation key and puts the ticket, and its bounded retry;

@@ -93,7 +93,8 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// The stored items have the attributes and types of SPEC section 5.
+// The stored items have the attributes and types of docs/contract.md,
+// Stored items.
 func TestStoredItems(t *testing.T) {
 	s, _ := newTable(t)
 	e := storetest.NewEnv(t, s, opkey.PolicyArguments)

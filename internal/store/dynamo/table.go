@@ -16,9 +16,9 @@ import (
 // (tableschema.DeliveryDueIndex).
 const DeliveryDueIndex = tableschema.DeliveryDueIndex
 
-// EnsureDeliveryIndex adds DeliveryDueIndex to a table created before it
-// existed, and waits until the index is active; it reports whether it
-// added it. Tickets written before carry no delivery state and stay out.
+// EnsureDeliveryIndex adds DeliveryDueIndex to a table that lacks it, and
+// waits until the index is active; it reports whether it added it. Tickets
+// already in the table carry no delivery state and stay out of the index.
 func EnsureDeliveryIndex(ctx context.Context, c *dynamodb.Client, table string) (bool, error) {
 	active := func() (found, ready bool, err error) {
 		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})

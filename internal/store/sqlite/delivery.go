@@ -13,8 +13,8 @@ import (
 
 // deliverySchema is the outbox: one row per ticket that is to be
 // delivered, written in the transaction that creates the ticket. A table
-// of its own, created if missing, so a database file from before delivery
-// existed opens unchanged: its tickets have no row and are never delivered.
+// of its own, created if missing, so a database file without it opens
+// unchanged: its tickets have no row and are never delivered.
 // due_at (epoch seconds) is when the row may next be claimed: the backoff's
 // end while pending, the second after the lease while delivering, NULL once
 // final; the partial index holds only live rows. deliveries_state serves the

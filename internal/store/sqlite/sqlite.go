@@ -5,13 +5,13 @@
 // and a bounded busy timeout, and every write transaction starts with
 // BEGIN IMMEDIATE so the write lock is held before the claim is read.
 //
-// Tickets outlive keys. The seed tied tickets.operation_key to operations
-// with UNIQUE REFERENCES, which would block purging an expired operation
-// and reclaiming its key. Here every claim of a key gets a generation
-// number, recorded in the small claims ledger that is never purged; a
-// ticket references the claim (operation_key, generation) that created it,
-// UNIQUE, so each claim has at most one ticket, and the operations row can
-// be deleted or replaced while old tickets stay.
+// Tickets outlive keys. A ticket does not reference the operations row
+// itself (operation_key UNIQUE REFERENCES operations would block purging an
+// expired operation and reclaiming its key). Instead every claim of a key
+// gets a generation number, recorded in the small claims ledger that is
+// never purged; a ticket references the claim (operation_key, generation)
+// that created it, UNIQUE, so each claim has at most one ticket, and the
+// operations row can be deleted or replaced while earlier tickets stay.
 package sqlite
 
 import (

@@ -225,8 +225,8 @@ func TestDeliveryConformance(t *testing.T) {
 	})
 }
 
-// A database file from before delivery existed (no deliveries table) opens
-// unchanged: its tickets have no delivery state, new ones get theirs.
+// A database file without the deliveries table opens unchanged: its
+// tickets have no delivery state, tickets created afterwards get theirs.
 func TestDeliveryMigrationOnExistingFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.sqlite")

@@ -19,7 +19,7 @@ func count(t *testing.T, s Counter) int {
 	return n
 }
 
-// CheckExactlyOnce runs the load guarantees of issue 4 against one store
+// CheckExactlyOnce runs the exactly-once load guarantee against one store
 // shared by several OS processes: n identical new callbacks from procs
 // processes make exactly one ticket, n-1 deduplicated with the same
 // ticket_id, no busy and no error. count reads the number of stored

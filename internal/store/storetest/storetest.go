@@ -1,7 +1,8 @@
 // Package storetest is the one conformance suite every core.Store adapter
 // passes: it drives the real domain logic (core.Service) over the adapter
 // on its real backing store (SQLite on a temp file, DynamoDB Local), so the
-// guarantees of SPEC section 5 are proven per store, not per fake.
+// guarantees of docs/contract.md, Stored items, are proven per store, not
+// per fake.
 package storetest
 
 import (
