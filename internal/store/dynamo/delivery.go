@@ -50,11 +50,11 @@ func addDelivery(item map[string]types.AttributeValue, d *core.Delivery) {
 	if d == nil {
 		return
 	}
-	item[attrState] = s(d.State)
-	item[attrAttempts] = n(0)
+	item[attrState] = stringAttr(d.State)
+	item[attrAttempts] = numberAttr(0)
 	if delivery.State(d.State).Live() {
-		item[attrShard] = s(shard)
-		item[attrDueAt] = n(d.DueAt.Unix())
+		item[attrShard] = stringAttr(shard)
+		item[attrDueAt] = numberAttr(d.DueAt.Unix())
 	}
 }
 
@@ -110,7 +110,7 @@ func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error
 }
 
 func ticketKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": s(prefixTicket + id)}
+	return map[string]types.AttributeValue{"pk": stringAttr(prefixTicket + id)}
 }
 
 // conditionFailed reports whether err is a failed ConditionExpression.
@@ -151,7 +151,7 @@ func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 			ExpressionAttributeNames: map[string]string{
 				"#shard": attrShard, "#due": attrDueAt,
 			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": s(shard), ":now": n(now.Unix())},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": stringAttr(shard), ":now": numberAttr(now.Unix())},
 			Limit:                     aws.Int32(int32(min(limit, 1000))),
 		})
 		return err
@@ -185,9 +185,9 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 				"#state": attrState, "#owner": attrLeaseOwner, "#lease": attrLeaseUntil, "#due": attrDueAt,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":delivering": s(string(delivery.StateDelivering)), ":pending": s(string(delivery.StatePending)),
-				":owner": s(owner), ":lease": n(leaseUntil.Unix()), ":due": n(leaseUntil.Unix() + 1),
-				":now": n(now.Unix()),
+				":delivering": stringAttr(string(delivery.StateDelivering)), ":pending": stringAttr(string(delivery.StatePending)),
+				":owner": stringAttr(owner), ":lease": numberAttr(leaseUntil.Unix()), ":due": numberAttr(leaseUntil.Unix() + 1),
+				":now": numberAttr(now.Unix()),
 			},
 			ReturnValues: types.ReturnValueAllOld,
 		})
@@ -219,8 +219,8 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 func (st *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
 	w := newUpdate(u)
 	w.names["#owner"] = attrLeaseOwner
-	w.values[":delivering"] = s(string(delivery.StateDelivering))
-	w.values[":owner"] = s(owner)
+	w.values[":delivering"] = stringAttr(string(delivery.StateDelivering))
+	w.values[":owner"] = stringAttr(owner)
 	err := st.writeUpdate(ctx, id, w, "#state = :delivering AND #owner = :owner")
 	if conditionFailed(err) {
 		return delivery.ErrLeaseLost
@@ -240,7 +240,7 @@ type update struct {
 // takes it out.
 func newUpdate(u delivery.Update) update {
 	names := map[string]string{"#state": attrState, "#owner": attrLeaseOwner}
-	values := map[string]types.AttributeValue{":state": s(string(u.State))}
+	values := map[string]types.AttributeValue{":state": stringAttr(string(u.State))}
 	var set, remove []string
 	put := func(attr string, v types.AttributeValue) {
 		k := strconv.Itoa(len(names))
@@ -256,24 +256,24 @@ func newUpdate(u delivery.Update) update {
 		if v == "" {
 			drop(attr)
 		} else {
-			put(attr, s(v))
+			put(attr, stringAttr(v))
 		}
 	}
 	set = append(set, "#state = :state")
-	put(attrAttempts, n(int64(u.Attempts)))
-	put(attrLookupFailures, n(int64(u.LookupFailures)))
+	put(attrAttempts, numberAttr(int64(u.Attempts)))
+	put(attrLookupFailures, numberAttr(int64(u.LookupFailures)))
 	put(attrSentUnknown, &types.AttributeValueMemberBOOL{Value: u.SentUnknown})
 	optional(attrError, u.Error)
 	optional(attrExternalID, u.ExternalID)
 	optional(attrExternalURL, u.ExternalURL)
 	if u.State == delivery.StateDelivered {
-		put(attrDeliveredAt, s(u.DeliveredAt.UTC().Format(time.RFC3339Nano)))
+		put(attrDeliveredAt, stringAttr(u.DeliveredAt.UTC().Format(time.RFC3339Nano)))
 	} else {
 		drop(attrDeliveredAt)
 	}
 	if u.State == delivery.StatePending {
-		put(attrDueAt, n(u.DueAt.Unix()))
-		put(attrShard, s(shard))
+		put(attrDueAt, numberAttr(u.DueAt.Unix()))
+		put(attrShard, stringAttr(shard))
 	} else {
 		drop(attrDueAt)
 		drop(attrShard)
@@ -315,7 +315,7 @@ func (st *Store) List(ctx context.Context, state delivery.State, limit int) ([]d
 			page, err = st.client.Scan(ctx, &dynamodb.ScanInput{
 				TableName: &st.table, FilterExpression: aws.String("#state = :state"),
 				ExpressionAttributeNames:  map[string]string{"#state": attrState},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":state": s(string(state))},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":state": stringAttr(string(state))},
 				ExclusiveStartKey:         start, ConsistentRead: aws.Bool(true),
 			})
 			return err
@@ -342,7 +342,7 @@ func (st *Store) List(ctx context.Context, state delivery.State, limit int) ([]d
 // state; when the condition fails, a consistent read says why.
 func (st *Store) Settle(ctx context.Context, id string, from delivery.State, u delivery.Update) error {
 	w := newUpdate(u)
-	w.values[":from"] = s(string(from))
+	w.values[":from"] = stringAttr(string(from))
 	err := st.writeUpdate(ctx, id, w, "#state = :from")
 	if !conditionFailed(err) {
 		return err

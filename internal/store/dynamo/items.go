@@ -17,36 +17,37 @@ const (
 	prefixUser      = "USER#"
 )
 
-func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func n(v int64) types.AttributeValue {
+// stringAttr and numberAttr build the S and N attribute values of an item.
+func stringAttr(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func numberAttr(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
 func operationItem(op core.Operation) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
-		"pk":          s(prefixOperation + op.Key),
-		"state":       s(string(op.State)),
-		"tenant_id":   s(op.TenantID),
-		"user_id":     s(op.UserID),
-		"function":    s(op.Function),
-		"fingerprint": s(op.Fingerprint),
-		"created_at":  s(op.CreatedAt.UTC().Format(time.RFC3339)),
-		"expires_at":  n(op.ExpiresAt.Unix()),
+		"pk":          stringAttr(prefixOperation + op.Key),
+		"state":       stringAttr(string(op.State)),
+		"tenant_id":   stringAttr(op.TenantID),
+		"user_id":     stringAttr(op.UserID),
+		"function":    stringAttr(op.Function),
+		"fingerprint": stringAttr(op.Fingerprint),
+		"created_at":  stringAttr(op.CreatedAt.UTC().Format(time.RFC3339)),
+		"expires_at":  numberAttr(op.ExpiresAt.Unix()),
 	}
 	if op.Result != nil {
-		item["result"] = s(string(op.Result))
+		item["result"] = stringAttr(string(op.Result))
 	}
 	return item
 }
 
 func ticketItem(t core.Ticket) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
-		"pk":            s(prefixTicket + t.ID),
-		"tenant_id":     s(t.TenantID),
-		"user_id":       s(t.UserID),
-		"operation_key": s(t.OperationKey),
-		"arguments":     s(t.Arguments),
-		"created_at":    s(t.CreatedAt.UTC().Format(time.RFC3339Nano)),
+		"pk":            stringAttr(prefixTicket + t.ID),
+		"tenant_id":     stringAttr(t.TenantID),
+		"user_id":       stringAttr(t.UserID),
+		"operation_key": stringAttr(t.OperationKey),
+		"arguments":     stringAttr(t.Arguments),
+		"created_at":    stringAttr(t.CreatedAt.UTC().Format(time.RFC3339Nano)),
 	}
 	addDelivery(item, t.Delivery) // the outbox, in the same Put
 	return item
@@ -54,9 +55,9 @@ func ticketItem(t core.Ticket) map[string]types.AttributeValue {
 
 func userItem(u core.User) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
-		"pk":        s(prefixUser + u.ExternalID),
-		"tenant_id": s(u.TenantID),
-		"user_id":   s(u.UserID),
+		"pk":        stringAttr(prefixUser + u.ExternalID),
+		"tenant_id": stringAttr(u.TenantID),
+		"user_id":   stringAttr(u.UserID),
 	}
 	if u.Disabled {
 		item["disabled"] = &types.AttributeValueMemberBOOL{Value: true}

@@ -32,7 +32,7 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 			TableName:                           &s.table,
 			Item:                                operationItem(op),
 			ConditionExpression:                 aws.String(claimCondition),
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": n(now.Unix())},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": numberAttr(now.Unix())},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		{Put: &types.Put{
