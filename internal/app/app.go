@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +29,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
@@ -77,38 +77,14 @@ func instrument(h *httpapi.Handler, rec metrics.Recorder) http.Handler {
 	return metrics.Collect(h)
 }
 
-// ssmGetter is the part of the SSM client LambdaHandler uses.
-type ssmGetter interface {
-	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
-}
-
-func readParameter(ctx context.Context, c ssmGetter, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
+// readParameter reads the hook key's SSM parameter (ssmparam.Read: one
+// trailing line break trimmed, the value never in an error).
+func readParameter(ctx context.Context, c ssmparam.Getter, name string) (string, error) {
+	key, err := ssmparam.Read(ctx, c, name)
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}
-	if out.Parameter == nil || out.Parameter.Value == nil {
-		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: empty value", name)
-	}
-	key := trimStoredNewline(*out.Parameter.Value)
-	if key == "" {
-		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: empty value", name)
-	}
 	return key, nil
-}
-
-// trimStoredNewline removes one trailing line break ("\n" or "\r\n"), as
-// `aws ssm put-parameter --value file://key.txt` stores the file's last
-// line with it. The key is otherwise used exactly as stored: spaces and
-// anything else are part of it.
-func trimStoredNewline(v string) string {
-	v, found := strings.CutSuffix(v, "\n")
-	if found {
-		v = strings.TrimSuffix(v, "\r")
-	}
-	return v
 }
 
 // authenticator fails closed: no hook key and no explicit insecure switch

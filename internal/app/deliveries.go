@@ -124,7 +124,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 		if err := delivery.Retry(ctx, admin, pos[0], now); err != nil {
 			return fail(stderr, err)
 		}
-		fmt.Fprintf(stderr, "ticket %s: failed -> pending, due now; a running server delivers it within a second\n", pos[0])
+		fmt.Fprintf(stderr, "ticket %s: failed -> pending, due now; a running local server delivers it within a second, the deployed sweep within a minute\n", pos[0])
 	case "resolve":
 		if *resend {
 			err = delivery.ResolveResend(ctx, admin, pos[0], now)
@@ -135,7 +135,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 			return fail(stderr, err)
 		}
 		if *resend {
-			fmt.Fprintf(stderr, "ticket %s: unknown -> pending, due now; a running server sends it again within a second\n", pos[0])
+			fmt.Fprintf(stderr, "ticket %s: unknown -> pending, due now; a running local server sends it again within a second, the deployed sweep within a minute\n", pos[0])
 		} else {
 			fmt.Fprintf(stderr, "ticket %s: unknown -> delivered as %s\n", pos[0], *externalID)
 		}

@@ -30,7 +30,7 @@ func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Clo
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	logger.Info("metrics listening", slog.String("url", "http://"+ln.Addr().String()+"/metrics"))
-	return rec, closeFunc(func() error {
+	return rec, closerFunc(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := srv.Shutdown(ctx)
@@ -38,7 +38,3 @@ func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Clo
 		return err
 	}), nil
 }
-
-type closeFunc func() error
-
-func (f closeFunc) Close() error { return f() }

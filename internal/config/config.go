@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -415,7 +416,7 @@ func ParseFile(b []byte) (Local, error) {
 		return c, fmt.Errorf("config: hook_key is %d bytes; BCrypt uses at most %d", len(c.HookKey), nonce.MaxKeyLen)
 	case c.HookKey != "" && c.InsecureNoAuth:
 		return c, errors.New("config: insecure_no_auth: set either hook_key or insecure_no_auth, not both")
-	case c.InsecureNoAuth && !isLoopback(host):
+	case c.InsecureNoAuth && !httpsend.IsLoopback(host):
 		return c, fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", c.Listen)
 	}
 	for id, u := range c.Users {
@@ -450,12 +451,4 @@ func metricsListen(addr, listen string) (string, error) {
 		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)
 	}
 	return addr, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
 
 // Delivery is the destination tickets are delivered to: the config file's
@@ -84,26 +86,15 @@ func (d Delivery) WithDefaults() Delivery {
 	return d
 }
 
+// checkDeliveryURL holds the URL to the rules the helpdesk client itself
+// enforces (httpsend.CheckURL), so a URL the client would refuse stops the
+// program at start.
 func checkDeliveryURL(raw string) error {
 	if raw == "" {
 		return errors.New("config: delivery.url: required")
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return errors.New("config: delivery.url: not an absolute URL")
-	}
-	shown := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String() // no user info or query: they may hold secrets
-	if u.User != nil {
-		return fmt.Errorf("config: delivery.url: %q must not carry user info; put credentials in their own fields", shown)
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-	case "http":
-		if !isLoopback(strings.ToLower(u.Hostname())) {
-			return fmt.Errorf("config: delivery.url: %q must be https (http only for a loopback host)", shown)
-		}
-	default:
-		return fmt.Errorf("config: delivery.url: %q must be https", shown)
+	if _, err := httpsend.CheckURL(raw); err != nil {
+		return fmt.Errorf("config: delivery.%w", err)
 	}
 	return nil
 }

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -16,6 +13,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -32,7 +30,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	cfg, ok, err := config.DeliveryFromEnv(getenv, func(name string) (string, error) {
-		return readParameter(ctx, ssm.NewFromConfig(awsCfg), name)
+		return ssmparam.Read(ctx, ssm.NewFromConfig(awsCfg), name)
 	})
 	if err != nil {
 		return nil, err
@@ -47,23 +45,4 @@ func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), table, dynamo.Options{})
 	log.InfoContext(ctx, "delivery destination", slog.Any("delivery", cfg))
 	return New(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log), nil
-}
-
-// ssmGetter is the part of the SSM client FromEnv uses.
-type ssmGetter interface {
-	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
-}
-
-// readParameter reads a SecureString; its value is never put in an error.
-func readParameter(ctx context.Context, c ssmGetter, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
-	if err != nil {
-		return "", err
-	}
-	if out.Parameter == nil || strings.TrimSpace(aws.ToString(out.Parameter.Value)) == "" {
-		return "", errors.New("empty value")
-	}
-	return *out.Parameter.Value, nil
 }

@@ -250,10 +250,6 @@ func (s *Server) WebhookURL() string { return s.srv.URL + s.cfg.WebhookPath }
 // Config is the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// CloseClientConnections drops every open connection, as a helpdesk's load
-// balancer sometimes does.
-func (s *Server) CloseClientConnections() { s.srv.CloseClientConnections() }
-
 // Now reads the fake's clock.
 func (s *Server) Now() time.Time {
 	s.mu.Lock()

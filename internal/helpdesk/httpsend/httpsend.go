@@ -73,9 +73,6 @@ func New(o Options) *Client {
 	}
 }
 
-// Timeout is the bound of one call.
-func (c *Client) Timeout() time.Duration { return c.timeout }
-
 // Request is one HTTP call.
 type Request struct {
 	Method string
