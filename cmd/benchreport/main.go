@@ -222,6 +222,9 @@ func measure(o options, root, dir string) error {
 	if err := r.goTest(report.FileRoundTrips, nil, "-count=1", "-v", "-run", "^TestRoundTripsPerCallback$", "./internal/store/dynamo"); err != nil {
 		return err
 	}
+	if err := measureDelivery(r, dir, count); err != nil {
+		return err
+	}
 	logf("throughput")
 	if err := r.goTest("throughput.test.json", []string{"BENCH_THROUGHPUT_OUT=" + filepath.Join(dir, report.FileThroughput),
 		"BENCH_CELL_DURATION=" + o.cell.String()},
@@ -237,6 +240,44 @@ func measure(o options, root, dir string) error {
 	meta.LoadEnd = loadAverage()
 	meta.Seconds = int(time.Since(start).Seconds())
 	return results.WriteJSON(filepath.Join(dir, report.FileMeta), meta)
+}
+
+// measureDelivery runs the delivery benchmarks and the delivery tests whose
+// counts the report shows.
+func measureDelivery(r *runner, dir, count string) error {
+	logf("DynamoDB requests per delivered ticket")
+	if err := r.goTest(report.FileDeliveryRoundTrips, nil, "-count=1", "-v", "-run", "^TestDeliveryRoundTrips$", "./internal/store/dynamo"); err != nil {
+		return err
+	}
+	if err := r.goTest(report.FileStreamRoundTrips, nil, "-count=1", "-v", "-run", "^TestStreamCallsPerTicket$", "./internal/deliverylambda"); err != nil {
+		return err
+	}
+	for _, b := range []struct{ file, pkg string }{
+		{report.FileDeliveryWorkerSQLite, "./internal/store/sqlite"},
+		{report.FileDeliveryWorkerDynamoDB, "./internal/store/dynamo"},
+	} {
+		logf("delivery: local worker, %s", b.pkg)
+		if err := r.goTest(b.file, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryLocalWorker$", "-benchtime", "500x",
+			"-count", count, "-timeout", "10m", b.pkg); err != nil {
+			return err
+		}
+	}
+	logf("delivery: stream path")
+	if err := r.goTest(report.FileDeliveryStream, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamPath$", "-benchtime", "200x",
+		"-count", count, "-timeout", "10m", "./functions/delivery"); err != nil {
+		return err
+	}
+	for _, m := range []struct{ file, pkg string }{
+		{report.FileDeliveryMatrixSQLite, "./internal/store/sqlite"},
+		{report.FileDeliveryMatrixDynamoDB, "./internal/store/dynamo"},
+	} {
+		logf("delivery: failure matrix, %s", m.pkg)
+		if err := r.goTest(strings.TrimSuffix(m.file, ".json")+".test.json", []string{results.DeliveryMatrixEnv + "=" + filepath.Join(dir, m.file)},
+			"-count=1", "-timeout", "10m", "-run", "^TestDeliveryFailureMatrix$", m.pkg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkClean reports whether the tree at root has uncommitted changes

@@ -56,9 +56,9 @@ func (s *deliveredAt) count() int {
 // does for one shard (GetRecords, the template's filter, batches of up to
 // 10, one batch at a time) and hands each batch to the delivery handler,
 // which sends to the fake helpdesk answering every create in 50 ms.
-// Reports tickets delivered per second and the latency from commit to
-// delivered (p50, p99). Lambda's own polling interval (up to a second in
-// AWS) is not part of it.
+// Reports tickets delivered per second, the latency from commit to
+// delivered (p50, p99) and helpdesk calls per ticket. Lambda's own polling
+// interval (up to a second in AWS) is not part of it.
 func BenchmarkDeliveryStreamPath(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -119,6 +119,8 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	calls := fake.Requests(fakehelpdesk.ZendeskCreate) + fake.Requests(fakehelpdesk.ZendeskLookup)
+	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
 }
 
 // pollStream follows every shard of the stream from its start until ctx

@@ -30,8 +30,11 @@ import (
 // prometheus_ variants run the same with metrics on, as the Lambda and the
 // local server wire them (metrics.Collect, a timed store, the handler's
 // Metrics hook); the EMF members go into the same discarded line.
+// deliver_new_key is new_key with a helpdesk destination configured: the
+// ticket is written with its delivery outbox in the same store call.
 func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "", nil)
+	benchmarkDeliverNewKey(b)
 	benchmarkHandlerOverhead(b, "emf_", &emf.Recorder{})
 	benchmarkHandlerOverhead(b, "prometheus_", prom.New())
 }
@@ -73,6 +76,30 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 		b.ReportAllocs()
 		for b.Loop() {
 			serve(b, body)
+		}
+	})
+}
+
+func benchmarkDeliverNewKey(b *testing.B) {
+	h := &httpapi.Handler{
+		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
+			Retention: 24 * time.Hour, NewID: uuid.NewString, Deliver: true},
+		Auth:   nonce.Off{},
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+	b.Run("deliver_new_key", func(b *testing.B) {
+		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(head+"deliver-"+strconv.Itoa(i)+tail))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				b.Fatalf("%d %s", w.Code, w.Body)
+			}
 		}
 	})
 }

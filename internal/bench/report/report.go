@@ -56,6 +56,27 @@ const (
 	throughputModeRept = "repeat"
 )
 
+// Files and names of the delivery measurements.
+const (
+	// BenchmarkDeliveryLocalWorker, internal/store/sqlite and internal/store/dynamo
+	FileDeliveryWorkerSQLite   = "delivery-worker.sqlite.json"
+	FileDeliveryWorkerDynamoDB = "delivery-worker.dynamodb.json"
+	FileDeliveryStream         = "delivery-stream.json" // BenchmarkDeliveryStreamPath, functions/delivery
+	// results.DeliveryMatrix from TestDeliveryFailureMatrix, per store
+	FileDeliveryMatrixSQLite   = "delivery-matrix.sqlite.json"
+	FileDeliveryMatrixDynamoDB = "delivery-matrix.dynamodb.json"
+	FileDeliveryRoundTrips     = "delivery-roundtrips.json" // TestDeliveryRoundTrips, internal/store/dynamo
+	FileStreamRoundTrips       = "stream-roundtrips.json"   // TestStreamCallsPerTicket, internal/deliverylambda
+	deliveryRoundTripsTest     = "TestDeliveryRoundTrips"
+	streamRoundTripsTest       = "TestStreamCallsPerTicket"
+	deliveryWorkerBench        = "BenchmarkDeliveryLocalWorker"
+	deliveryStreamBench        = "BenchmarkDeliveryStreamPath"
+	handlerDeliverNew          = "BenchmarkHandlerOverhead/deliver_new_key"
+	unitTickets                = "tickets/s"
+	unitP50, unitP99           = "p50-ms", "p99-ms"
+	unitHelpdeskCalls          = "helpdesk-calls/ticket"
+)
+
 // Meta describes the run: where, on what, with which commands. The
 // command fills it in while it measures.
 type Meta struct {
@@ -116,6 +137,23 @@ type MemoryTime struct {
 	Ms float64
 }
 
+// DeliveryBench is one delivery benchmark: tickets committed by callbacks and
+// delivered to the fake helpdesk.
+type DeliveryBench struct {
+	Name          string
+	Tickets       int // tickets per run (the benchmark's iterations)
+	PerSecond     Stat
+	P50ms, P99ms  Stat // from commit to delivered
+	HelpdeskCalls Stat // helpdesk requests per ticket
+}
+
+// MatrixRow is one failure mode against one destination, as each store's
+// run of the failure matrix counted it.
+type MatrixRow struct {
+	Mode, Destination string
+	SQLite, DynamoDB  results.DeliveryMatrixRow
+}
+
 // Report is everything the template shows.
 type Report struct {
 	Meta             Meta
@@ -139,6 +177,18 @@ type Report struct {
 	BCrypt           []BCrypt
 	LambdaSmallerMBs []int
 	OneVCPUMB        int
+	Delivery         DeliveryReport
+}
+
+// DeliveryReport is what the report shows of delivery to the helpdesk.
+type DeliveryReport struct {
+	RoundTrips       []RoundTrip     // TestDeliveryRoundTrips
+	StreamRoundTrips []RoundTrip     // TestStreamCallsPerTicket
+	HandlerNew       Row             // BenchmarkHandlerOverhead/deliver_new_key
+	Workers          []DeliveryBench // the local worker on SQLite, then on DynamoDB Local
+	Stream           DeliveryBench
+	Matrix           []MatrixRow
+	MatrixSettings   results.DeliveryMatrix // the matrix's settings; Rows empty
 }
 
 // StorePaths are the four store benchmarks in the order the table shows.
@@ -171,6 +221,9 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	if rp.HandlerRepeat, err = overhead.row(handlerRepeat); err != nil {
+		return nil, err
+	}
+	if rp.Delivery.HandlerNew, err = overhead.row(handlerDeliverNew); err != nil {
 		return nil, err
 	}
 	opkey, err := read(FileOpkey)
@@ -304,7 +357,137 @@ func Load(dir string) (*Report, error) {
 	if !haveWith || !haveWithout {
 		return nil, fmt.Errorf("%s: want a build with and one without SQLite", FileColdStart)
 	}
+	if err := rp.loadDelivery(dir); err != nil {
+		return nil, err
+	}
 	return rp, nil
+}
+
+// loadDelivery reads the delivery benchmarks, the DynamoDB requests the
+// delivery tests counted, and the failure matrix of both stores.
+func (rp *Report) loadDelivery(dir string) error {
+	for _, rt := range []struct {
+		file, test string
+		into       *[]RoundTrip
+	}{
+		{FileDeliveryRoundTrips, deliveryRoundTripsTest, &rp.Delivery.RoundTrips},
+		{FileStreamRoundTrips, streamRoundTripsTest, &rp.Delivery.StreamRoundTrips},
+	} {
+		run, err := readTestJSON(filepath.Join(dir, rt.file))
+		if err != nil {
+			return err
+		}
+		if *rt.into, err = run.roundTrips(rt.test); err != nil {
+			return fmt.Errorf("%s: %w", rt.file, err)
+		}
+	}
+	for _, b := range []struct {
+		file, bench, name string
+		into              *DeliveryBench
+	}{
+		{FileDeliveryWorkerSQLite, deliveryWorkerBench, "local worker, SQLite", nil},
+		{FileDeliveryWorkerDynamoDB, deliveryWorkerBench, "local worker, DynamoDB Local", nil},
+		{FileDeliveryStream, deliveryStreamBench, "stream path, DynamoDB Local", &rp.Delivery.Stream},
+	} {
+		run, err := readTestJSON(filepath.Join(dir, b.file))
+		if err != nil {
+			return err
+		}
+		d, err := run.delivery(b.bench, b.name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", b.file, err)
+		}
+		if b.into != nil {
+			*b.into = d
+		} else {
+			rp.Delivery.Workers = append(rp.Delivery.Workers, d)
+		}
+	}
+	var lite, ddb results.DeliveryMatrix
+	for _, m := range []struct {
+		file string
+		into *results.DeliveryMatrix
+	}{{FileDeliveryMatrixSQLite, &lite}, {FileDeliveryMatrixDynamoDB, &ddb}} {
+		if err := results.ReadJSON(filepath.Join(dir, m.file), m.into); err != nil {
+			return err
+		}
+		if err := checkMatrix(m.into); err != nil {
+			return fmt.Errorf("%s: %w", m.file, err)
+		}
+	}
+	if lite.MaxAttempts != ddb.MaxAttempts || lite.ClientTimeoutMs != ddb.ClientTimeoutMs {
+		return fmt.Errorf("%s and %s: the stores' matrices ran with different settings", FileDeliveryMatrixSQLite, FileDeliveryMatrixDynamoDB)
+	}
+	type key struct{ mode, dest string }
+	byKey := map[key]results.DeliveryMatrixRow{}
+	for _, r := range ddb.Rows {
+		byKey[key{r.Mode, r.Destination}] = r
+	}
+	for _, r := range lite.Rows {
+		d, ok := byKey[key{r.Mode, r.Destination}]
+		if !ok {
+			return fmt.Errorf("%s: no row for %q against %s, which %s has", FileDeliveryMatrixDynamoDB, r.Mode, r.Destination, FileDeliveryMatrixSQLite)
+		}
+		delete(byKey, key{r.Mode, r.Destination})
+		rp.Delivery.Matrix = append(rp.Delivery.Matrix, MatrixRow{Mode: r.Mode, Destination: r.Destination, SQLite: r, DynamoDB: d})
+	}
+	for _, r := range ddb.Rows {
+		if _, extra := byKey[key{r.Mode, r.Destination}]; extra {
+			return fmt.Errorf("%s: no row for %q against %s, which %s has", FileDeliveryMatrixSQLite, r.Mode, r.Destination, FileDeliveryMatrixDynamoDB)
+		}
+	}
+	rp.Delivery.MatrixSettings = results.DeliveryMatrix{MaxAttempts: lite.MaxAttempts, ClientTimeoutMs: lite.ClientTimeoutMs}
+	return nil
+}
+
+// checkMatrix refuses a matrix with missing settings or incomplete rows.
+func checkMatrix(m *results.DeliveryMatrix) error {
+	if m.MaxAttempts <= 0 || m.ClientTimeoutMs <= 0 {
+		return fmt.Errorf("max_attempts %d and client_timeout_ms %g must be positive", m.MaxAttempts, m.ClientTimeoutMs)
+	}
+	if len(m.Rows) == 0 {
+		return fmt.Errorf("no rows")
+	}
+	seen := map[[2]string]bool{}
+	for i, r := range m.Rows {
+		if r.Mode == "" || r.Destination == "" || r.State == "" {
+			return fmt.Errorf("row %d: mode, destination and state are required: %+v", i, r)
+		}
+		if r.Creates < 0 || r.Lookups < 0 || r.Steps < 1 {
+			return fmt.Errorf("row %d (%s, %s): creates and lookups must not be negative, steps at least 1: %+v", i, r.Mode, r.Destination, r)
+		}
+		k := [2]string{r.Mode, r.Destination}
+		if seen[k] {
+			return fmt.Errorf("row %d: %q against %s twice", i, r.Mode, r.Destination)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// delivery summarizes a delivery benchmark; every run must have delivered
+// the same number of tickets.
+func (r *testRun) delivery(bench, name string) (DeliveryBench, error) {
+	d := DeliveryBench{Name: name}
+	for _, res := range r.Results {
+		if baseName(res) != bench {
+			continue
+		}
+		if d.Tickets != 0 && res.Iters != d.Tickets {
+			return d, fmt.Errorf("%s: runs of %d and %d tickets; want one -benchtime Nx", bench, d.Tickets, res.Iters)
+		}
+		d.Tickets = res.Iters
+	}
+	var err error
+	for _, u := range []struct {
+		unit string
+		into *Stat
+	}{{unitTickets, &d.PerSecond}, {unitP50, &d.P50ms}, {unitP99, &d.P99ms}, {unitHelpdeskCalls, &d.HelpdeskCalls}} {
+		if *u.into, err = r.stat(bench, u.unit); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
 }
 
 // stat summarizes every value of unit that benchmark name reported.

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -69,6 +70,36 @@ func TestFiguresFromRecordedRun(t *testing.T) {
 	if got := len(rp.Throughput.Cells); got != 16 {
 		t.Errorf("throughput cells = %d, want 16", got)
 	}
+	if rp.Delivery.HandlerNew.Allocs.N != rp.Meta.Count || rp.Delivery.HandlerNew.Allocs.Center != 70 {
+		t.Errorf("handler with a destination: %+v, want %d samples of 70 allocations", rp.Delivery.HandlerNew.Allocs, rp.Meta.Count)
+	}
+	if got := rp.Delivery.RoundTrips; len(got) != 6 || got[4].Requests != 2 || !strings.HasPrefix(got[4].Step, "delivering one ticket") {
+		t.Errorf("delivery round trips = %+v, want 6 steps, the fifth delivering one ticket in 2", got)
+	}
+	if got := rp.Delivery.StreamRoundTrips; len(got) != 2 || got[0].Requests != 10 || got[1].Requests != 0 {
+		t.Errorf("stream round trips = %+v, want 10 and 0", got)
+	}
+	// The recorded SQLite worker runs: 518.7 and 486.2 tickets/s, p99 232.8
+	// and 122.4 ms.
+	if len(rp.Delivery.Workers) != 2 {
+		t.Fatalf("delivery workers = %+v, want SQLite and DynamoDB", rp.Delivery.Workers)
+	}
+	if w := rp.Delivery.Workers[0]; w.Tickets != 500 || w.PerSecond.N != 2 || !near(w.PerSecond.Center, (518.7+486.2)/2) ||
+		!near(w.P99ms.Center, (232.8+122.4)/2) || w.HelpdeskCalls.Center != 1 {
+		t.Errorf("SQLite worker = %+v", w)
+	}
+	if s := rp.Delivery.Stream; s.Tickets != 200 || s.HelpdeskCalls.Center != 1 || s.PerSecond.N != 2 {
+		t.Errorf("stream path = %+v", s)
+	}
+	if len(rp.Delivery.Matrix) != 40 || rp.Delivery.MatrixSettings.MaxAttempts != 4 {
+		t.Errorf("matrix: %d rows, max_attempts %d; want 40 and 4", len(rp.Delivery.Matrix), rp.Delivery.MatrixSettings.MaxAttempts)
+	}
+	for _, r := range rp.Delivery.Matrix {
+		if r.Mode == "outage: 503 on every send" && r.Destination == "zendesk" &&
+			(r.SQLite.State != "failed" || r.SQLite.Calls() != 8 || r.DynamoDB.Calls() != 8) {
+			t.Errorf("503 outage against zendesk: %+v", r)
+		}
+	}
 	for _, b := range rp.BCrypt {
 		if len(b.AtMemory) != 2 || b.AtMemory[0].MB != 512 || b.AtMemory[0].Ms != b.Ms.Center*1769/512 {
 			t.Errorf("BCrypt cost %d at memory: %+v", b.Cost, b.AtMemory)
@@ -82,9 +113,46 @@ func TestFiguresFromRecordedRun(t *testing.T) {
 func TestMissingInputFails(t *testing.T) {
 	cases := []struct {
 		name, file string
-		edit       func(string) string
+		edit       func(string) string // nil: remove the file
 		want       string
 	}{
+		{"delivery benchmark renamed", FileDeliveryStream,
+			func(s string) string { return strings.ReplaceAll(s, "DeliveryStreamPath", "DeliveryStreamPoll") },
+			"no tickets/s of BenchmarkDeliveryStreamPath"},
+		{"delivery benchmark not run", FileDeliveryWorkerSQLite, nil, FileDeliveryWorkerSQLite},
+		{"delivery metric gone", FileDeliveryWorkerDynamoDB,
+			func(s string) string { return strings.ReplaceAll(s, "helpdesk-calls/ticket", "calls/ticket") },
+			"no helpdesk-calls/ticket of BenchmarkDeliveryLocalWorker"},
+		{"delivery runs of different sizes", FileDeliveryWorkerSQLite,
+			func(s string) string { return strings.Replace(s, `     500\t`, `     499\t`, 1) },
+			"runs of 499 and 500 tickets"},
+		{"handler with a destination not measured", FileOverhead,
+			func(s string) string { return strings.ReplaceAll(s, "deliver_new_key", "deliver_key") },
+			"BenchmarkHandlerOverhead/deliver_new_key"},
+		{"delivery round-trip test failed", FileDeliveryRoundTrips,
+			func(s string) string {
+				return strings.ReplaceAll(s, `"Action":"pass","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestDeliveryRoundTrips"`,
+					`"Action":"fail","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestDeliveryRoundTrips"`)
+			},
+			"TestDeliveryRoundTrips did not pass"},
+		{"stream round trips not logged", FileStreamRoundTrips,
+			func(s string) string { return strings.ReplaceAll(s, "DynamoDB requests", "requests") },
+			"TestStreamCallsPerTicket logged no"},
+		{"matrix not written", FileDeliveryMatrixDynamoDB, nil, FileDeliveryMatrixDynamoDB},
+		{"matrix field renamed", FileDeliveryMatrixSQLite,
+			func(s string) string { return strings.ReplaceAll(s, `"lookups"`, `"lookup"`) },
+			"unknown field"},
+		{"matrix state empty", FileDeliveryMatrixSQLite,
+			func(s string) string { return strings.Replace(s, `"state": "failed"`, `"state": ""`, 1) },
+			"state are required"},
+		{"matrix row missing on one store", FileDeliveryMatrixDynamoDB,
+			func(s string) string {
+				return strings.ReplaceAll(s, `"mode": "permanent 422"`, `"mode": "permanent 423"`)
+			},
+			`no row for "permanent 422"`},
+		{"matrices with different settings", FileDeliveryMatrixDynamoDB,
+			func(s string) string { return strings.ReplaceAll(s, `"max_attempts": 4`, `"max_attempts": 5`) },
+			"different settings"},
 		{"benchmark renamed", FileOverhead,
 			func(s string) string { return strings.ReplaceAll(s, "repeat_key", "repeated_key") },
 			"BenchmarkHandlerOverhead/repeat_key"},
@@ -115,11 +183,16 @@ func TestMissingInputFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			edited := tc.edit(string(b))
-			if edited == string(b) {
-				t.Fatalf("the edit changed nothing in %s", tc.file)
+			if tc.edit == nil {
+				err = os.Remove(path)
+			} else {
+				edited := tc.edit(string(b))
+				if edited == string(b) {
+					t.Fatalf("the edit changed nothing in %s", tc.file)
+				}
+				err = os.WriteFile(path, []byte(edited), 0o644)
 			}
-			if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+			if err != nil {
 				t.Fatal(err)
 			}
 			_, err = Load(dir)
@@ -154,6 +227,8 @@ func TestDirtyTreeIsFlagged(t *testing.T) {
 		t.Errorf("dirty run not flagged before the first section:\n%s", head)
 	}
 }
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 func copyRun(t *testing.T) string {
 	t.Helper()

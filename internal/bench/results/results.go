@@ -94,3 +94,29 @@ func ReadJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// DeliveryMatrixEnv names the environment variable that makes
+// TestDeliveryFailureMatrix write its DeliveryMatrix to the file it names.
+const DeliveryMatrixEnv = "BENCH_DELIVERY_MATRIX_OUT"
+
+// DeliveryMatrix is what TestDeliveryFailureMatrix (internal/store/sqlite,
+// internal/store/dynamo) counted: the helpdesk requests each ticket took
+// under each failure mode the fake helpdesk scripts, per destination.
+type DeliveryMatrix struct {
+	MaxAttempts     int                 `json:"max_attempts"`
+	ClientTimeoutMs float64             `json:"client_timeout_ms"`
+	Rows            []DeliveryMatrixRow `json:"rows"`
+}
+
+// DeliveryMatrixRow is one failure mode against one destination.
+type DeliveryMatrixRow struct {
+	Mode        string `json:"mode"`
+	Destination string `json:"destination"`
+	State       string `json:"state"`   // the ticket's final delivery state
+	Creates     int    `json:"creates"` // create requests the fake received
+	Lookups     int    `json:"lookups"` // lookup requests the fake received
+	Steps       int    `json:"steps"`   // engine runs until the state was final
+}
+
+// Calls is the helpdesk requests of the row, creates and lookups.
+func (r DeliveryMatrixRow) Calls() int { return r.Creates + r.Lookups }

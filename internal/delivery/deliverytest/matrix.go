@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
@@ -213,7 +215,9 @@ type figure struct {
 // fake never holds a ticket twice, a permanent refusal fails after one
 // attempt, an outage ends failed or unknown (never dropped, never resent
 // blindly); duplicate wake-ups and two racing workers send once. It logs
-// the helpdesk calls each ticket took, per mode and destination.
+// the helpdesk calls each ticket took, per mode and destination, and when
+// the environment names a file in results.DeliveryMatrixEnv (make bench
+// does), writes them there as results.DeliveryMatrix.
 func Matrix(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.Open(t)
@@ -373,4 +377,21 @@ func Matrix(t *testing.T, h Harness) {
 		fmt.Fprintf(&b, "  %-60s %-18s %-10s %7d %7d %5d %5d\n", g.mode, g.dest, g.state, g.creates, g.lookups, g.creates+g.lookups, g.steps)
 	}
 	t.Log(b.String())
+	// Only a passing run's figures are written: make bench reports them as
+	// asserted.
+	if out := os.Getenv(results.DeliveryMatrixEnv); out != "" && !t.Failed() {
+		if err := results.WriteJSON(out, matrixResults(figs)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// matrixResults are the figures as make bench reads them.
+func matrixResults(figs []figure) results.DeliveryMatrix {
+	m := results.DeliveryMatrix{MaxAttempts: matrixMaxAttempts, ClientTimeoutMs: float64(matrixTimeout) / float64(time.Millisecond)}
+	for _, g := range figs {
+		m.Rows = append(m.Rows, results.DeliveryMatrixRow{Mode: g.mode, Destination: g.dest, State: string(g.state),
+			Creates: g.creates, Lookups: g.lookups, Steps: g.steps})
+	}
+	return m
 }

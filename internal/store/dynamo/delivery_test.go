@@ -65,11 +65,18 @@ func TestDeliveryRoundTrips(t *testing.T) {
 	call("warm-up") // the user cache's first read
 	var ids []string
 	for i, st := range []struct {
+		name      string
 		rid       string
 		want      core.Kind
 		wantCalls int64
-	}{{"r1", core.KindCreated, 1}, {"r1", core.KindDuplicate, 1}, {"r2", core.KindCreated, 1}, {"r2", core.KindDuplicate, 1}} {
+	}{
+		{"callback with a destination, new operation", "r1", core.KindCreated, 1},
+		{"callback with a destination, repeat", "r1", core.KindDuplicate, 1},
+		{"callback with a destination, second new operation", "r2", core.KindCreated, 1},
+		{"callback with a destination, repeat of the second", "r2", core.KindDuplicate, 1},
+	} {
 		o, n := call(st.rid)
+		t.Logf("%s: %d DynamoDB requests", st.name, n) // read back by make bench
 		if o.Kind != st.want || n != st.wantCalls {
 			t.Fatalf("step %d: kind %v with %d DynamoDB calls, want %v with %d", i, o.Kind, n, st.want, st.wantCalls)
 		}
@@ -83,7 +90,9 @@ func TestDeliveryRoundTrips(t *testing.T) {
 	if st, err := eng.Deliver(ctx, ids[0]); err != nil || st != delivery.StateDelivered {
 		t.Fatalf("Deliver: %s, %v", st, err)
 	}
-	if n := calls.Load() - before; n != 2 {
+	n := calls.Load() - before
+	t.Logf("delivering one ticket (claim, result): %d DynamoDB requests", n) // read back by make bench
+	if n != 2 {
 		t.Fatalf("DynamoDB calls per delivered ticket = %d, want 2", n)
 	}
 	// The worker's sweep: one Query, then two calls per ticket.
@@ -97,7 +106,9 @@ func TestDeliveryRoundTrips(t *testing.T) {
 	if moved != 2 {
 		t.Fatalf("sweep moved %d, want 2 (warm-up and r2)", moved)
 	}
-	if n := calls.Load() - before; n != 1+2*2 {
+	n = calls.Load() - before
+	t.Logf("a worker's sweep delivering 2 tickets (one Query, then claim and result each): %d DynamoDB requests", n) // read back by make bench
+	if n != 1+2*2 {
 		t.Fatalf("DynamoDB calls for a sweep of 2 = %d, want 5", n)
 	}
 	if dest.sends.Load() != 3 {
