@@ -123,7 +123,9 @@ func handler(c config.Common, store core.Store, users core.Users, auth httpapi.A
 // delivery worker runs on the same store until ctx ends: woken after each
 // commit, polling for due tickets, and resuming at once whatever a previous
 // process left pending or delivering. With metrics_listen, Prometheus
-// serves /metrics there. The returned closer stops, in order, the metrics
+// serves /metrics there, with the callbacks and the worker's deliveries
+// (each step's result, the lag of delivered tickets, the tickets waiting).
+// The returned closer stops, in order, the metrics
 // listener, the worker (its deliveries in flight finish first) and the
 // store.
 func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
@@ -146,16 +148,33 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 		return nil, nil, err
 	}
 	h := handler(cfg.Common, store, users, auth, logger)
+	var rec metrics.Recorder
+	var metricsSrv io.Closer
+	if cfg.MetricsListen != "" {
+		if rec, metricsSrv, err = servePrometheus(cfg.MetricsListen, logger); err != nil {
+			_ = storeCloser.Close()
+			return nil, nil, err
+		}
+	}
 	var cs closers
+	if metricsSrv != nil {
+		// The metrics server closes first: after the callback server, so
+		// the last requests are counted.
+		cs = append(cs, metricsSrv)
+	}
 	if dst != nil {
 		ds, ok := store.(delivery.Store)
 		if !ok {
+			_ = cs.Close()
 			_ = storeCloser.Close()
 			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
 		}
 		d := *cfg.Delivery // zero MaxAttempts and Timeout are the engine's and adapters' defaults
 		w := &delivery.Worker{Log: logger, Engine: &delivery.Engine{Store: ds, Destination: dst,
 			MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout)}}
+		if rec != nil {
+			observeDeliveries(w, rec, cfg.Store.Kind)
+		}
 		h.Service.Store = delivery.NotifyOnCommit(store, w.Notify)
 		h.Service.Deliver = true
 		wctx, stop := context.WithCancel(ctx)
@@ -175,17 +194,28 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 		}))
 	}
 	cs = append(cs, storeCloser)
-	if cfg.MetricsListen == "" {
+	if rec == nil {
 		return h, cs, nil
 	}
-	rec, srv, err := servePrometheus(cfg.MetricsListen, logger)
-	if err != nil {
-		_ = cs.Close()
-		return nil, nil, err
+	return instrument(h, rec), cs, nil
+}
+
+// dynamoCountEvery spaces the local worker's counts of waiting tickets on
+// DynamoDB, where each count is a Query: once a minute, as the deployed
+// scheduled sweep counts. On SQLite a count is one read of an index, made
+// after every sweep.
+const dynamoCountEvery = time.Minute
+
+// observeDeliveries reports w's steps and its counts of waiting tickets to
+// rec (the local server's Prometheus).
+func observeDeliveries(w *delivery.Worker, rec metrics.Recorder, storeKind string) {
+	w.Engine.Observer = delivery.ObserverFunc(func(ctx context.Context, s delivery.Step) {
+		rec.Delivery(ctx, metrics.Delivery{State: string(s.Result), Lag: s.Lag})
+	})
+	w.Waiting = func(ctx context.Context, n int) { rec.TicketsWaiting(ctx, n) }
+	if storeKind == "dynamodb" {
+		w.CountEvery = dynamoCountEvery
 	}
-	// The metrics server closes first: after the callback server, so the
-	// last requests are counted.
-	return instrument(h, rec), append(closers{srv}, cs...), nil
 }
 
 // closers closes each in order and returns the first error.

@@ -59,6 +59,9 @@ type Engine struct {
 	Jitter func(n int64) int64
 	// NewOwner returns a fresh lease owner token (random when nil).
 	NewOwner func() string
+	// Observer, when set, is told how each recorded step ended (the
+	// delivery metrics and the Lambda's log line).
+	Observer Observer
 }
 
 func (e *Engine) maxAttempts() int {
@@ -133,7 +136,19 @@ func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 	if err := e.Store.Record(ctx, id, owner, u); err != nil {
 		return "", err
 	}
+	if e.Observer != nil {
+		e.Observer.StepEnded(ctx, stepOf(c.Ticket, u))
+	}
 	return u.State, nil
+}
+
+// stepOf describes the recorded update u of ticket t for an Observer.
+func stepOf(t Ticket, u Update) Step {
+	s := Step{TicketID: t.ID, Update: u, Result: resultOf(u.State)}
+	if s.Result == ResultDelivered && !t.CreatedAt.IsZero() {
+		s.Lag = max(u.DeliveredAt.Sub(t.CreatedAt), 0)
+	}
+	return s
 }
 
 // step decides what becomes of a claimed ticket. It makes at most one

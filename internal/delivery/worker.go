@@ -29,6 +29,14 @@ type Worker struct {
 	Concurrency int
 	// Log receives one line per failed step; never credentials.
 	Log *slog.Logger
+	// Waiting, when set, receives how many tickets wait to be delivered
+	// (pending, due or backing off, or delivering: see WaitingCounter),
+	// counted by the store after a sweep of Run, at most once every
+	// CountEvery (at every sweep when zero). A store that cannot count
+	// (ErrNoCount) is not asked again.
+	Waiting func(ctx context.Context, n int)
+	// CountEvery spaces the counts for Waiting.
+	CountEvery time.Duration
 
 	once      sync.Once
 	wake      chan struct{}
@@ -74,6 +82,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	inflight := context.WithoutCancel(ctx)
 	timer := time.NewTimer(0) // the first sweep resumes what was left
 	defer timer.Stop()
+	counter := waitingCounter{w: w}
 	for {
 		select {
 		case <-ctx.Done():
@@ -86,7 +95,37 @@ func (w *Worker) Run(ctx context.Context) error {
 			continue
 		}
 		w.dispatch(inflight)
+		counter.count(ctx)
 		timer.Reset(poll)
+	}
+}
+
+// waitingCounter reports the count of waiting tickets to w.Waiting at
+// most every w.CountEvery.
+type waitingCounter struct {
+	w    *Worker
+	last time.Time
+	off  bool // the store cannot count
+}
+
+func (c *waitingCounter) count(ctx context.Context) {
+	w := c.w
+	if w.Waiting == nil || c.off {
+		return
+	}
+	now := time.Now()
+	if !c.last.IsZero() && now.Sub(c.last) < w.CountEvery {
+		return
+	}
+	c.last = now
+	n, err := CountWaiting(ctx, w.Engine.Store)
+	switch {
+	case errors.Is(err, ErrNoCount):
+		c.off = true
+	case err != nil:
+		w.logFailure("count waiting tickets", "", err)
+	default:
+		w.Waiting(ctx, n)
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 )
 
 // ticketPrefix is the partition key prefix of ticket items.
@@ -36,21 +38,35 @@ const sweepRounds = 20
 type Handler struct {
 	engine      *delivery.Engine
 	worker      *delivery.Worker
+	store       delivery.Store // counted by the scheduled sweep
 	log         *slog.Logger
+	rec         metrics.Recorder
 	concurrency int
 }
 
-// New returns the handler over store and destination. engine supplies the
-// attempts, lease and backoff; its Store and Destination are replaced by
-// store and dst (store wrapped so that each recorded step is logged).
+// New returns the handler over store and destination, with its metrics in
+// Embedded Metric Format under the default namespace (see
+// NewWithMetrics). engine supplies the attempts, lease and backoff; its
+// Store, Destination and Observer are replaced.
 func New(engine delivery.Engine, store delivery.Store, dst delivery.Destination, log *slog.Logger) *Handler {
+	return NewWithMetrics(engine, store, dst, log, &emf.Recorder{})
+}
+
+// NewWithMetrics is New with the metrics recorder: each recorded step is
+// logged in one line that also carries its metrics (rec.Delivery), and the
+// scheduled sweep's line carries the count of waiting tickets
+// (rec.TicketsWaiting).
+func NewWithMetrics(engine delivery.Engine, store delivery.Store, dst delivery.Destination, log *slog.Logger, rec metrics.Recorder) *Handler {
 	e := engine
-	e.Store = loggedStore{Store: store, log: log}
+	e.Store = store
 	e.Destination = dst
+	e.Observer = stepLog{log: log, rec: rec}
 	return &Handler{
 		engine:      &e,
 		worker:      &delivery.Worker{Engine: &e, Concurrency: DefaultConcurrency, Log: log},
+		store:       store,
 		log:         log,
+		rec:         rec,
 		concurrency: DefaultConcurrency,
 	}
 }
@@ -104,7 +120,16 @@ func (h *Handler) Sweep(ctx context.Context) SweepResult {
 			break
 		}
 	}
-	h.log.InfoContext(ctx, "delivery sweep", slog.Int("moved", res.Moved))
+	attrs := []slog.Attr{slog.Int("moved", res.Moved)}
+	// One count per run, on the index of live deliveries, after the
+	// rounds: what is left waiting.
+	switch n, err := delivery.CountWaiting(ctx, h.store); {
+	case err == nil:
+		attrs = append(attrs, h.rec.TicketsWaiting(ctx, n))
+	case !errors.Is(err, delivery.ErrNoCount):
+		attrs = append(attrs, slog.String("count_error", err.Error()))
+	}
+	h.log.LogAttrs(ctx, slog.LevelInfo, "delivery sweep", attrs...)
 	return res
 }
 
@@ -159,7 +184,7 @@ func (h *Handler) Stream(ctx context.Context, records []json.RawMessage) events.
 func (h *Handler) deliver(ctx context.Context, id string) bool {
 	_, err := h.engine.Deliver(ctx, id)
 	switch {
-	case err == nil: // logged by loggedStore.Record
+	case err == nil: // logged by stepLog.StepEnded
 		return true
 	case errors.Is(err, delivery.ErrNotClaimable), errors.Is(err, delivery.ErrLeaseLost):
 		h.log.InfoContext(ctx, "delivery", slog.String("ticket_id", id), slog.String("state", "not_claimed"),
@@ -204,28 +229,42 @@ func ticketOf(raw json.RawMessage) (id, seq string, err error) {
 	return id, seq, nil
 }
 
-// loggedStore logs one line per recorded step: the ticket, its new state
-// and its attempts; never credentials (the destination's errors carry
-// none).
-type loggedStore struct {
-	delivery.Store
+// stepLog logs one line per recorded step: the ticket, its result, its
+// attempts, and the step's metrics (deliveries_total by state, and
+// delivery_lag_seconds once delivered), so the metrics cost no extra line.
+// The state member is the metric's: delivered, failed, unknown, or
+// retried for a ticket back to pending (due_at says until when). Never
+// credentials (the destination's errors carry none); the ticket id is a
+// member of the line, never a dimension.
+type stepLog struct {
 	log *slog.Logger
+	rec metrics.Recorder
 }
 
-func (s loggedStore) Record(ctx context.Context, id, owner string, u delivery.Update) error {
-	if err := s.Store.Record(ctx, id, owner, u); err != nil {
-		return err
+func (s stepLog) StepEnded(ctx context.Context, st delivery.Step) {
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs, slog.String("ticket_id", st.TicketID), slog.Int("attempts", st.Attempts))
+	switch {
+	case st.Result == delivery.ResultDelivered:
+		attrs = append(attrs, slog.String("external_id", st.ExternalID))
+	case st.Error != "":
+		attrs = append(attrs, slog.String("error", st.Error))
 	}
-	attrs := []slog.Attr{slog.String("ticket_id", id), slog.String("state", string(u.State)), slog.Int("attempts", u.Attempts)}
-	if u.State == delivery.StateDelivered {
-		attrs = append(attrs, slog.String("external_id", u.ExternalID))
-	} else if u.Error != "" {
-		attrs = append(attrs, slog.String("error", u.Error))
+	if st.Result == delivery.ResultRetried {
+		attrs = append(attrs, slog.Time("due_at", st.DueAt))
+	}
+	m := s.rec.Delivery(ctx, metrics.Delivery{State: string(st.Result), Lag: st.Lag})
+	if m.Value.Kind() != slog.KindGroup {
+		// No EMF members (a recorder that keeps its own counts, or a
+		// metrics_error): the line names the state itself.
+		attrs = append(attrs, slog.String("state", string(st.Result)))
+	}
+	if !m.Equal(slog.Attr{}) {
+		attrs = append(attrs, m)
 	}
 	level := slog.LevelInfo
-	if u.State == delivery.StateFailed || u.State == delivery.StateUnknown {
+	if st.Result == delivery.ResultFailed || st.Result == delivery.ResultUnknown {
 		level = slog.LevelError
 	}
 	s.log.LogAttrs(ctx, level, "delivery", attrs...)
-	return nil
 }

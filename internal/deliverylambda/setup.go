@@ -1,6 +1,7 @@
 package deliverylambda
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,17 +14,23 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
 // FromEnv builds the handler once, at cold start: the destination from
 // DELIVERY_* (its credentials read from SSM when DELIVERY_SECRET_PARAMETER
-// is set), one DynamoDB client on TABLE_NAME, the engine.
+// is set), one DynamoDB client on TABLE_NAME, the engine, and the EMF
+// metrics under METRICS_NAMESPACE (emf.DefaultNamespace when unset).
 func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) (*Handler, error) {
 	table := getenv("TABLE_NAME")
 	if table == "" {
 		return nil, errors.New("config: TABLE_NAME is required")
+	}
+	rec := &emf.Recorder{Namespace: cmp.Or(getenv("METRICS_NAMESPACE"), emf.DefaultNamespace)}
+	if err := rec.Check(); err != nil {
+		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -44,5 +51,5 @@ func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	}
 	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), table, dynamo.Options{})
 	log.InfoContext(ctx, "delivery destination", slog.Any("delivery", cfg))
-	return New(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log), nil
+	return NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log, rec), nil
 }

@@ -39,8 +39,12 @@ const (
 	Deliveries = "deliveries_total"
 	// DeliveryLag is the time from the ticket's commit to its delivery.
 	DeliveryLag = "delivery_lag_seconds"
-	// TicketsWaiting is how many tickets wait to be delivered (pending or
-	// delivering) when the worker last looked.
+	// TicketsWaiting is how many tickets wait to be delivered when the
+	// worker last counted: pending (due, or backing off before a retry)
+	// or delivering under a lease; failed and unknown tickets are not
+	// waiting, they need a person. Counted on the index of live
+	// deliveries: by the scheduled sweep once per run (Lambda), after the
+	// worker's sweeps (local server).
 	TicketsWaiting = "tickets_waiting"
 )
 

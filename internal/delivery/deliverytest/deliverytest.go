@@ -320,6 +320,41 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 
+	t.Run("waiting counts pending and delivering tickets, not final ones nor tickets without delivery", func(t *testing.T) {
+		s := h.Open(t)
+		c, ok := s.(delivery.WaitingCounter)
+		if !ok {
+			t.Fatalf("%T is not a delivery.WaitingCounter", s)
+		}
+		count := func() int {
+			t.Helper()
+			n, err := c.Waiting(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := count(); n != 0 {
+			t.Fatalf("empty store: %d waiting, want 0", n)
+		}
+		e := NewEnv(t, s, true)
+		var ids []string
+		for i := range 6 {
+			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"waiting %d"}`, i)))
+		}
+		NewEnv(t, s, false).Create(`{"title":"never delivered"}`)
+		if _, err := e.Claim(ids[0], "w"); err != nil { // delivering
+			t.Fatal(err)
+		}
+		e.Release(ids[1], e.Now.Add(time.Hour)) // backing off
+		e.Finish(ids[2], delivery.StateDelivered)
+		e.Finish(ids[3], delivery.StateFailed)
+		e.Finish(ids[4], delivery.StateUnknown)
+		if n := count(); n != 3 {
+			t.Fatalf("%d waiting, want 3 (one delivering, one backing off, one due)", n)
+		}
+	})
+
 	t.Run("due tickets come earliest first, only when due", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
 		base := e.Now.Truncate(time.Second)

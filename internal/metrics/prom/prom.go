@@ -52,14 +52,15 @@ func New() *Recorder {
 			Name: metrics.ColdStarts, Help: "First requests served by a process.",
 		}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metrics.Deliveries, Help: "Ends of delivery attempts by state.",
+			Name: metrics.Deliveries, Help: "Recorded delivery steps by result: delivered, failed, unknown, or retried (back to pending for another attempt).",
 		}, []string{metrics.LabelState}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: metrics.DeliveryLag, Help: "Time from a ticket's commit to its delivery.",
 			Buckets: []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
 		}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: metrics.TicketsWaiting, Help: "Tickets pending or being delivered when last counted.",
+			Name: metrics.TicketsWaiting,
+			Help: "Tickets waiting to be delivered when the worker last counted: pending (due, or backing off before a retry) or being delivered under a lease; not the failed or unknown ones.",
 		}),
 	}
 	r.reg.MustRegister(r.callbacks, r.duration, r.store, r.cold, r.delivered, r.lag, r.waiting,

@@ -41,13 +41,13 @@ func TestDeliveries(t *testing.T) {
 	r.TicketsWaiting(ctx, 7)
 
 	want := `
-# HELP deliveries_total Ends of delivery attempts by state.
+# HELP deliveries_total Recorded delivery steps by result: delivered, failed, unknown, or retried (back to pending for another attempt).
 # TYPE deliveries_total counter
 deliveries_total{state="delivered"} 2
 deliveries_total{state="failed"} 1
 deliveries_total{state="retried"} 1
 deliveries_total{state="unknown"} 1
-# HELP tickets_waiting Tickets pending or being delivered when last counted.
+# HELP tickets_waiting Tickets waiting to be delivered when the worker last counted: pending (due, or backing off before a retry) or being delivered under a lease; not the failed or unknown ones.
 # TYPE tickets_waiting gauge
 tickets_waiting 7
 `

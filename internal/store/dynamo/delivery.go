@@ -170,6 +170,41 @@ func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 	return ids, nil
 }
 
+var _ delivery.WaitingCounter = (*Store)(nil)
+
+// Waiting implements delivery.WaitingCounter with a Query on
+// DeliveryDueIndex that counts (Select COUNT) instead of returning items:
+// the index holds exactly the live deliveries, keys only, so one page
+// counts thousands of them; further pages are read until the end. The
+// index is eventually consistent, which a gauge can afford. The scheduled
+// sweep counts once per run; the stream never does.
+func (st *Store) Waiting(ctx context.Context) (int, error) {
+	total := 0
+	var start map[string]types.AttributeValue
+	for {
+		var out *dynamodb.QueryOutput
+		err := st.call(ctx, func(ctx context.Context) (err error) {
+			out, err = st.client.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 &st.table,
+				IndexName:                 aws.String(DeliveryDueIndex),
+				KeyConditionExpression:    aws.String("#shard = :shard"),
+				ExpressionAttributeNames:  map[string]string{"#shard": attrShard},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": stringAttr(shard)},
+				Select:                    types.SelectCount,
+				ExclusiveStartKey:         start,
+			})
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		total += int(out.Count)
+		if start = out.LastEvaluatedKey; len(start) == 0 {
+			return total, nil
+		}
+	}
+}
+
 // Claim implements delivery.Store with one conditional UpdateItem, which
 // returns the item as it was (the ticket to send and the record before).
 func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {

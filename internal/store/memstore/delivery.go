@@ -12,7 +12,10 @@ import (
 
 // The store implements delivery.Store: each method is atomic under the
 // store's mutex, which makes the conditional updates conditional.
-var _ delivery.Store = (*Store)(nil)
+var (
+	_ delivery.Store          = (*Store)(nil)
+	_ delivery.WaitingCounter = (*Store)(nil)
+)
 
 // addDelivery records t's delivery when the service asked for one. The
 // caller holds s.mu.
@@ -54,6 +57,19 @@ func (s *Store) Due(_ context.Context, now time.Time, limit int) ([]string, erro
 		ids = append(ids, r.TicketID)
 	}
 	return ids, nil
+}
+
+// Waiting implements delivery.WaitingCounter.
+func (s *Store) Waiting(context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.deliveries {
+		if r.State.Live() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Claim implements delivery.Store.

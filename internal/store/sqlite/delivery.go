@@ -38,7 +38,10 @@ CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS
 CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
 `
 
-var _ delivery.Store = (*Store)(nil)
+var (
+	_ delivery.Store          = (*Store)(nil)
+	_ delivery.WaitingCounter = (*Store)(nil)
+)
 
 // insertDelivery writes t's outbox row inside the ticket's transaction,
 // when the service asked for one.
@@ -126,6 +129,14 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, er
 		ids = append(ids, id)
 	}
 	return ids, mapError(rows.Err())
+}
+
+// Waiting implements delivery.WaitingCounter: the live rows, counted on
+// the index by state.
+func (s *Store) Waiting(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE state IN ('pending', 'delivering')`).Scan(&n)
+	return n, mapError(err)
 }
 
 // Claim implements delivery.Store: one write transaction reads the row and
