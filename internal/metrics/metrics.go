@@ -1,5 +1,5 @@
 // Package metrics names what the product measures and defines the one
-// small interface the handler (and, later, the delivery worker) reports
+// small interface the callback handler and the delivery worker report
 // to. Two implementations: internal/metrics/emf writes CloudWatch Embedded
 // Metric Format into the Lambda's own log line, internal/metrics/prom
 // serves Prometheus on the local server. Both use the metric and label
