@@ -555,10 +555,10 @@ func (s slowClaimStore) Claim(ctx context.Context, id, owner string, now, leaseU
 
 // callsDest records the calls made to it and the deadline each carried.
 type callsDest struct {
-	mu        sync.Mutex
-	calls     int
-	deadline  time.Time // the last call's, on the real clock
-	calledAt  time.Time // when it was read, on the real clock
+	mu          sync.Mutex
+	calls       int
+	deadline    time.Time // the last call's, on the real clock
+	calledAt    time.Time // when it was read, on the real clock
 	hasDeadline bool
 }
 
@@ -625,9 +625,9 @@ func TestCallsAreCutOffBeforeTheLeaseEnds(t *testing.T) {
 // the ticket is released, due at once, with no send counted.
 func TestClaimPastTheCallsDeadlineReleasesTheTicket(t *testing.T) {
 	for _, c := range []struct {
-		name      string
-		takeover  bool
-		attempts  int
+		name        string
+		takeover    bool
+		attempts    int
 		sentUnknown bool
 	}{
 		{"fresh ticket", false, 0, false},
