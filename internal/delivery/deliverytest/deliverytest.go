@@ -33,6 +33,10 @@ type Store interface {
 // Harness opens a store on fresh, empty storage.
 type Harness struct {
 	Open func(t *testing.T) Store
+	// Corrupt, when set, overwrites a stored field of ticket id other than
+	// its arguments (raw SQL, PutItem) with text that does not parse, as a
+	// bad hand edit or a damaged file would.
+	Corrupt func(t *testing.T, s Store, id string)
 }
 
 // Env creates tickets through the real service over a store.
@@ -459,6 +463,27 @@ func Run(t *testing.T, h Harness) {
 		}
 		if _, err := eng.Deliver(ctx, bad); !errors.Is(err, delivery.ErrNotClaimable) {
 			t.Fatalf("second Deliver: %v, want ErrNotClaimable", err)
+		}
+	})
+
+	t.Run("a claimed ticket with a stored field that cannot be read ends failed after one step", func(t *testing.T) {
+		if h.Corrupt == nil {
+			t.Skip("the store keeps no fields apart from the arguments")
+		}
+		s := h.Open(t)
+		e := NewEnv(t, s, true)
+		id := e.Create(`{"title":"damaged"}`)
+		h.Corrupt(t, s, id)
+		dest := &countingDest{}
+		eng := &delivery.Engine{Store: s, Destination: dest, Now: func() time.Time { return e.Now }}
+		if st, err := eng.Deliver(ctx, id); err != nil || st != delivery.StateFailed {
+			t.Fatalf("Deliver: %s, %v; want failed", st, err)
+		}
+		if r := e.Record(id); r.State != delivery.StateFailed || !strings.Contains(r.Error, "unreadable") || dest.n.Load() != 0 {
+			t.Fatalf("record = %+v after %d sends", r, dest.n.Load())
+		}
+		if ids, err := s.Due(ctx, e.Now.Add(time.Hour), 10); err != nil || len(ids) != 0 {
+			t.Fatalf("Due = %v, %v", ids, err)
 		}
 	})
 
