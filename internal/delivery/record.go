@@ -138,7 +138,7 @@ func NewTicket(id, operationKey, tenantID, userID, arguments string, createdAt t
 		Priority    string `json:"priority"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &a); err != nil {
-		return Ticket{}, fmt.Errorf("delivery: ticket %s arguments unreadable: %w", id, err)
+		return Ticket{}, fmt.Errorf("arguments: %w", err)
 	}
 	if a.Priority == "" {
 		a.Priority = "normal"
