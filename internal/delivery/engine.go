@@ -51,7 +51,8 @@ type Engine struct {
 	Lease time.Duration
 	// BackoffBase and BackoffMax shape the retry delay: base·2^(n-1) after
 	// the n-th send, capped, with jitter over its upper half, and never
-	// shorter than a Retry-After the destination asked for.
+	// shorter than a Retry-After the destination asked for (itself capped
+	// at MaxRetryAfter).
 	BackoffBase, BackoffMax time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -115,31 +116,54 @@ func (e *Engine) backoff(n int, retryAfter time.Duration) time.Duration {
 	if half > 0 {
 		d = time.Duration(half + jitter(half+1))
 	}
-	return max(d, retryAfter)
+	return max(d, min(retryAfter, MaxRetryAfter))
 }
+
+// MaxRetryAfter caps the Retry-After the engine honours: a helpdesk that
+// asks for a longer wait (or sends a nonsensical one) is retried after this
+// long, so a ticket is never parked out of sight for days.
+const MaxRetryAfter = time.Hour
 
 // Deliver moves ticket id on by one step: it claims the ticket, delivers
 // it or decides it cannot yet, and records the outcome. It returns the
 // state recorded. ErrNotClaimable (not due, held by another worker, final,
 // or no delivery record) and ErrLeaseLost (another worker took over while
 // this one was sending) are not failures of the ticket: someone else has
-// it.
+// it. A claimed ticket that cannot be read is recorded failed.
 func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 	owner := e.owner()
 	now := e.now()
 	leaseUntil := CeilSecond(now.Add(e.lease()))
 	c, err := e.Store.Claim(ctx, id, owner, now, leaseUntil)
-	if err != nil {
+	var u Update
+	switch {
+	case errors.Is(err, ErrUnreadable):
+		u = unreadable(c, err)
+	case err != nil:
 		return "", err
+	default:
+		u = e.step(ctx, c, leaseUntil)
 	}
-	u := e.step(ctx, c)
 	if err := e.Store.Record(ctx, id, owner, u); err != nil {
 		return "", err
 	}
 	if e.Observer != nil {
+		c.Ticket.ID = id
 		e.Observer.StepEnded(ctx, stepOf(c.Ticket, u))
 	}
 	return u.State, nil
+}
+
+// unreadable ends a claimed ticket that cannot be read: it can never be
+// sent, so retrying it would only repeat the error. Failed, with the
+// cause; unknown instead if an earlier send may have created it.
+func unreadable(c Claimed, err error) Update {
+	u := Update{State: StateFailed, Attempts: c.Before.Attempts, LookupFailures: c.Before.LookupFailures,
+		SentUnknown: c.Before.SentUnknown, Error: err.Error()}
+	if u.SentUnknown {
+		u.State = StateUnknown
+	}
+	return u
 }
 
 // stepOf describes the recorded update u of ticket t for an Observer.
@@ -151,16 +175,26 @@ func stepOf(t Ticket, u Update) Step {
 	return s
 }
 
-// step decides what becomes of a claimed ticket. It makes at most one
-// lookup and one send, each cut off before the lease ends.
-func (e *Engine) step(ctx context.Context, c Claimed) Update {
-	budget := e.lease() - leaseMargin
-	if budget < e.lease()/2 {
-		budget = e.lease() / 2 // a short lease (tests) keeps half for the calls
+// margin is the time kept free at the lease's end: leaseMargin, or half
+// the lease when the lease is shorter than twice that (tests).
+func (e *Engine) margin() time.Duration {
+	return min(leaseMargin, e.lease()/2)
+}
+
+// callsContext bounds the calls made under the lease: they end at
+// deadline (on the engine's clock), however long the claim took. With an
+// injected clock, the time left on it is carried over to the real clock
+// the context runs on.
+func (e *Engine) callsContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if e.Now == nil {
+		return context.WithDeadline(ctx, deadline)
 	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	max := e.maxAttempts()
+	return context.WithTimeout(ctx, deadline.Sub(e.now()))
+}
+
+// carried is the update a step starts from: the record before the claim,
+// with a lapsed lease counted as a send.
+func carried(c Claimed) Update {
 	u := Update{
 		State:          StatePending,
 		Attempts:       c.Before.Attempts,
@@ -175,6 +209,24 @@ func (e *Engine) step(ctx context.Context, c Claimed) Update {
 		u.SentUnknown = true
 		u.Error = "lease ran out while a worker held the ticket"
 	}
+	return u
+}
+
+// step decides what becomes of a ticket claimed until leaseUntil. It makes
+// at most one lookup and one send, each cut off the margin before the
+// lease ends; when the claim itself took so long that this point has
+// passed, it calls nothing and releases the ticket, due at once, without
+// counting a send.
+func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) Update {
+	u := carried(c)
+	deadline := leaseUntil.Add(-e.margin())
+	if now := e.now(); !now.Before(deadline) {
+		u.DueAt = CeilSecond(now)
+		return u
+	}
+	ctx, cancel := e.callsContext(ctx, deadline)
+	defer cancel()
+	max := e.maxAttempts()
 
 	lookupFailed := false
 	if u.SentUnknown {

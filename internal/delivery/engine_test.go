@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -448,7 +449,7 @@ func TestWorkerResumesAndWakes(t *testing.T) {
 
 func waitState(t *testing.T, f *fixture, id string, want delivery.State) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if r, _ := f.store.Delivery(context.Background(), id); r.State == want {
 			return
@@ -490,19 +491,28 @@ func TestWorkerSlowSendDoesNotBlockOthers(t *testing.T) {
 			slow := f.ticket()
 			mu.Unlock()
 			gate.hold = slow
-			w := &delivery.Worker{Engine: f.eng, Poll: time.Hour, Concurrency: conc}
+			// Each sweep of Run ends by reporting the waiting count: the
+			// test's sign that the worker has been through a sweep.
+			swept := make(chan struct{}, 8)
+			w := &delivery.Worker{Engine: f.eng, Poll: time.Hour, Concurrency: conc,
+				Waiting: func(context.Context, int) { swept <- struct{}{} }}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { _ = w.Run(ctx) }()
 			<-gate.entered
+			<-swept // the first sweep, which started the slow send
 			mu.Lock()
 			fresh := f.ticket()
 			mu.Unlock()
 			w.Notify()
 			if conc == 1 {
-				// Let the worker take the Notify while its one slot is busy
-				// (ordering only, nothing timed is asserted), then free it.
-				time.Sleep(100 * time.Millisecond)
+				// The worker has taken the Notify while its one slot is
+				// busy (the sweep left the fresh ticket behind); only then
+				// is the slot freed.
+				<-swept
+				if r := f.record(fresh); r.State != delivery.StatePending {
+					t.Fatalf("fresh ticket with the slot busy: %s, want pending", r.State)
+				}
 				close(gate.release)
 			}
 			waitState(t, f, fresh, delivery.StateDelivered)
@@ -530,29 +540,147 @@ func TestLeaseFor(t *testing.T) {
 	}
 }
 
-// The calls under a lease are cut off before it runs out.
-func TestCallsAreCutOffBeforeTheLeaseEnds(t *testing.T) {
-	f := newFixture(t, nil)
-	f.eng.Lease = 2 * time.Second
-	var deadline time.Time
-	f.eng.Destination = deadlineDest{&deadline}
-	id := f.ticket()
-	start := time.Now()
-	f.deliver(id)
-	if deadline.IsZero() || deadline.After(start.Add(f.eng.Lease)) {
-		t.Fatalf("send deadline %v, want before the lease's end %v", deadline, start.Add(f.eng.Lease))
-	}
+// slowClaimStore's Claim takes advance on the engine's clock, as a claim
+// queued for SQLite's write slot does.
+type slowClaimStore struct {
+	delivery.Store
+	advance func()
 }
 
-type deadlineDest struct{ at *time.Time }
+func (s slowClaimStore) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
+	c, err := s.Store.Claim(ctx, id, owner, now, leaseUntil)
+	s.advance()
+	return c, err
+}
 
-func (d deadlineDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
-	*d.at, _ = ctx.Deadline()
+// callsDest records the calls made to it and the deadline each carried.
+type callsDest struct {
+	mu          sync.Mutex
+	calls       int
+	deadline    time.Time // the last call's, on the real clock
+	calledAt    time.Time // when it was read, on the real clock
+	hasDeadline bool
+}
+
+func (d *callsDest) seen(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls++
+	d.calledAt = time.Now()
+	d.deadline, d.hasDeadline = ctx.Deadline()
+}
+
+func (d *callsDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+	d.seen(ctx)
 	return delivery.Receipt{ExternalID: "x"}, nil
 }
 
-func (deadlineDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
-	return delivery.Receipt{}, false, delivery.ErrNoLookup
+func (d *callsDest) Lookup(ctx context.Context, _ string) (delivery.Receipt, bool, error) {
+	d.seen(ctx)
+	return delivery.Receipt{}, false, nil
+}
+
+// The calls under a lease end the margin before the lease does, counted
+// from the lease (set before the claim), not from when the claim returned.
+func TestCallsAreCutOffBeforeTheLeaseEnds(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		lease, margin time.Duration
+		claimTakes    time.Duration
+	}{
+		{"default lease, slow claim", delivery.DefaultLease, 3 * time.Second, 10 * time.Second},
+		{"short lease keeps half for the calls", 2 * time.Second, time.Second, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.eng.Lease = c.lease
+			dest := &callsDest{}
+			f.eng.Destination = dest
+			f.eng.Store = slowClaimStore{f.store, func() { f.now = f.now.Add(c.claimTakes) }}
+			id := f.ticket()
+			leaseUntil := delivery.CeilSecond(f.now.Add(c.lease))
+			want := leaseUntil.Add(-c.margin)
+			realBefore := time.Now()
+			if st := f.deliver(id); st != delivery.StateDelivered {
+				t.Fatalf("state = %s", st)
+			}
+			if dest.calls != 1 || !dest.hasDeadline {
+				t.Fatalf("calls = %d, deadline set %v", dest.calls, dest.hasDeadline)
+			}
+			// The context runs on the real clock: the time it had left when
+			// the engine set it, read back on the engine's clock (which did
+			// not move after the claim), is the deadline the engine meant.
+			// The engine set it between realBefore and the call.
+			earliest := f.now.Add(dest.deadline.Sub(dest.calledAt))
+			latest := f.now.Add(dest.deadline.Sub(realBefore))
+			if want.Before(earliest) || want.After(latest) {
+				t.Fatalf("calls' deadline on the engine's clock in [%v, %v], want %v (lease until %v)",
+					earliest, latest, want, leaseUntil)
+			}
+		})
+	}
+}
+
+// A claim that returns after the calls' deadline has passed calls nothing:
+// the ticket is released, due at once, with no send counted.
+func TestClaimPastTheCallsDeadlineReleasesTheTicket(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		takeover    bool
+		attempts    int
+		sentUnknown bool
+	}{
+		{"fresh ticket", false, 0, false},
+		// The predecessor's lapsed lease is still counted as a send.
+		{"taken over after a lapsed lease", true, 1, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			dest := &callsDest{}
+			f.eng.Destination = dest
+			id := f.ticket()
+			if c.takeover {
+				lease := f.now.Add(delivery.DefaultLease)
+				if _, err := f.store.Claim(context.Background(), id, "dead-worker", f.now, lease); err != nil {
+					t.Fatal(err)
+				}
+				f.now = lease.Add(time.Second)
+			}
+			leaseUntil := delivery.CeilSecond(f.now.Add(delivery.DefaultLease))
+			f.eng.Store = slowClaimStore{f.store, func() { f.now = leaseUntil.Add(-3 * time.Second) }}
+			if st := f.deliver(id); st != delivery.StatePending {
+				t.Fatalf("state = %s, want pending", st)
+			}
+			if dest.calls != 0 {
+				t.Fatalf("destination called %d times past the deadline", dest.calls)
+			}
+			r := f.record(id)
+			if r.State != delivery.StatePending || !r.DueAt.Equal(delivery.CeilSecond(f.now)) || r.LeaseOwner != "" ||
+				r.Attempts != c.attempts || r.SentUnknown != c.sentUnknown {
+				t.Fatalf("record = %+v", r)
+			}
+			// Released: the next step, at its due time, delivers it.
+			f.eng.Store = f.store
+			f.now = r.DueAt
+			if st := f.deliver(id); st != delivery.StateDelivered || dest.calls == 0 {
+				t.Fatalf("next step: %s after %d calls", st, dest.calls)
+			}
+		})
+	}
+}
+
+// A Retry-After beyond MaxRetryAfter is honoured only up to it.
+func TestRetryAfterIsCapped(t *testing.T) {
+	for _, ra := range []time.Duration{2 * time.Hour, time.Duration(math.MaxInt64)} {
+		f := newFixture(t, &script{sends: []error{&delivery.SendError{Outcome: delivery.NotCreated, Status: 429, RetryAfter: ra}}})
+		id := f.ticket()
+		if st := f.deliver(id); st != delivery.StatePending {
+			t.Fatalf("state = %s, want pending", st)
+		}
+		if r, want := f.record(id), delivery.CeilSecond(f.now.Add(delivery.MaxRetryAfter)); !r.DueAt.Equal(want) {
+			t.Fatalf("Retry-After %v: due %v, want %v", ra, r.DueAt, want)
+		}
+	}
 }
 
 // ctxDest honours its context, as the HTTP adapters do: a send whose

@@ -91,7 +91,19 @@ var (
 	ErrLeaseLost = errors.New("delivery: lease lost")
 	// ErrNotFound: no ticket with a delivery record under this id.
 	ErrNotFound = errors.New("delivery: no such ticket")
+	// ErrUnreadable: the ticket was claimed (the lease is held) but its
+	// arguments or stored fields cannot be read, so it can never be sent.
+	// Claim returns it wrapping the cause, beside a Claimed whose Ticket
+	// carries only the id and whose Before holds what could be read; the
+	// engine records the ticket failed with the cause, so a person sees it
+	// and it is not retried forever.
+	ErrUnreadable = errors.New("delivery: ticket unreadable")
 )
+
+// Unreadable wraps cause as an ErrUnreadable for ticket id.
+func Unreadable(id string, cause error) error {
+	return fmt.Errorf("%w: ticket %s: %w", ErrUnreadable, id, cause)
+}
 
 // Store is what the engine needs of a store. Every write is conditional, so
 // that two workers never hold one ticket at once.
@@ -105,7 +117,9 @@ type Store interface {
 	// leaseUntil), only if it is pending with DueAt <= now, or delivering
 	// with LeaseUntil < now (times in whole seconds); else it returns
 	// ErrNotClaimable. It sets DueAt to the second after leaseUntil, so an
-	// abandoned claim is found again as soon as the lease has run out.
+	// abandoned claim is found again as soon as the lease has run out. When
+	// the claim succeeded but the ticket cannot be read, it keeps the claim
+	// and returns the Claimed with an error wrapping ErrUnreadable.
 	Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Claimed, error)
 	// Record writes u only if owner still holds the ticket (state
 	// delivering, lease owner unchanged); else it returns ErrLeaseLost.
@@ -124,7 +138,7 @@ func NewTicket(id, operationKey, tenantID, userID, arguments string, createdAt t
 		Priority    string `json:"priority"`
 	}
 	if err := json.Unmarshal([]byte(arguments), &a); err != nil {
-		return Ticket{}, fmt.Errorf("delivery: ticket %s arguments unreadable: %w", id, err)
+		return Ticket{}, fmt.Errorf("arguments: %w", err)
 	}
 	if a.Priority == "" {
 		a.Priority = "normal"

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,6 +33,10 @@ type Store interface {
 // Harness opens a store on fresh, empty storage.
 type Harness struct {
 	Open func(t *testing.T) Store
+	// Corrupt, when set, overwrites a stored field of ticket id other than
+	// its arguments (raw SQL, PutItem) with text that does not parse, as a
+	// bad hand edit or a damaged file would.
+	Corrupt func(t *testing.T, s Store, id string)
 }
 
 // Env creates tickets through the real service over a store.
@@ -67,6 +72,25 @@ func (e *Env) Create(content string) string {
 		e.T.Fatalf("create_ticket: kind %v, err %v", out.Kind, out.Err)
 	}
 	return out.TicketID()
+}
+
+// CreateRaw writes a ticket with the given arguments text straight through
+// the store, pending and due now, bypassing the service's checks: how a
+// ticket the service could never write (unreadable arguments) is made.
+func (e *Env) CreateRaw(arguments string) string {
+	e.T.Helper()
+	n := e.seq.Add(1)
+	id := fmt.Sprintf("dt-%s-raw-%d", e.run, n)
+	key := fmt.Sprintf("%032x%032x", time.Now().UnixNano(), n)
+	op := core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
+		Function: "create_ticket", Fingerprint: key, Result: []byte(`{"status":"created","ticket_id":"` + id + `"}`),
+		CreatedAt: e.Now, ExpiresAt: e.Now.Add(time.Hour).Truncate(time.Second)}
+	t := core.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", OperationKey: key, Arguments: arguments, CreatedAt: e.Now,
+		Delivery: &core.Delivery{State: core.DeliveryPending, DueAt: e.Now.Truncate(time.Second)}}
+	if existing, err := e.Store.Create(context.Background(), op, t, e.Now); err != nil || existing != nil {
+		e.T.Fatalf("create %s: %v (existing %v)", id, err, existing)
+	}
+	return id
 }
 
 // Get answers get_ticket for id.
@@ -405,6 +429,61 @@ func Run(t *testing.T, h Harness) {
 		want := core.DeliveryView{State: "delivered", ExternalID: "8812", ExternalURL: "https://acme.zendesk.test/agent/tickets/8812"}
 		if v := e.Get(id); v.Delivery == nil || *v.Delivery != want {
 			t.Fatalf("get_ticket delivery = %+v", v.Delivery)
+		}
+	})
+
+	t.Run("a claimed ticket whose arguments cannot be read ends failed after one step, and is not due again", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		bad := e.CreateRaw(`{"title": not json`)
+		good := e.Create(`{"title":"readable"}`)
+		dest := &countingDest{}
+		eng := &delivery.Engine{Store: e.Store, Destination: dest, Now: func() time.Time { return e.Now }}
+		st, err := eng.Deliver(ctx, bad)
+		if err != nil || st != delivery.StateFailed {
+			t.Fatalf("Deliver: %s, %v; want failed", st, err)
+		}
+		r := e.Record(bad)
+		if r.State != delivery.StateFailed || r.Attempts != 0 || !r.DueAt.IsZero() || r.LeaseOwner != "" ||
+			!strings.Contains(r.Error, "unreadable") || !strings.Contains(r.Error, "invalid character") {
+			t.Fatalf("record = %+v", r)
+		}
+		if n := dest.n.Load(); n != 0 {
+			t.Fatalf("sends = %d, want 0", n)
+		}
+		failed, err := e.Store.List(ctx, delivery.StateFailed, 10)
+		if err != nil || len(failed) != 1 || failed[0].TicketID != bad {
+			t.Fatalf("failed list = %+v, %v", failed, err)
+		}
+		// Neither now nor after any lease would have run out.
+		for _, at := range []time.Time{e.Now, e.Now.Add(time.Hour)} {
+			ids, err := e.Store.Due(ctx, at, 10)
+			if err != nil || len(ids) != 1 || ids[0] != good {
+				t.Fatalf("Due(%v) = %v, %v; want only [%s]", at, ids, err, good)
+			}
+		}
+		if _, err := eng.Deliver(ctx, bad); !errors.Is(err, delivery.ErrNotClaimable) {
+			t.Fatalf("second Deliver: %v, want ErrNotClaimable", err)
+		}
+	})
+
+	t.Run("a claimed ticket with a stored field that cannot be read ends failed after one step", func(t *testing.T) {
+		if h.Corrupt == nil {
+			t.Skip("the store keeps no fields apart from the arguments")
+		}
+		s := h.Open(t)
+		e := NewEnv(t, s, true)
+		id := e.Create(`{"title":"damaged"}`)
+		h.Corrupt(t, s, id)
+		dest := &countingDest{}
+		eng := &delivery.Engine{Store: s, Destination: dest, Now: func() time.Time { return e.Now }}
+		if st, err := eng.Deliver(ctx, id); err != nil || st != delivery.StateFailed {
+			t.Fatalf("Deliver: %s, %v; want failed", st, err)
+		}
+		if r := e.Record(id); r.State != delivery.StateFailed || !strings.Contains(r.Error, "unreadable") || dest.n.Load() != 0 {
+			t.Fatalf("record = %+v after %d sends", r, dest.n.Load())
+		}
+		if ids, err := s.Due(ctx, e.Now.Add(time.Hour), 10); err != nil || len(ids) != 0 {
+			t.Fatalf("Due = %v, %v", ids, err)
 		}
 	})
 

@@ -207,6 +207,8 @@ func (st *Store) Waiting(ctx context.Context) (int, error) {
 
 // Claim implements delivery.Store with one conditional UpdateItem, which
 // returns the item as it was (the ticket to send and the record before).
+// A claimed item that cannot be parsed stays claimed and is returned with
+// delivery.ErrUnreadable.
 func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
 	var out *dynamodb.UpdateItemOutput
 	err := st.call(ctx, func(ctx context.Context) (err error) {
@@ -234,17 +236,20 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 	if err != nil {
 		return delivery.Claimed{}, err
 	}
+	// The claim holds from here: an item that cannot be read is returned
+	// as unreadable, for the engine to record failed, rather than left
+	// delivering for every takeover to hit the same error.
 	before, err := parseDelivery(out.Attributes)
 	if err != nil {
-		return delivery.Claimed{}, err
+		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	t, err := parseTicket(out.Attributes)
 	if err != nil {
-		return delivery.Claimed{}, err
+		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
 	if err != nil {
-		return delivery.Claimed{}, err
+		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
 }

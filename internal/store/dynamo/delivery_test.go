@@ -25,7 +25,18 @@ func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliverytest.Harness{
 		Open: func(t *testing.T) deliverytest.Store {
 			s, _ := newTable(t)
-			return s.Store
+			return s
+		},
+		Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
+			ts := s.(tableStore)
+			_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
+				UpdateExpression:          aws.String("SET created_at = :bad"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		},
 	})
 }
@@ -200,7 +211,18 @@ func TestDeliveryFailureMatrix(t *testing.T) {
 	deliverytest.Matrix(t, deliverytest.Harness{
 		Open: func(t *testing.T) deliverytest.Store {
 			s, _ := newTable(t)
-			return s.Store
+			return s
+		},
+		Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
+			ts := s.(tableStore)
+			_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+				TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
+				UpdateExpression:          aws.String("SET created_at = :bad"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		},
 	})
 }

@@ -82,12 +82,13 @@ func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.
 		return delivery.Claimed{}, delivery.ErrNotClaimable
 	}
 	t := s.tickets[id]
-	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
-	if err != nil {
-		return delivery.Claimed{}, err
-	}
 	before := *r
 	r.State, r.LeaseOwner, r.LeaseUntil, r.DueAt = delivery.StateDelivering, owner, leaseUntil, leaseUntil.Add(time.Second)
+	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
+	if err != nil {
+		// Claimed all the same: the engine records it failed.
+		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
+	}
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
 }
 

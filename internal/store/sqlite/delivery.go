@@ -83,7 +83,7 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 	if delivered.Valid {
 		t, err := time.Parse(time.RFC3339Nano, delivered.String)
 		if err != nil {
-			return delivery.Record{}, fmt.Errorf("sqlite: delivered_at of %s: %w", r.TicketID, err)
+			return r, delivery.Unreadable(r.TicketID, fmt.Errorf("sqlite: delivered_at: %w", err))
 		}
 		r.DeliveredAt = t
 	}
@@ -140,7 +140,9 @@ func (s *Store) Waiting(ctx context.Context) (int, error) {
 }
 
 // Claim implements delivery.Store: one write transaction reads the row and
-// its ticket, and moves it to delivering only if it is claimable.
+// its ticket, and moves it to delivering only if it is claimable. A claimed
+// row whose ticket cannot be read stays claimed and is returned with
+// delivery.ErrUnreadable.
 func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (c delivery.Claimed, err error) {
 	if err := s.lockWrites(ctx); err != nil {
 		return c, err
@@ -159,9 +161,11 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, delivery.ErrNotClaimable
 	}
-	if err != nil {
+	unreadable := errors.Is(err, delivery.ErrUnreadable)
+	if err != nil && !unreadable {
 		return c, mapError(err)
 	}
+	readErr := err
 	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = 'delivering', lease_owner = ?, lease_until = ?, due_at = ?
 		WHERE ticket_id = ? AND ((state = 'pending' AND due_at <= ?) OR (state = 'delivering' AND lease_until < ?))`,
 		owner, leaseUntil.Unix(), leaseUntil.Unix()+1, id, now.Unix(), now.Unix())
@@ -171,18 +175,25 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return c, errors.Join(delivery.ErrNotClaimable, err)
 	}
-	createdAt, err := time.Parse(time.RFC3339Nano, created)
-	if err != nil {
-		return c, fmt.Errorf("sqlite: ticket %s created_at: %w", id, err)
-	}
-	ticket, err := delivery.NewTicket(id, opKey, tenant, user, args, createdAt)
-	if err != nil {
-		return c, err
+	// The claim is committed even when the ticket cannot be read: the
+	// engine then records it failed, instead of the rollback leaving it
+	// due for every poll to hit the same error.
+	if readErr == nil {
+		createdAt, err := time.Parse(time.RFC3339Nano, created)
+		if err != nil {
+			readErr = delivery.Unreadable(id, fmt.Errorf("sqlite: created_at: %w", err))
+		} else if c.Ticket, err = delivery.NewTicket(id, opKey, tenant, user, args, createdAt); err != nil {
+			readErr = delivery.Unreadable(id, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return c, mapError(err)
+		return delivery.Claimed{}, mapError(err)
 	}
-	return delivery.Claimed{Ticket: ticket, Before: before}, nil
+	c.Before = before
+	if readErr != nil {
+		c.Ticket = delivery.Ticket{ID: id}
+	}
+	return c, readErr
 }
 
 // Record implements delivery.Store: one conditional UPDATE, on the lease

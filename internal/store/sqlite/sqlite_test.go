@@ -222,6 +222,12 @@ func TestDeliveryConformance(t *testing.T) {
 		Open: func(t *testing.T) deliverytest.Store {
 			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
 		},
+		Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
+			if err := s.(*sqlite.Store).ExecForTest(context.Background(),
+				`UPDATE tickets SET created_at = 'yesterday' WHERE ticket_id = ?`, id); err != nil {
+				t.Fatal(err)
+			}
+		},
 	})
 }
 
