@@ -40,6 +40,10 @@ const (
 	roundTripsTest     = "TestRoundTripsPerCallback"
 	handlerNew         = "BenchmarkHandlerOverhead/new_key"
 	handlerRepeat      = "BenchmarkHandlerOverhead/repeat_key"
+	handlerEMFNew      = "BenchmarkHandlerOverhead/emf_new_key"
+	handlerEMFRepeat   = "BenchmarkHandlerOverhead/emf_repeat_key"
+	handlerPromNew     = "BenchmarkHandlerOverhead/prometheus_new_key"
+	handlerPromRepeat  = "BenchmarkHandlerOverhead/prometheus_repeat_key"
 	stagesRequest      = "BenchmarkStages/new_request"
 	bcryptPrefix       = "BenchmarkVerify/cost="
 	unitTime           = "sec/op"
@@ -156,28 +160,32 @@ type MatrixRow struct {
 
 // Report is everything the template shows.
 type Report struct {
-	Meta             Meta
-	RoundTrips       []RoundTrip
-	HandlerNew       Row
-	HandlerRepeat    Row
-	HandlerBaseNew   *Row
-	HandlerBaseRep   *Row
-	HarnessRequest   Row
-	Stages           []Row
-	Opkey            []Row
-	Comparisons      []Comparison // empty without a base
-	DynamoDBNew      StorePath
-	DynamoDBRepeat   StorePath
-	SQLiteNew        StorePath
-	SQLiteRepeat     StorePath
-	Throughput       results.Throughput
-	ColdStart        results.ColdStart
-	ColdNoSQLite     results.ColdStartBuild
-	ColdWithSQLite   results.ColdStartBuild
-	BCrypt           []BCrypt
-	LambdaSmallerMBs []int
-	OneVCPUMB        int
-	Delivery         DeliveryReport
+	Meta          Meta
+	RoundTrips    []RoundTrip
+	HandlerNew    Row
+	HandlerRepeat Row
+	// The same callbacks with metrics on: EMF in the log line (Lambda),
+	// Prometheus counters (local server).
+	HandlerEMFNew, HandlerEMFRepeat   Row
+	HandlerPromNew, HandlerPromRepeat Row
+	HandlerBaseNew                    *Row
+	HandlerBaseRep                    *Row
+	HarnessRequest                    Row
+	Stages                            []Row
+	Opkey                             []Row
+	Comparisons                       []Comparison // empty without a base
+	DynamoDBNew                       StorePath
+	DynamoDBRepeat                    StorePath
+	SQLiteNew                         StorePath
+	SQLiteRepeat                      StorePath
+	Throughput                        results.Throughput
+	ColdStart                         results.ColdStart
+	ColdNoSQLite                      results.ColdStartBuild
+	ColdWithSQLite                    results.ColdStartBuild
+	BCrypt                            []BCrypt
+	LambdaSmallerMBs                  []int
+	OneVCPUMB                         int
+	Delivery                          DeliveryReport
 }
 
 // DeliveryReport is what the report shows of delivery to the helpdesk.
@@ -225,6 +233,17 @@ func Load(dir string) (*Report, error) {
 	}
 	if rp.Delivery.HandlerNew, err = overhead.row(handlerDeliverNew); err != nil {
 		return nil, err
+	}
+	for _, r := range []struct {
+		dst  *Row
+		name string
+	}{
+		{&rp.HandlerEMFNew, handlerEMFNew}, {&rp.HandlerEMFRepeat, handlerEMFRepeat},
+		{&rp.HandlerPromNew, handlerPromNew}, {&rp.HandlerPromRepeat, handlerPromRepeat},
+	} {
+		if *r.dst, err = overhead.row(r.name); err != nil {
+			return nil, err
+		}
 	}
 	opkey, err := read(FileOpkey)
 	if err != nil {
