@@ -5,6 +5,7 @@ package helpdesktest
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,4 +41,17 @@ func Golden(tb testing.TB, name string, got []byte, update bool) {
 	if !bytes.Equal(got, want) {
 		tb.Fatalf("%s:\n got %s\nwant %s", name, got, want)
 	}
+}
+
+// ClosedAddr is a loopback host:port nothing listens on: a call to it
+// fails to dial, so nothing is sent.
+func ClosedAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

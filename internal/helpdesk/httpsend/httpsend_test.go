@@ -118,13 +118,7 @@ func TestNeverResends(t *testing.T) {
 }
 
 func TestDialErrorIsNotCreated(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, err = httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, "http://"+addr+"/x"))
+	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, "http://"+helpdesktest.ClosedAddr(t)+"/x"))
 	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated {
 		t.Fatalf("got %v; want NotCreated", se)
 	}
@@ -394,10 +388,7 @@ func TestCheckURL(t *testing.T) {
 // shows it, whether the failure is a dial error or a status.
 func TestErrorsHideQuery(t *testing.T) {
 	const secret = "s3cr3t-token-value"
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
-	req := post(t, "http://"+addr+"/x?token="+secret)
+	req := post(t, "http://"+helpdesktest.ClosedAddr(t)+"/x?token="+secret)
 	req.Header.Set("Authorization", "Basic "+secret)
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/x") {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -226,13 +225,7 @@ func TestHelpdeskRefusals(t *testing.T) {
 }
 
 func TestUnreachableIsNotCreated(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String() + "/hook"
-	l.Close()
-	c, err := webhook.New(webhook.Config{URL: url, Secret: "s", Lookup: true})
+	c, err := webhook.New(webhook.Config{URL: "http://" + helpdesktest.ClosedAddr(t) + "/hook", Secret: "s", Lookup: true})
 	if err != nil {
 		t.Fatal(err)
 	}

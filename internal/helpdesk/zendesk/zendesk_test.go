@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,13 +167,7 @@ func TestUnauthorizedIsRefused(t *testing.T) {
 }
 
 func TestUnreachableIsNotCreated(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	l.Close()
-	c, err := zendesk.New(zendesk.Config{URL: url, Email: "a@b.c", Token: "tok-secret-1"})
+	c, err := zendesk.New(zendesk.Config{URL: "http://" + helpdesktest.ClosedAddr(t), Email: "a@b.c", Token: "tok-secret-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
