@@ -204,10 +204,10 @@ func TestDeliveryValidate(t *testing.T) {
 	}
 }
 
-// TestDeliveryNeverShowsCredentials: printing or logging a Delivery, in
-// any of the usual ways, shows neither the token nor the secret nor a
-// token in the URL's query.
-func TestDeliveryFromEnvNeverShowsCredentials(t *testing.T) {
+// TestDeliveryLogsNoCredentials: printing or logging a Delivery of either
+// kind, in any of the usual ways, shows neither the token nor the secret
+// nor a token in the URL's query.
+func TestDeliveryLogsNoCredentials(t *testing.T) {
 	for _, d := range []Delivery{
 		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "agent@acme.com", Token: "TOKEN-SHOULD-NOT-SHOW"},
 		{Kind: "webhook", URL: "https://tickets.example/hook?key=QUERY-SHOULD-NOT-SHOW", Secret: "SECRET-SHOULD-NOT-SHOW"},
