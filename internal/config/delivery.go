@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,11 +26,19 @@ type Delivery struct {
 	Timeout     time.Duration // per helpdesk call; 0 means DefaultDeliveryTimeout
 }
 
+// The destination kinds; DeliveryNone (or no kind at all) means tickets
+// are not delivered.
+const (
+	DeliveryZendesk = "zendesk"
+	DeliveryWebhook = "webhook"
+	DeliveryNone    = "none"
+)
+
 // Delivery defaults and bounds.
 const (
 	DefaultDeliveryMaxAttempts = 8
 	MaxDeliveryAttempts        = 100
-	DefaultDeliveryTimeout     = 10 * time.Second
+	DefaultDeliveryTimeout     = httpsend.DefaultTimeout
 	MinDeliveryTimeout         = 100 * time.Millisecond
 	// MaxDeliveryTimeout keeps a lookup plus a send, each cut off at the
 	// timeout, inside a lease well under a minute.
@@ -74,18 +82,6 @@ func (d Delivery) Validate() error {
 	return nil
 }
 
-// WithDefaults returns d with zero MaxAttempts and Timeout set to their
-// defaults.
-func (d Delivery) WithDefaults() Delivery {
-	if d.MaxAttempts == 0 {
-		d.MaxAttempts = DefaultDeliveryMaxAttempts
-	}
-	if d.Timeout == 0 {
-		d.Timeout = DefaultDeliveryTimeout
-	}
-	return d
-}
-
 // checkDeliveryURL holds the URL to the rules the helpdesk client itself
 // enforces (httpsend.CheckURL), so a URL the client would refuse stops the
 // program at start.
@@ -102,7 +98,7 @@ func checkDeliveryURL(raw string) error {
 // String shows the destination without its credentials.
 func (d Delivery) String() string {
 	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, redactURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+		d.Kind, httpsend.RedactRaw(d.URL), d.Email, httpsend.Redacted(d.Token), httpsend.Redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
@@ -110,30 +106,8 @@ func (d Delivery) GoString() string { return d.String() }
 
 // LogValue logs the destination without its credentials.
 func (d Delivery) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", redactURL(d.URL)),
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", httpsend.RedactRaw(d.URL)),
 		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable]"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Hostname() + portSuffix(u), Path: u.Path}).String()
-}
-
-func portSuffix(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return ":" + p
-	}
-	return ""
 }
 
 // deliveryFile is the config file's "delivery" block.
@@ -169,5 +143,92 @@ func (d *Delivery) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("delivery.timeout: %w", err)
 	}
 	*d = out
+	return nil
+}
+
+// DeliveryKindFromEnv reads DELIVERY_KIND alone, for the callback
+// function: it only needs to know whether new tickets are written pending.
+func DeliveryKindFromEnv(getenv func(string) string) (deliver bool, err error) {
+	switch k := getenv("DELIVERY_KIND"); k {
+	case "", DeliveryNone:
+		return false, nil
+	case DeliveryZendesk, DeliveryWebhook:
+		return true, nil
+	default:
+		return false, fmt.Errorf("config: DELIVERY_KIND: %q is not zendesk, webhook or none", k)
+	}
+}
+
+// DeliveryFromEnv reads the delivery function's destination: DELIVERY_KIND,
+// DELIVERY_URL, DELIVERY_SECRET_PARAMETER (read through readParameter, an
+// SSM SecureString) or DELIVERY_SECRET (the parameter wins when both are
+// set), DELIVERY_MAX_ATTEMPTS, DELIVERY_TIMEOUT, DELIVERY_LOOKUP. The
+// secret is the JSON {"email","token"} (zendesk) or {"secret"} (webhook).
+// ok is false when DELIVERY_KIND is empty or none: nothing to deliver to.
+func DeliveryFromEnv(getenv func(string) string, readParameter func(name string) (string, error)) (d Delivery, ok bool, err error) {
+	if ok, err = DeliveryKindFromEnv(getenv); !ok || err != nil {
+		return d, ok, err
+	}
+	d = Delivery{Kind: getenv("DELIVERY_KIND"), URL: getenv("DELIVERY_URL")}
+	if d.URL == "" {
+		return d, false, errors.New("config: DELIVERY_URL is required with DELIVERY_KIND " + d.Kind)
+	}
+	secret, from := getenv("DELIVERY_SECRET"), "DELIVERY_SECRET"
+	if name := getenv("DELIVERY_SECRET_PARAMETER"); name != "" {
+		if readParameter == nil {
+			return d, false, errors.New("config: DELIVERY_SECRET_PARAMETER is set but no parameter reader was given")
+		}
+		if secret, err = readParameter(name); err != nil {
+			return d, false, fmt.Errorf("config: DELIVERY_SECRET_PARAMETER %s: %w", name, err)
+		}
+		from = "DELIVERY_SECRET_PARAMETER " + name
+	}
+	if secret == "" {
+		return d, false, errors.New("config: DELIVERY_SECRET_PARAMETER (or DELIVERY_SECRET) is required with DELIVERY_KIND " + d.Kind)
+	}
+	if err := d.setCredentials(secret); err != nil {
+		return d, false, fmt.Errorf("config: %s: %w", from, err)
+	}
+	if d.MaxAttempts, err = integer(getenv("DELIVERY_MAX_ATTEMPTS"), DefaultDeliveryMaxAttempts, 1, MaxDeliveryAttempts); err != nil {
+		return d, false, fmt.Errorf("config: DELIVERY_MAX_ATTEMPTS: %w", err)
+	}
+	if d.Timeout, err = duration(getenv("DELIVERY_TIMEOUT"), DefaultDeliveryTimeout); err != nil {
+		return d, false, fmt.Errorf("config: DELIVERY_TIMEOUT: %w", err)
+	}
+	if v := getenv("DELIVERY_LOOKUP"); v != "" {
+		if d.Lookup, err = strconv.ParseBool(v); err != nil {
+			return d, false, fmt.Errorf("config: DELIVERY_LOOKUP: %q is not true or false", v)
+		}
+	}
+	if err := d.Validate(); err != nil {
+		return d, false, err
+	}
+	return d, true, nil
+}
+
+// setCredentials reads the secret JSON into d. Its errors never quote the
+// secret: a JSON syntax error would show the character it stopped at.
+func (d *Delivery) setCredentials(secret string) error {
+	var c struct {
+		Email  string `json:"email"`
+		Token  string `json:"token"`
+		Secret string `json:"secret"`
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(strings.TrimSpace(secret))))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || dec.More() {
+		return errors.New(`not a JSON object {"email","token"} or {"secret"} (value not shown)`)
+	}
+	switch d.Kind {
+	case DeliveryZendesk:
+		if c.Email == "" || c.Token == "" || c.Secret != "" {
+			return errors.New(`zendesk needs the JSON {"email","token"} (value not shown)`)
+		}
+	case DeliveryWebhook:
+		if c.Secret == "" || c.Email != "" || c.Token != "" {
+			return errors.New(`webhook needs the JSON {"secret"} (value not shown)`)
+		}
+	}
+	d.Email, d.Token, d.Secret = c.Email, c.Token, c.Secret
 	return nil
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -92,13 +94,137 @@ func TestDeliveryNeverShowsCredentials(t *testing.T) {
 	}
 }
 
-func TestDeliveryWithDefaults(t *testing.T) {
-	d := Delivery{Kind: "webhook"}.WithDefaults()
-	if d.MaxAttempts != DefaultDeliveryMaxAttempts || d.Timeout != DefaultDeliveryTimeout {
-		t.Fatalf("%+v", d)
+func denv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDeliveryFromEnv(t *testing.T) {
+	noParam := func(string) (string, error) { return "", errors.New("no SSM here") }
+	t.Run("none", func(t *testing.T) {
+		for _, kind := range []string{"", "none"} {
+			_, ok, err := DeliveryFromEnv(denv(map[string]string{"DELIVERY_KIND": kind}), noParam)
+			if ok || err != nil {
+				t.Errorf("kind %q: ok=%t err=%v, want no delivery", kind, ok, err)
+			}
+		}
+	})
+	t.Run("zendesk defaults", func(t *testing.T) {
+		d, ok, err := DeliveryFromEnv(denv(map[string]string{
+			"DELIVERY_KIND": "zendesk", "DELIVERY_URL": "https://acme.zendesk.com",
+			"DELIVERY_SECRET": `{"email":"agent@acme.com","token":"tok-123"}`,
+		}), noParam)
+		if err != nil || !ok {
+			t.Fatalf("ok=%t err=%v", ok, err)
+		}
+		want := Delivery{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "agent@acme.com", Token: "tok-123",
+			MaxAttempts: 8, Timeout: 10 * time.Second}
+		if d != want {
+			t.Errorf("got %+v, want %+v", d, want)
+		}
+	})
+	t.Run("parameter wins and is read once", func(t *testing.T) {
+		calls := 0
+		d, ok, err := DeliveryFromEnv(denv(map[string]string{
+			"DELIVERY_KIND": "webhook", "DELIVERY_URL": "http://127.0.0.1:9/hook",
+			"DELIVERY_SECRET_PARAMETER": "/aivax/delivery", "DELIVERY_SECRET": `{"secret":"from-env"}`,
+			"DELIVERY_LOOKUP": "true", "DELIVERY_MAX_ATTEMPTS": "3", "DELIVERY_TIMEOUT": "2s",
+		}), func(name string) (string, error) {
+			calls++
+			if name != "/aivax/delivery" {
+				t.Errorf("parameter name %q", name)
+			}
+			return `{"secret":"from-ssm"}` + "\n", nil
+		})
+		if err != nil || !ok {
+			t.Fatalf("ok=%t err=%v", ok, err)
+		}
+		if d.Secret != "from-ssm" || !d.Lookup || d.MaxAttempts != 3 || d.Timeout != 2*time.Second || calls != 1 {
+			t.Errorf("got %+v after %d parameter reads", d, calls)
+		}
+	})
+	bad := []struct {
+		name, field string
+		vars        map[string]string
+	}{
+		{"unknown kind", "DELIVERY_KIND", map[string]string{"DELIVERY_KIND": "jira"}},
+		{"no url", "DELIVERY_URL", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`}},
+		{"http not loopback", "must be https", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "http://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`}},
+		{"no secret", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook"}},
+		{"secret not json", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `s3cr3t-value`}},
+		{"wrong credentials for kind", "zendesk needs", map[string]string{"DELIVERY_KIND": "zendesk", "DELIVERY_URL": "https://acme.zendesk.com", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`}},
+		{"unknown credential field", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"x","pasword":"s3cr3t-value"}`}},
+		{"attempts zero", "DELIVERY_MAX_ATTEMPTS", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_MAX_ATTEMPTS": "0"}},
+		{"attempts too many", "DELIVERY_MAX_ATTEMPTS", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_MAX_ATTEMPTS": "101"}},
+		{"timeout too long", "timeout", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_TIMEOUT": "1m"}},
+		{"timeout not a duration", "DELIVERY_TIMEOUT", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_TIMEOUT": "10"}},
+		{"lookup not bool", "DELIVERY_LOOKUP", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_LOOKUP": "yes please"}},
+		{"parameter fails", "DELIVERY_SECRET_PARAMETER", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET_PARAMETER": "/p"}},
 	}
-	d = Delivery{MaxAttempts: 2, Timeout: time.Second}.WithDefaults()
-	if d.MaxAttempts != 2 || d.Timeout != time.Second {
-		t.Fatalf("%+v", d)
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, ok, err := DeliveryFromEnv(denv(c.vars), noParam)
+			if err == nil || ok {
+				t.Fatalf("ok=%t err=nil, want an error naming %s", ok, c.field)
+			}
+			if !strings.Contains(err.Error(), c.field) {
+				t.Errorf("error %q does not name %s", err, c.field)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error %q shows the secret", err)
+			}
+		})
+	}
+}
+
+func TestDeliveryValidate(t *testing.T) {
+	ok := []Delivery{
+		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "a@b", Token: "t"},
+		{Kind: "webhook", URL: "http://localhost:8080/hook", Secret: "s", Lookup: true, MaxAttempts: 100, Timeout: 20 * time.Second},
+		{Kind: "webhook", URL: "http://[::1]:8080/hook", Secret: "s", MaxAttempts: 1},
+	}
+	for _, d := range ok {
+		if err := d.Validate(); err != nil {
+			t.Errorf("%v: %v", d, err)
+		}
+	}
+	bad := []Delivery{
+		{Kind: "", URL: "https://x.example", Secret: "s"},
+		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "a@b"},
+		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "a@b", Token: "t", Lookup: true},
+		{Kind: "webhook", URL: "https://x.example"},
+		{Kind: "webhook", URL: "ftp://x.example", Secret: "s"},
+		{Kind: "webhook", URL: "http://10.0.0.1/hook", Secret: "s"},
+		{Kind: "webhook", URL: "https://x.example", Secret: "s", MaxAttempts: 101},
+		{Kind: "webhook", URL: "https://x.example", Secret: "s", MaxAttempts: -1},
+		{Kind: "webhook", URL: "https://x.example", Secret: "s", Timeout: -time.Second},
+		{Kind: "webhook", URL: "https://x.example", Secret: "s", Timeout: 21 * time.Second},
+	}
+	for _, d := range bad {
+		if err := d.Validate(); err == nil {
+			t.Errorf("%v: accepted", d)
+		}
+	}
+}
+
+// TestDeliveryLogsNoCredentials: printing or logging a Delivery of either
+// kind, in any of the usual ways, shows neither the token nor the secret
+// nor a token in the URL's query.
+func TestDeliveryLogsNoCredentials(t *testing.T) {
+	for _, d := range []Delivery{
+		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "agent@acme.com", Token: "TOKEN-SHOULD-NOT-SHOW"},
+		{Kind: "webhook", URL: "https://tickets.example/hook?key=QUERY-SHOULD-NOT-SHOW", Secret: "SECRET-SHOULD-NOT-SHOW"},
+	} {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewJSONHandler(&buf, nil))
+		log.Info("start", "delivery", d)
+		slog.New(slog.NewTextHandler(&buf, nil)).Info("start", "delivery", d)
+		fmt.Fprintf(&buf, "%v %+v %#v %s", d, d, d, d)
+		out := buf.String()
+		for _, secret := range []string{"SHOULD-NOT-SHOW"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("credential shown:\n%s", out)
+			}
+		}
+		if !strings.Contains(out, d.Kind) {
+			t.Errorf("the kind should still show:\n%s", out)
+		}
 	}
 }

@@ -12,26 +12,22 @@ import (
 )
 
 // New checks cfg and returns its destination. A zero timeout is
-// config.DefaultDeliveryTimeout.
+// config.DefaultDeliveryTimeout, which is the clients' own default.
 func New(cfg config.Delivery) (delivery.Destination, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = config.DefaultDeliveryTimeout
 	}
 	// A failed constructor's nil client must not become a non-nil
 	// Destination, hence the explicit checks.
 	switch cfg.Kind {
 	case config.DeliveryZendesk:
-		c, err := zendesk.New(zendesk.Config{URL: cfg.URL, Email: cfg.Email, Token: cfg.Token, Timeout: timeout})
+		c, err := zendesk.New(zendesk.Config{URL: cfg.URL, Email: cfg.Email, Token: cfg.Token, Timeout: cfg.Timeout})
 		if err != nil {
 			return nil, err
 		}
 		return c, nil
 	case config.DeliveryWebhook:
-		c, err := webhook.New(webhook.Config{URL: cfg.URL, Secret: cfg.Secret, Lookup: cfg.Lookup, Timeout: timeout})
+		c, err := webhook.New(webhook.Config{URL: cfg.URL, Secret: cfg.Secret, Lookup: cfg.Lookup, Timeout: cfg.Timeout})
 		if err != nil {
 			return nil, err
 		}

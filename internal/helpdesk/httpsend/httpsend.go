@@ -247,6 +247,25 @@ func Redact(u *url.URL) string {
 	return v.String()
 }
 
+// RedactRaw is Redact of a URL not yet parsed, "[unparsable url]" when
+// it does not parse.
+func RedactRaw(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparsable url]"
+	}
+	return Redact(u)
+}
+
+// Redacted is how a credential is shown: "[redacted]" when set, "" when
+// not, so that a missing credential stays visible.
+func Redacted(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
 // CheckURL parses a destination URL: absolute, https unless its host is a
 // loopback address (localhost, 127.0.0.0/8, ::1) for local tests, and free
 // of user info (credentials belong in the configuration's own fields).

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
 
@@ -34,15 +34,6 @@ func post(t testing.TB, raw string) httpsend.Request {
 	h.Set("Idempotency-Key", "key-1")
 	h.Set("Content-Type", "application/json")
 	return httpsend.Request{Method: http.MethodPost, URL: mustURL(t, raw), Header: h, Body: []byte(`{"a":1}`)}
-}
-
-func sendErr(t *testing.T, err error) *delivery.SendError {
-	t.Helper()
-	var se *delivery.SendError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
-	}
-	return se
 }
 
 // dropSecond answers the first request on a kept-alive connection and
@@ -115,7 +106,7 @@ func TestNeverResends(t *testing.T) {
 		t.Fatalf("first call: %v %v", resp, err)
 	}
 	_, err = c.Do(context.Background(), post(t, d.srv.URL))
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != 0 {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 0 {
 		t.Fatalf("second call: %+v; want Unknown with no status", se)
 	}
 	if got := d.requests.Load(); got != 2 {
@@ -127,14 +118,8 @@ func TestNeverResends(t *testing.T) {
 }
 
 func TestDialErrorIsNotCreated(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, err = httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, "http://"+addr+"/x"))
-	if se := sendErr(t, err); se.Outcome != delivery.NotCreated {
+	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, "http://"+helpdesktest.ClosedAddr(t)+"/x"))
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated {
 		t.Fatalf("got %v; want NotCreated", se)
 	}
 }
@@ -170,7 +155,7 @@ func TestTimeoutBeforeWriteIsNotCreated(t *testing.T) {
 	req := post(t, "http://"+l.Addr().String()+"/x")
 	req.Body = bytes.Repeat([]byte("x"), 64<<20)
 	_, err = httpsend.New(httpsend.Options{Timeout: 300 * time.Millisecond}).Do(context.Background(), req)
-	se := sendErr(t, err)
+	se := helpdesktest.SendError(t, err)
 	if se.Outcome != delivery.NotCreated || !strings.Contains(se.Error(), "timed out after 300ms") {
 		t.Fatalf("got %v; want NotCreated after a timeout", se)
 	}
@@ -190,7 +175,7 @@ func TestTimeoutAfterWriteIsUnknown(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 	_, err := httpsend.New(httpsend.Options{Timeout: 200 * time.Millisecond}).Do(context.Background(), post(t, srv.URL))
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown || !strings.Contains(se.Error(), "timed out") {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || !strings.Contains(se.Error(), "timed out") {
 		t.Fatalf("got %v; want Unknown after a timeout", se)
 	}
 }
@@ -227,7 +212,7 @@ func readRequest(c net.Conn) {
 func TestConnectionLostAfterWriteIsUnknown(t *testing.T) {
 	base := rawServer(t, readRequest) // reads the request, then closes
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, base))
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown {
 		t.Fatalf("got %v; want Unknown", se)
 	}
 }
@@ -239,7 +224,7 @@ func TestAnswerCutShortIsUnknown(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"ticket\":")
 	})
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, base))
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != http.StatusCreated {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != http.StatusCreated {
 		t.Fatalf("got %v; want Unknown with status 201", se)
 	}
 }
@@ -403,10 +388,7 @@ func TestCheckURL(t *testing.T) {
 // shows it, whether the failure is a dial error or a status.
 func TestErrorsHideQuery(t *testing.T) {
 	const secret = "s3cr3t-token-value"
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
-	req := post(t, "http://"+addr+"/x?token="+secret)
+	req := post(t, "http://"+helpdesktest.ClosedAddr(t)+"/x?token="+secret)
 	req.Header.Set("Authorization", "Basic "+secret)
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/x") {

@@ -30,7 +30,7 @@ type Config struct {
 
 // String shows the configuration without the secret or the URL's query.
 func (c Config) String() string {
-	return fmt.Sprintf("webhook{url=%s secret=%s lookup=%t timeout=%s}", redactURL(c.URL), redacted(c.Secret), c.Lookup, c.Timeout)
+	return fmt.Sprintf("webhook{url=%s secret=%s lookup=%t timeout=%s}", httpsend.RedactRaw(c.URL), httpsend.Redacted(c.Secret), c.Lookup, c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the secret either.
@@ -38,25 +38,9 @@ func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the secret or the URL's query.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "webhook"), slog.String("url", redactURL(c.URL)),
-		slog.String("secret", redacted(c.Secret)), slog.Bool("lookup", c.Lookup),
+	return slog.GroupValue(slog.String("kind", "webhook"), slog.String("url", httpsend.RedactRaw(c.URL)),
+		slog.String("secret", httpsend.Redacted(c.Secret)), slog.Bool("lookup", c.Lookup),
 		slog.Duration("timeout", c.Timeout))
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-// redactURL drops the query and user info, which may hold a token.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable url]"
-	}
-	return httpsend.Redact(u)
 }
 
 // Client is a delivery.Destination for a webhook.

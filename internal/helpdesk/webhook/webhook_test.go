@@ -3,23 +3,18 @@ package webhook_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 )
 
@@ -45,39 +40,6 @@ func newClient(t *testing.T, s *fakehelpdesk.Server, lookup bool, timeout time.D
 	return c
 }
 
-func sendErr(t *testing.T, err error) *delivery.SendError {
-	t.Helper()
-	var se *delivery.SendError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
-	}
-	return se
-}
-
-// hmacHex computes the signature independently of the package under test.
-func hmacHex(secret string, data []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(data)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s:\n got %s\nwant %s", name, got, want)
-	}
-}
-
 func TestSendAsSent(t *testing.T) {
 	noDesc := ticket
 	noDesc.Description = ""
@@ -95,11 +57,11 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := s.Received()[0]
-			golden(t, tc.name, req.Body)
+			helpdesktest.Golden(t, tc.name, req.Body, *update)
 			if req.Method != http.MethodPost || req.Path != fakehelpdesk.DefaultWebhookPath ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
 				req.Header.Get("Content-Type") != "application/json" ||
-				req.Header.Get("X-Signature-256") != hmacHex(fakehelpdesk.DefaultSecret, req.Body) {
+				req.Header.Get("X-Signature-256") != fakehelpdesk.Sign(fakehelpdesk.DefaultSecret, req.Body) {
 				t.Fatalf("request %s %s %v", req.Method, req.Path, req.Header)
 			}
 			if r.ExternalID != "WH-1" || r.ExternalURL != s.URL()+"/tickets/WH-1" {
@@ -206,7 +168,7 @@ func TestSendFailures(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: tc.fault})
 			_, err := newClient(t, s, true, 300*time.Millisecond).Send(context.Background(), ticket)
-			se := sendErr(t, err)
+			se := helpdesktest.SendError(t, err)
 			retryOK := se.RetryAfter == tc.retryAfter
 			if tc.retryAfter < 0 { // an HTTP-date an hour ahead
 				retryOK = se.RetryAfter > 59*time.Minute && se.RetryAfter <= time.Hour
@@ -233,12 +195,12 @@ func TestHelpdeskRefusals(t *testing.T) {
 	edited := ticket
 	edited.Title = "edited"
 	_, err := c.Send(context.Background(), edited)
-	if se := sendErr(t, err); se.Outcome != delivery.Refused || se.Status != 422 {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused || se.Status != 422 {
 		t.Fatalf("another body: %v", se)
 	}
 	bad, _ := webhook.New(webhook.Config{URL: s.WebhookURL(), Secret: "not-the-secret"})
 	_, err = bad.Send(context.Background(), ticket)
-	if se := sendErr(t, err); se.Outcome != delivery.Refused || se.Status != 401 {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused || se.Status != 401 {
 		t.Fatalf("bad secret: %v", se)
 	}
 
@@ -251,7 +213,7 @@ func TestHelpdeskRefusals(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	_, err = c.Send(context.Background(), other)
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != 409 {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 409 {
 		t.Fatalf("in progress: %v", se)
 	}
 	if err := <-done; err != nil {
@@ -263,18 +225,12 @@ func TestHelpdeskRefusals(t *testing.T) {
 }
 
 func TestUnreachableIsNotCreated(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String() + "/hook"
-	l.Close()
-	c, err := webhook.New(webhook.Config{URL: url, Secret: "s", Lookup: true})
+	c, err := webhook.New(webhook.Config{URL: "http://" + helpdesktest.ClosedAddr(t) + "/hook", Secret: "s", Lookup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := sendErr(t, err); se.Outcome != delivery.NotCreated {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated {
 		t.Fatalf("got %v", se)
 	}
 	if _, _, err := c.Lookup(context.Background(), ticket.ID); err == nil || errors.Is(err, delivery.ErrNoLookup) {
@@ -295,7 +251,7 @@ func TestNoAutoResend(t *testing.T) {
 	second := ticket
 	second.ID = "second"
 	_, err := c.Send(context.Background(), second)
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown {
 		t.Fatalf("got %v", se)
 	}
 	if n := s.Requests(fakehelpdesk.WebhookCreate); n != 2 {
@@ -332,7 +288,7 @@ func TestLookup(t *testing.T) {
 	param := "idempotency_key=" + ticket.ID
 	if look.Method != http.MethodGet || look.Path != fakehelpdesk.DefaultWebhookPath ||
 		look.RawQuery != "team=a%20b&x=1&"+param || len(look.Body) != 0 ||
-		look.Header.Get("X-Signature-256") != hmacHex(fakehelpdesk.DefaultSecret, []byte(param)) {
+		look.Header.Get("X-Signature-256") != fakehelpdesk.Sign(fakehelpdesk.DefaultSecret, []byte(param)) {
 		t.Fatalf("lookup request %s %s?%s %v", look.Method, look.Path, look.RawQuery, look.Header)
 	}
 }
@@ -397,7 +353,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), delivery.Ticket{Title: "no id"})
-	if se := sendErr(t, err); se.Outcome != delivery.Refused {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused {
 		t.Fatalf("ticket without id: %v", se)
 	}
 }

@@ -30,7 +30,7 @@ type Config struct {
 
 // String shows the configuration without the token.
 func (c Config) String() string {
-	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", c.URL, c.Email, redacted(c.Token), c.Timeout)
+	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", c.URL, c.Email, httpsend.Redacted(c.Token), c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the token either.
@@ -39,15 +39,8 @@ func (c Config) GoString() string { return c.String() }
 // LogValue logs the configuration without the token.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", c.URL),
-		slog.String("email", c.Email), slog.String("token", redacted(c.Token)),
+		slog.String("email", c.Email), slog.String("token", httpsend.Redacted(c.Token)),
 		slog.Duration("timeout", c.Timeout))
-}
-
-func redacted(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
 }
 
 // Client is a delivery.Destination for Zendesk.

@@ -9,17 +9,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 )
 
@@ -46,32 +44,6 @@ func newClient(t *testing.T, s *fakehelpdesk.Server, timeout time.Duration) *zen
 	return c
 }
 
-func sendErr(t *testing.T, err error) *delivery.SendError {
-	t.Helper()
-	var se *delivery.SendError
-	if !errors.As(err, &se) {
-		t.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
-	}
-	return se
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s:\n got %s\nwant %s", name, got, want)
-	}
-}
-
 // TestSendAsSent checks the request byte for byte and the receipt.
 func TestSendAsSent(t *testing.T) {
 	for _, tc := range []struct {
@@ -92,7 +64,7 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatalf("%d requests", len(got))
 			}
 			req := got[0]
-			golden(t, tc.name, req.Body)
+			helpdesktest.Golden(t, tc.name, req.Body, *update)
 			cfg := s.Config()
 			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))
 			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||
@@ -152,7 +124,7 @@ func TestSendFailures(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: tc.fault})
 			_, err := newClient(t, s, 300*time.Millisecond).Send(context.Background(), ticket)
-			se := sendErr(t, err)
+			se := helpdesktest.SendError(t, err)
 			if se.Outcome != tc.outcome || se.Status != tc.status || se.RetryAfter != tc.retryAfter {
 				t.Fatalf("got %s status %d retry %v (%v); want %s %d %v",
 					se.Outcome, se.Status, se.RetryAfter, se, tc.outcome, tc.status, tc.retryAfter)
@@ -176,7 +148,7 @@ func TestReusedKeyWithAnotherBody(t *testing.T) {
 	other := ticket
 	other.Title = "edited"
 	_, err := c.Send(context.Background(), other)
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown || se.Status != 400 ||
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 400 ||
 		!strings.Contains(se.Error(), "IdempotentRequestError") {
 		t.Fatalf("got %v", se)
 	}
@@ -189,24 +161,18 @@ func TestUnauthorizedIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := sendErr(t, err); se.Outcome != delivery.Refused || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
 		t.Fatalf("got %v", se)
 	}
 }
 
 func TestUnreachableIsNotCreated(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	l.Close()
-	c, err := zendesk.New(zendesk.Config{URL: url, Email: "a@b.c", Token: "tok-secret-1"})
+	c, err := zendesk.New(zendesk.Config{URL: "http://" + helpdesktest.ClosedAddr(t), Email: "a@b.c", Token: "tok-secret-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := sendErr(t, err); se.Outcome != delivery.NotCreated || strings.Contains(se.Error(), "tok-secret-1") {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated || strings.Contains(se.Error(), "tok-secret-1") {
 		t.Fatalf("got %v", se)
 	}
 	if _, _, err := c.Lookup(context.Background(), ticket.ID); err == nil {
@@ -228,7 +194,7 @@ func TestNoAutoResend(t *testing.T) {
 	second := ticket
 	second.ID = "second-ticket"
 	_, err := c.Send(context.Background(), second)
-	if se := sendErr(t, err); se.Outcome != delivery.Unknown {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown {
 		t.Fatalf("got %v", se)
 	}
 	if n := s.Requests(fakehelpdesk.ZendeskCreate); n != 2 {
@@ -319,7 +285,7 @@ func TestLookupFailures(t *testing.T) {
 		check func(*testing.T, error)
 	}{
 		{"503", fakehelpdesk.Unavailable("9"), func(t *testing.T, err error) {
-			if se := sendErr(t, err); se.Status != 503 || se.RetryAfter != 9*time.Second {
+			if se := helpdesktest.SendError(t, err); se.Status != 503 || se.RetryAfter != 9*time.Second {
 				t.Fatalf("got %v", se)
 			}
 		}},
@@ -382,7 +348,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := newClientNoID(t).Send(context.Background(), delivery.Ticket{Title: "x"})
-	if se := sendErr(t, err); se.Outcome != delivery.Refused {
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused {
 		t.Fatalf("ticket without id: %v", se)
 	}
 }
