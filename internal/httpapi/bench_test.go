@@ -39,20 +39,27 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "prometheus_", prom.New())
 }
 
-func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
-	hh := &httpapi.Handler{
+// overheadArgs are create_ticket's arguments in the overhead benchmarks.
+const overheadArgs = `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+
+// overheadHandler is the handler the overhead benchmarks and allocation
+// budgets measure: authentication off, the in-memory store, one JSON log
+// line to io.Discard.
+func overheadHandler() *httpapi.Handler {
+	return &httpapi.Handler{
 		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
 			Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:   nonce.Off{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}
+}
+
+func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
+	hh := overheadHandler()
 	var h http.Handler = hh
 	if rec != nil {
-		hh.Service.Store = metrics.TimedStore{Store: hh.Service.Store, Recorder: rec}
-		hh.Metrics = rec
-		h = metrics.Collect(hh)
+		h = hh.Instrument(rec)
 	}
-	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
 	serve := func(b *testing.B, body string) {
 		r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
 		w := httptest.NewRecorder()
@@ -62,7 +69,7 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 		}
 	}
 	b.Run(prefix+"new_key", func(b *testing.B) {
-		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
+		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", overheadArgs), "REQUEST-ID")
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -71,7 +78,7 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 		}
 	})
 	b.Run(prefix+"repeat_key", func(b *testing.B) {
-		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, args)
+		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, overheadArgs)
 		serve(b, body)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -81,15 +88,10 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 }
 
 func benchmarkDeliverNewKey(b *testing.B) {
-	h := &httpapi.Handler{
-		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
-			Retention: 24 * time.Hour, NewID: uuid.NewString, Deliver: true},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+	h := overheadHandler()
+	h.Service.Deliver = true
 	b.Run("deliver_new_key", func(b *testing.B) {
-		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
+		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", overheadArgs), "REQUEST-ID")
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -112,20 +114,17 @@ func TestHandlerAllocationBudget(t *testing.T) {
 		t.Skip("the race detector adds allocations of its own")
 	}
 	const budget = 100
-	h := &httpapi.Handler{
-		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
-			Retention: 24 * time.Hour, NewID: uuid.NewString},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+	h := overheadHandler()
 	i := 0
 	for _, tc := range []struct {
 		name string
 		body func() string
 	}{
-		{"new key", func() string { i++; return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), args) }},
-		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", args) }},
+		{"new key", func() string {
+			i++
+			return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), overheadArgs)
+		}},
+		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", overheadArgs) }},
 	} {
 		allocs := testing.AllocsPerRun(200, func() {
 			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(tc.body()))

@@ -48,6 +48,15 @@ type Handler struct {
 	Metrics metrics.Recorder
 }
 
+// Instrument reports h's requests and store calls to rec: it sets
+// h.Metrics, times h.Service.Store, and returns h wrapped so that each
+// request's context collects its store calls (metrics.Collect).
+func (h *Handler) Instrument(rec metrics.Recorder) http.Handler {
+	h.Service.Store = metrics.TimedStore{Store: h.Service.Store, Recorder: rec}
+	h.Metrics = rec
+	return metrics.Collect(h)
+}
+
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
