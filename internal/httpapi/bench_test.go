@@ -54,35 +54,29 @@ func overheadHandler() *httpapi.Handler {
 	}
 }
 
+// serveOK posts body to h's /callback and fails tb unless the answer is 200.
+func serveOK(tb testing.TB, h http.Handler, body string) {
+	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		tb.Fatalf("%d %s", w.Code, w.Body)
+	}
+}
+
 func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
 	hh := overheadHandler()
 	var h http.Handler = hh
 	if rec != nil {
 		h = hh.Instrument(rec)
 	}
-	serve := func(b *testing.B, body string) {
-		r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusOK {
-			b.Fatalf("%d %s", w.Code, w.Body)
-		}
-	}
-	b.Run(prefix+"new_key", func(b *testing.B) {
-		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", overheadArgs), "REQUEST-ID")
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			serve(b, head+"bench-"+strconv.Itoa(i)+tail)
-		}
-	})
+	benchmarkNewKey(b, prefix+"new_key", h, "bench-")
 	b.Run(prefix+"repeat_key", func(b *testing.B) {
 		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, overheadArgs)
-		serve(b, body)
+		serveOK(b, h, body)
 		b.ReportAllocs()
 		for b.Loop() {
-			serve(b, body)
+			serveOK(b, h, body)
 		}
 	})
 }
@@ -90,18 +84,19 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 func benchmarkDeliverNewKey(b *testing.B) {
 	h := overheadHandler()
 	h.Service.Deliver = true
-	b.Run("deliver_new_key", func(b *testing.B) {
+	benchmarkNewKey(b, "deliver_new_key", h, "deliver-")
+}
+
+// benchmarkNewKey runs name: create_ticket on h with a new request id
+// (idPrefix and a counter) each time.
+func benchmarkNewKey(b *testing.B, name string, h http.Handler, idPrefix string) {
+	b.Run(name, func(b *testing.B) {
 		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", overheadArgs), "REQUEST-ID")
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			i++
-			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(head+"deliver-"+strconv.Itoa(i)+tail))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				b.Fatalf("%d %s", w.Code, w.Body)
-			}
+			serveOK(b, h, head+idPrefix+strconv.Itoa(i)+tail)
 		}
 	})
 }
@@ -126,14 +121,7 @@ func TestHandlerAllocationBudget(t *testing.T) {
 		}},
 		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", overheadArgs) }},
 	} {
-		allocs := testing.AllocsPerRun(200, func() {
-			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(tc.body()))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				t.Fatalf("%d %s", w.Code, w.Body)
-			}
-		})
+		allocs := testing.AllocsPerRun(200, func() { serveOK(t, h, tc.body()) })
 		if allocs >= budget {
 			t.Errorf("%s: %.0f allocations per callback (request building included), budget %d", tc.name, allocs, budget)
 		}

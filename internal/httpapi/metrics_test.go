@@ -1,9 +1,6 @@
 package httpapi_test
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -19,13 +16,7 @@ func TestHandlerAllocsWithMetrics(t *testing.T) {
 	}
 	h := overheadHandler().Instrument(&emf.Recorder{})
 	body := callBody(core.CreateTicket, "user-a", "allocs", `{"title":"Cannot sign in","priority":"high"}`)
-	serve := func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body)))
-		if w.Code != http.StatusOK {
-			t.Fatalf("%d %s", w.Code, w.Body)
-		}
-	}
+	serve := func() { serveOK(t, h, body) }
 	serve() // the create; the runs below repeat it, the costlier path
 	if n := testing.AllocsPerRun(50, serve); n >= 100 {
 		t.Errorf("%v allocations per callback with EMF metrics on, want under 100", n)
