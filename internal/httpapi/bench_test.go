@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
@@ -38,9 +39,6 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "emf_", &emf.Recorder{})
 	benchmarkHandlerOverhead(b, "prometheus_", prom.New())
 }
-
-// overheadArgs are create_ticket's arguments in the overhead benchmarks.
-const overheadArgs = `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
 
 // overheadHandler is the handler the overhead benchmarks and allocation
 // budgets measure: authentication off, the in-memory store, one JSON log
@@ -72,7 +70,7 @@ func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder)
 	}
 	benchmarkNewKey(b, prefix+"new_key", h, "bench-")
 	b.Run(prefix+"repeat_key", func(b *testing.B) {
-		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, overheadArgs)
+		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, callbacktest.Arguments)
 		serveOK(b, h, body)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -91,7 +89,7 @@ func benchmarkDeliverNewKey(b *testing.B) {
 // (idPrefix and a counter) each time.
 func benchmarkNewKey(b *testing.B, name string, h http.Handler, idPrefix string) {
 	b.Run(name, func(b *testing.B) {
-		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", overheadArgs), "REQUEST-ID")
+		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", callbacktest.Arguments), "REQUEST-ID")
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -117,9 +115,9 @@ func TestHandlerAllocationBudget(t *testing.T) {
 	}{
 		{"new key", func() string {
 			i++
-			return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), overheadArgs)
+			return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), callbacktest.Arguments)
 		}},
-		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", overheadArgs) }},
+		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", callbacktest.Arguments) }},
 	} {
 		allocs := testing.AllocsPerRun(200, func() { serveOK(t, h, tc.body()) })
 		if allocs >= budget {
