@@ -299,14 +299,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-	}
+	srv := newServer(h)
 	logger.Info("listening", slog.String("addr", ln.Addr().String()))
 	if ready != nil {
 		ready(ln.Addr())
@@ -326,4 +319,17 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 	}
 	logger.Info("stopped")
 	return err
+}
+
+// newServer is an HTTP server for h with the local server's timeouts and
+// header limit (the callback and the metrics listener share them).
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}
 }
