@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,13 +35,7 @@ type server struct {
 // where it listens.
 func startServer(t *testing.T, bin, cfg string) *server {
 	t.Helper()
-	s := &server{t: t, cmd: exec.Command(bin, "-config", cfg), done: make(chan struct{})}
-	s.cmd.Dir = t.TempDir()
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_LAMBDA_RUNTIME_API=") {
-			s.cmd.Env = append(s.cmd.Env, kv)
-		}
-	}
+	s := &server{t: t, cmd: localCommand(t, bin, "-config", cfg), done: make(chan struct{})}
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -11,21 +11,17 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 )
 
+// readTemplate returns template.yaml's top-level mapping and a tmpl over it.
 func readTemplate(t *testing.T) (tmpl, *yaml.Node) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
-	}
-	return tmpl{t: t, root: doc.Content[0]}, doc.Content[0]
+	root := testenv.Template(t)
+	return tmpl{t: t, root: root}, root
 }
 
 // The template's RETENTION pattern and the function's validation agree:

@@ -30,19 +30,25 @@ func buildLocal(t *testing.T) string {
 	return bin
 }
 
+// localCommand is the binary with args, in a temporary directory, with
+// this environment less AWS_LAMBDA_RUNTIME_API: the local server, not the
+// Lambda.
+func localCommand(t *testing.T, bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir()
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_LAMBDA_RUNTIME_API=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
 // runLocalBinary runs the binary with args and no Lambda environment, and
 // returns its exit status, stdout and stderr.
 func runLocalBinary(t *testing.T, bin string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = t.TempDir()
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_LAMBDA_RUNTIME_API=") {
-			env = append(env, kv)
-		}
-	}
-	cmd.Env = env
+	cmd := localCommand(t, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

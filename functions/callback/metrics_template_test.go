@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -23,15 +21,7 @@ import (
 // dimension values from the closed sets. A renamed metric, dimension or
 // outcome fails here instead of leaving an alarm that never fires.
 func TestTemplateMetrics(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	root := doc.Content[0]
+	_, root := readTemplate(t)
 	emitted := emf.Emitted()
 	check := checker{t: t, emitted: emitted}
 
@@ -269,16 +259,7 @@ func keys(m map[string][][]string) []string {
 // get follows mapping keys from n; nil when one is missing.
 func get(n *yaml.Node, path ...string) *yaml.Node {
 	for _, key := range path {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return nil
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				next = n.Content[i+1]
-			}
-		}
-		n = next
+		n = child(n, key)
 	}
 	return n
 }

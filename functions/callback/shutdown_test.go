@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -33,40 +31,8 @@ func TestLocalServerSIGTERMFinishesInFlight(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf(`{"listen":"127.0.0.1:0","insecure_no_auth":true,
 		"store":{"kind":"sqlite","path":%q},
 		"users":{"user-a":{"tenant_id":"tenant-a","user_id":"alice"}}}`, db))
-	cmd := exec.Command(bin, "-config", cfg)
-	cmd.Dir = dir
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_LAMBDA_RUNTIME_API=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill() }()
-	lines := bufio.NewScanner(stderr)
-	var addr string
-	var log strings.Builder
-	for addr == "" && lines.Scan() {
-		log.WriteString(lines.Text() + "\n")
-		if rest, ok := strings.CutPrefix(lines.Text(), "callback listening on http://"); ok {
-			addr = strings.TrimSuffix(rest, "/callback")
-		}
-	}
-	if addr == "" {
-		t.Fatalf("the server never said where it listens:\n%s", log.String())
-	}
-	rest := make(chan string)
-	go func() {
-		for lines.Scan() {
-			log.WriteString(lines.Text() + "\n")
-		}
-		rest <- log.String()
-	}()
+	srv := startServer(t, bin, cfg)
+	cmd, addr := srv.cmd, srv.addr
 
 	body := callbacktest.Create("user-a", "r-inflight", callbacktest.Title("In flight"))
 	conn, err := net.Dial("tcp", addr)
@@ -118,14 +84,16 @@ func TestLocalServerSIGTERMFinishesInFlight(t *testing.T) {
 	res, err := http.ReadResponse(replies, nil)
 	if err != nil {
 		_ = cmd.Process.Kill()
-		t.Fatalf("no answer to the in-flight callback: %v\n%s", err, <-rest)
+		<-srv.done
+		t.Fatalf("no answer to the in-flight callback: %v\n%s", err, srv.logs())
 	}
 	got, _ := io.ReadAll(res.Body)
 	_ = res.Body.Close()
 	if res.StatusCode != 200 || !strings.HasPrefix(string(got), `{"status":"created","ticket_id":"`) {
 		t.Fatalf("in-flight callback answered %d %s; want 200 created", res.StatusCode, got)
 	}
-	logs := <-rest // all of stderr, before Wait closes the pipe
+	<-srv.done // all of stderr, before Wait closes the pipe
+	logs := srv.logs()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("server exit: %v\n%s", err, logs)
 	}

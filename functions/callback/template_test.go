@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -16,19 +14,8 @@ import (
 // TestTemplate pins what template.yaml must say for the function to work
 // as docs/contract.md describes it (What it is, Stored items,
 // Configuration), and its least-privilege policy.
-// CloudFormation short-form tags (!Ref, !Sub, !GetAtt, !If...) stay on the
-// yaml.Node, so the test reads them without a CloudFormation schema.
 func TestTemplate(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
-	}
-	root := doc.Content[0]
-	tp := tmpl{t: t, root: root}
+	tp, root := readTemplate(t)
 
 	tp.str("Transform", "AWS::Serverless-2016-10-31")
 

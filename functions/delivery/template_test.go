@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // plain turns a template node into maps, lists and strings, keeping a
@@ -18,8 +20,6 @@ import (
 func plain(n *yaml.Node) any {
 	var v any
 	switch n.Kind {
-	case yaml.DocumentNode:
-		return plain(n.Content[0])
 	case yaml.MappingNode:
 		m := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -43,15 +43,7 @@ func plain(n *yaml.Node) any {
 
 func loadTemplate(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
-	}
-	return plain(&doc).(map[string]any)
+	return plain(testenv.Template(t)).(map[string]any)
 }
 
 // at walks a dotted path (list items by index); a missing step fails

@@ -67,14 +67,7 @@ func lambdaHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string, l
 	users := usercache.New(metrics.TimedStore{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize)
 	h := handler(cfg.Common, store, users, auth, logger)
 	h.Service.Deliver = cfg.Deliver // the outbox: written pending by the same transaction
-	return instrument(h, rec), nil
-}
-
-// instrument reports h's requests and store calls to rec.
-func instrument(h *httpapi.Handler, rec metrics.Recorder) http.Handler {
-	h.Service.Store = metrics.TimedStore{Store: h.Service.Store, Recorder: rec}
-	h.Metrics = rec
-	return metrics.Collect(h)
+	return h.Instrument(rec), nil
 }
 
 // readParameter reads the hook key's SSM parameter (ssmparam.Read: one
@@ -165,8 +158,7 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 	if dst != nil {
 		ds, ok := store.(delivery.Store)
 		if !ok {
-			_ = cs.Close()
-			_ = storeCloser.Close()
+			_ = append(cs, storeCloser).Close()
 			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
 		}
 		d := *cfg.Delivery // zero MaxAttempts and Timeout are the engine's and adapters' defaults
@@ -197,7 +189,7 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 	if rec == nil {
 		return h, cs, nil
 	}
-	return instrument(h, rec), cs, nil
+	return h.Instrument(rec), cs, nil
 }
 
 // dynamoCountEvery spaces the local worker's counts of waiting tickets on
@@ -289,6 +281,8 @@ func (nopCloser) Close() error { return nil }
 
 type closerFunc func() error
 
+func (f closerFunc) Close() error { return f() }
+
 func urlHost(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -296,8 +290,6 @@ func urlHost(raw string) string {
 	}
 	return u.Host
 }
-
-func (f closerFunc) Close() error { return f() }
 
 // Serve serves h on addr until ctx is cancelled, then shuts down
 // gracefully: requests in flight finish (and their commits with them)
@@ -307,14 +299,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-	}
+	srv := newServer(h)
 	logger.Info("listening", slog.String("addr", ln.Addr().String()))
 	if ready != nil {
 		ready(ln.Addr())
@@ -334,4 +319,17 @@ func Serve(ctx context.Context, addr string, h http.Handler, logger *slog.Logger
 	}
 	logger.Info("stopped")
 	return err
+}
+
+// newServer is an HTTP server for h with the local server's timeouts and
+// header limit (the callback and the metrics listener share them).
+func newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}
 }

@@ -3,13 +3,10 @@
 package app
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +21,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // TestLocalPrometheusDeliveries: four tickets through the local server on
@@ -46,25 +42,9 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 2, Fault: fakehelpdesk.Fault{Status: 500}})
 
 	cfg := localConfig(t, metricsHookKey)
-	cfg.MetricsListen = "127.0.0.1:0"
 	cfg.Delivery = &config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token,
 		MaxAttempts: 2, Timeout: 2 * time.Second}
-	logs := &testenv.Buffer{}
-	h, closer, err := LocalHandler(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = closer.Close() }()
-	metricsURL := ""
-	for sc := bufio.NewScanner(strings.NewReader(logs.String())); sc.Scan(); {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "metrics listening" {
-			metricsURL, _ = m["url"].(string)
-		}
-	}
-	if metricsURL == "" {
-		t.Fatalf("no metrics listening line in %s", logs.String())
-	}
+	h, _, logs, metricsURL := localWithMetrics(t, cfg)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	n, err := nonce.Generate(metricsHookKey, 4)

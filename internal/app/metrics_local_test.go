@@ -20,32 +20,17 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // TestLocalPrometheusCounts: the four calls through the local server on
 // SQLite; GET /metrics on the metrics_listen address shows exactly the
 // expected increments, under the same names and labels as EMF.
 func TestLocalPrometheusCounts(t *testing.T) {
-	cfg := localConfig(t, metricsHookKey)
-	cfg.MetricsListen = "127.0.0.1:0"
-	var logs bytes.Buffer
-	h, closer, err := LocalHandler(context.Background(), cfg, slog.New(slog.NewJSONHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = closer.Close() }()
-	metricsURL := ""
-	for sc := bufio.NewScanner(bytes.NewReader(logs.Bytes())); sc.Scan(); {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "metrics listening" {
-			metricsURL, _ = m["url"].(string)
-		}
-	}
-	if metricsURL == "" {
-		t.Fatalf("no metrics listening line in %s", logs.String())
-	}
+	h, closer, _, metricsURL := localWithMetrics(t, localConfig(t, metricsHookKey))
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	var nonces []string
@@ -130,6 +115,32 @@ func TestLocalMetricsListenBusy(t *testing.T) {
 	if _, _, err := LocalHandler(context.Background(), cfg, discard()); err == nil || !strings.Contains(err.Error(), "metrics_listen") {
 		t.Fatalf("Local with a taken metrics_listen: %v, want an error naming metrics_listen", err)
 	}
+}
+
+// localWithMetrics starts the local handler for cfg with a metrics
+// listener on a free port, and returns it, its closer (closed at the end of
+// the test), its logs and the /metrics URL its "metrics listening" line
+// names.
+func localWithMetrics(t *testing.T, cfg config.Local) (http.Handler, io.Closer, *testenv.Buffer, string) {
+	t.Helper()
+	cfg.MetricsListen = "127.0.0.1:0"
+	logs := &testenv.Buffer{}
+	h, closer, err := LocalHandler(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closer.Close() })
+	metricsURL := ""
+	for sc := bufio.NewScanner(strings.NewReader(logs.String())); sc.Scan(); {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "metrics listening" {
+			metricsURL, _ = m["url"].(string)
+		}
+	}
+	if metricsURL == "" {
+		t.Fatalf("no metrics listening line in %s", logs.String())
+	}
+	return h, closer, logs, metricsURL
 }
 
 func scrape(t *testing.T, url string) (string, map[string]*dto.MetricFamily) {

@@ -25,8 +25,7 @@ func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Clo
 	rec := prom.New()
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", rec.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 32 << 10}
+	srv := newServer(mux)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	logger.Info("metrics listening", slog.String("url", "http://"+ln.Addr().String()+"/metrics"))

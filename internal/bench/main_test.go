@@ -28,13 +28,9 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // The caller of every callback here.
 var benchUser = core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}
 
-// arguments are the create_ticket arguments of every callback: a typical
-// title, description and priority.
-const arguments = `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
-
 // callBody is a create_ticket callback as AIVAX sends it.
 func callBody(requestID string) string {
-	return callbacktest.Create(benchUser.ExternalID, requestID, arguments)
+	return callbacktest.Create(benchUser.ExternalID, requestID, callbacktest.Arguments)
 }
 
 // newHandler is the product's handler on store and users, with

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -21,7 +22,7 @@ import (
 
 // canonicalArgs is what the service stores as a ticket's arguments.
 var canonicalArgs = func() string {
-	c, err := opkey.Canonical([]byte(arguments))
+	c, err := opkey.Canonical([]byte(callbacktest.Arguments))
 	if err != nil {
 		panic(err)
 	}

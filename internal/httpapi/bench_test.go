@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
@@ -39,67 +40,61 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "prometheus_", prom.New())
 }
 
-func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
-	hh := &httpapi.Handler{
+// overheadHandler is the handler the overhead benchmarks and allocation
+// budgets measure: authentication off, the in-memory store, one JSON log
+// line to io.Discard.
+func overheadHandler() *httpapi.Handler {
+	return &httpapi.Handler{
 		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
 			Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:   nonce.Off{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}
+}
+
+// serveOK posts body to h's /callback and fails tb unless the answer is 200.
+func serveOK(tb testing.TB, h http.Handler, body string) {
+	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		tb.Fatalf("%d %s", w.Code, w.Body)
+	}
+}
+
+func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
+	hh := overheadHandler()
 	var h http.Handler = hh
 	if rec != nil {
-		hh.Service.Store = metrics.TimedStore{Store: hh.Service.Store, Recorder: rec}
-		hh.Metrics = rec
-		h = metrics.Collect(hh)
+		h = hh.Instrument(rec)
 	}
-	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
-	serve := func(b *testing.B, body string) {
-		r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusOK {
-			b.Fatalf("%d %s", w.Code, w.Body)
-		}
-	}
-	b.Run(prefix+"new_key", func(b *testing.B) {
-		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			serve(b, head+"bench-"+strconv.Itoa(i)+tail)
-		}
-	})
+	benchmarkNewKey(b, prefix+"new_key", h, "bench-")
 	b.Run(prefix+"repeat_key", func(b *testing.B) {
-		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, args)
-		serve(b, body)
+		body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+prefix, callbacktest.Arguments)
+		serveOK(b, h, body)
 		b.ReportAllocs()
 		for b.Loop() {
-			serve(b, body)
+			serveOK(b, h, body)
 		}
 	})
 }
 
 func benchmarkDeliverNewKey(b *testing.B) {
-	h := &httpapi.Handler{
-		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
-			Retention: 24 * time.Hour, NewID: uuid.NewString, Deliver: true},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
-	b.Run("deliver_new_key", func(b *testing.B) {
-		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", args), "REQUEST-ID")
+	h := overheadHandler()
+	h.Service.Deliver = true
+	benchmarkNewKey(b, "deliver_new_key", h, "deliver-")
+}
+
+// benchmarkNewKey runs name: create_ticket on h with a new request id
+// (idPrefix and a counter) each time.
+func benchmarkNewKey(b *testing.B, name string, h http.Handler, idPrefix string) {
+	b.Run(name, func(b *testing.B) {
+		head, tail, _ := strings.Cut(callBody(core.CreateTicket, "user-a", "REQUEST-ID", callbacktest.Arguments), "REQUEST-ID")
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
 			i++
-			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(head+"deliver-"+strconv.Itoa(i)+tail))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				b.Fatalf("%d %s", w.Code, w.Body)
-			}
+			serveOK(b, h, head+idPrefix+strconv.Itoa(i)+tail)
 		}
 	})
 }
@@ -112,29 +107,19 @@ func TestHandlerAllocationBudget(t *testing.T) {
 		t.Skip("the race detector adds allocations of its own")
 	}
 	const budget = 100
-	h := &httpapi.Handler{
-		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
-			Retention: 24 * time.Hour, NewID: uuid.NewString},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	args := `{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`
+	h := overheadHandler()
 	i := 0
 	for _, tc := range []struct {
 		name string
 		body func() string
 	}{
-		{"new key", func() string { i++; return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), args) }},
-		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", args) }},
+		{"new key", func() string {
+			i++
+			return callBody(core.CreateTicket, "user-a", "alloc-"+strconv.Itoa(i), callbacktest.Arguments)
+		}},
+		{"repeat key", func() string { return callBody(core.CreateTicket, "user-a", "alloc-repeat", callbacktest.Arguments) }},
 	} {
-		allocs := testing.AllocsPerRun(200, func() {
-			r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(tc.body()))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				t.Fatalf("%d %s", w.Code, w.Body)
-			}
-		})
+		allocs := testing.AllocsPerRun(200, func() { serveOK(t, h, tc.body()) })
 		if allocs >= budget {
 			t.Errorf("%s: %.0f allocations per callback (request building included), budget %d", tc.name, allocs, budget)
 		}

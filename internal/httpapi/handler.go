@@ -48,6 +48,15 @@ type Handler struct {
 	Metrics metrics.Recorder
 }
 
+// Instrument reports h's requests and store calls to rec: it sets
+// h.Metrics, times h.Service.Store, and returns h wrapped so that each
+// request's context collects its store calls (metrics.Collect).
+func (h *Handler) Instrument(rec metrics.Recorder) http.Handler {
+	h.Service.Store = metrics.TimedStore{Store: h.Service.Store, Recorder: rec}
+	h.Metrics = rec
+	return metrics.Collect(h)
+}
+
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -168,11 +177,15 @@ func (o *lastObject[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return json.UnmarshalDecode(dec, o.p)
 }
 
-// exactText is a member that should be a string, decoded by exactString
-// straight from the decoder's buffer.
+// exactText is a member that should be a string, decoded strictly straight
+// from the decoder's buffer: invalid UTF-8 and lone surrogate escapes
+// ("\ud800"), which a lenient decoder silently turns into U+FFFD, mark it
+// malformed, so that two different texts never become one. A missing or
+// null member leaves it zero.
 type exactText struct {
-	s    string
-	kind int
+	s         string
+	malformed bool // a string with invalid UTF-8 or a lone surrogate escape
+	notString bool // a number, object, array or boolean
 }
 
 // UnmarshalJSONFrom implements json.UnmarshalerFrom.
@@ -181,7 +194,25 @@ func (t *exactText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
-	t.s, t.kind = exactString(raw)
+	*t = exactText{}
+	switch raw.Kind() {
+	case 'n':
+		return nil
+	case '"':
+	default:
+		t.notString = true
+		return nil
+	}
+	// The common case, a string without escapes: its text is the value.
+	// (The envelope decoder has already refused control characters.)
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		t.s = string(body)
+		return nil
+	}
+	if err := json.Unmarshal(raw, &t.s); err != nil {
+		_ = json.Unmarshal(raw, &t.s, jsontext.AllowInvalidUTF8(true))
+		t.malformed = true
+	}
 	return nil
 }
 
@@ -216,61 +247,17 @@ func ParseCall(body []byte) (core.Call, error) {
 	}
 	c := core.Call{Function: *fn.Name, Content: []byte(fn.Content)}
 	if ctx != nil {
-		switch v, kind := ctx.ExternalUserID.s, ctx.ExternalUserID.kind; kind {
-		case absentValue:
-		case stringValue:
-			c.ExternalUserID = v
-		case malformedString:
-			c.ExternalUserID, c.ExternalUserIDMalformed = v, true
-		default:
+		id := ctx.ExternalUserID
+		if id.notString {
 			return core.Call{}, ErrShape
 		}
+		c.ExternalUserID, c.ExternalUserIDMalformed = id.s, id.malformed
 		if md := ctx.Metadata.p; md != nil {
-			switch v, kind := md.RequestID.s, md.RequestID.kind; kind {
-			case absentValue:
-			case stringValue:
-				c.RequestID = v
-			case malformedString:
-				c.RequestID, c.RequestIDMalformed = v, true
-			default:
-				c.RequestIDNotString = true
-			}
+			rid := md.RequestID
+			c.RequestID, c.RequestIDMalformed, c.RequestIDNotString = rid.s, rid.malformed, rid.notString
 		}
 	}
 	return c, nil
-}
-
-// Kinds of a raw value read by exactString.
-const (
-	absentValue     = iota // missing or null
-	stringValue            // a well-formed string
-	malformedString        // a string with invalid UTF-8 or a lone surrogate escape
-	otherValue             // a number, object, array or boolean
-)
-
-// exactString decodes a raw JSON value that should be a string. Decoding
-// is strict: invalid UTF-8 and lone surrogate escapes ("\ud800"), which a
-// lenient decoder silently turns into U+FFFD, are reported as malformed,
-// so that two different texts never become one.
-func exactString(raw jsontext.Value) (string, int) {
-	switch raw.Kind() {
-	case 0, 'n':
-		return "", absentValue
-	case '"':
-	default:
-		return "", otherValue
-	}
-	// The common case, a string without escapes: its text is the value.
-	// (The envelope decoder has already refused control characters.)
-	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-		return string(body), stringValue
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		_ = json.Unmarshal(raw, &s, jsontext.AllowInvalidUTF8(true))
-		return s, malformedString
-	}
-	return s, stringValue
 }
 
 func (h *Handler) callbackURL(r *http.Request) string {

@@ -122,11 +122,6 @@ func (e *env) count() [2]int {
 	return [2]int{ops, tickets}
 }
 
-func q(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
 func callBody(fn, user, requestID, content string) string {
 	return callbacktest.Body(fn, content, callbacktest.Context(user, requestID))
 }
@@ -666,7 +661,7 @@ func TestLogLines(t *testing.T) {
 		conv  = "CONV-SECRET-1234"
 	)
 	args := func(i int) string {
-		return `{"title":` + q(fmt.Sprintf("%s %d", title, i)) + `,"description":` + q(desc) + `}`
+		return `{"title":` + callbacktest.Quote(fmt.Sprintf("%s %d", title, i)) + `,"description":` + callbacktest.Quote(desc) + `}`
 	}
 	withConv := func(b string) string { return strings.Replace(b, "conv-123", conv, 1) }
 	type req struct {
@@ -694,17 +689,17 @@ func TestLogLines(t *testing.T) {
 				map[string]any{"outcome": "deduplicated"}},
 			req{postReq(withConv(callBody(core.CreateTicket, "user-b", id, args(i))), n), 403,
 				map[string]any{"outcome": "rejected", "code": "request_id_conflict"}},
-			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, `{"title":`+q(title+"\n")+`}`)), n), 200,
+			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, `{"title":`+callbacktest.Quote(title+"\n")+`}`)), n), 200,
 				map[string]any{"outcome": "rejected", "code": "invalid_arguments", "operation_key": nil}},
 			req{func() *http.Request {
-				return postReq(withConv(callBody(core.GetTicket, "user-a", "", `{"ticket_id":`+q(lastTicket)+`}`)), n)()
+				return postReq(withConv(callBody(core.GetTicket, "user-a", "", `{"ticket_id":`+callbacktest.Quote(lastTicket)+`}`)), n)()
 			}, 200, map[string]any{"function": "get_ticket", "outcome": "found", "operation_key": nil}},
 			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, args(i))), "$2a$04$"+strings.Repeat("x", 53)), 401,
 				map[string]any{"outcome": "unauthenticated", "function": "", "tenant": ""}},
 			req{postReq(withConv(callBody(core.CreateTicket, "user-x", id, args(i))), n), 403,
 				map[string]any{"outcome": "forbidden"}},
-			req{postReq(`{"title":`+q(title)+`,`, n), 400, map[string]any{"outcome": "bad_request"}},
-			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, `{"title":`+q(strings.Repeat(title, 5000))+`}`)), n), 413,
+			req{postReq(`{"title":`+callbacktest.Quote(title)+`,`, n), 400, map[string]any{"outcome": "bad_request"}},
+			req{postReq(withConv(callBody(core.CreateTicket, "user-a", id, `{"title":`+callbacktest.Quote(strings.Repeat(title, 5000))+`}`)), n), 413,
 				map[string]any{"outcome": "too_large"}},
 		)
 	}

@@ -1,23 +1,10 @@
 package httpapi_test
 
 import (
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
 // TestHandlerAllocsWithMetrics: a callback through the handler with EMF
@@ -27,24 +14,9 @@ func TestHandlerAllocsWithMetrics(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	hh := &httpapi.Handler{
-		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
-			Retention: 24 * time.Hour, NewID: uuid.NewString},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	rec := &emf.Recorder{}
-	hh.Service.Store = metrics.TimedStore{Store: hh.Service.Store, Recorder: rec}
-	hh.Metrics = rec
-	h := metrics.Collect(hh)
+	h := overheadHandler().Instrument(&emf.Recorder{})
 	body := callBody(core.CreateTicket, "user-a", "allocs", `{"title":"Cannot sign in","priority":"high"}`)
-	serve := func() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body)))
-		if w.Code != http.StatusOK {
-			t.Fatalf("%d %s", w.Code, w.Body)
-		}
-	}
+	serve := func() { serveOK(t, h, body) }
 	serve() // the create; the runs below repeat it, the costlier path
 	if n := testing.AllocsPerRun(50, serve); n >= 100 {
 		t.Errorf("%v allocations per callback with EMF metrics on, want under 100", n)

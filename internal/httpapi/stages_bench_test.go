@@ -21,8 +21,7 @@ import (
 // response, write the log line. new_request is what the benchmark itself
 // spends building the request with httptest, which is not the handler's.
 func BenchmarkStages(b *testing.B) {
-	body := []byte(callbacktest.Create("user-a", "bench-1",
-		`{"title":"Cannot sign in","description":"The login page loops after a password reset.","priority":"high"}`))
+	body := []byte(callbacktest.Create("user-a", "bench-1", callbacktest.Arguments))
 	call, err := ParseCall(body)
 	if err != nil {
 		b.Fatal(err)

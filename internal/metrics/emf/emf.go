@@ -34,7 +34,6 @@ type Unit string
 const (
 	Seconds Unit = "Seconds"
 	Count   Unit = "Count"
-	None    Unit = "None"
 )
 
 // Metric is one metric and its values (at most MaxValuesPerMetric; Lines
