@@ -175,7 +175,7 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 		w.inflight[id] = true
 		w.mu.Unlock()
 		w.wg.Go(func() {
-			st, err := w.Engine.Deliver(ctx, id)
+			u, err := w.Engine.deliver(ctx, id)
 			w.mu.Lock()
 			delete(w.inflight, id)
 			again := w.saturated
@@ -187,8 +187,8 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 				if moved != nil {
 					moved.Add(1)
 				}
-				if st == StateFailed || st == StateUnknown {
-					w.warnFinal(ctx, id, st)
+				if u.State == StateFailed || u.State == StateUnknown {
+					w.warnFinal(id, u)
 				}
 			case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
 			default:
@@ -215,15 +215,10 @@ func (w *Worker) logFailure(step, id string, err error) {
 	}
 }
 
-// warnFinal logs a ticket that ended failed or unknown: a person has to
-// look at it (the operator's command lists them).
-func (w *Worker) warnFinal(ctx context.Context, id string, st State) {
-	if w.Log == nil {
-		return
+// warnFinal logs a ticket whose recorded update u is failed or unknown: a
+// person has to look at it (the operator's command lists them).
+func (w *Worker) warnFinal(id string, u Update) {
+	if w.Log != nil {
+		w.Log.Warn("delivery: ticket needs a person", "ticket_id", id, "delivery_state", string(u.State), "error", u.Error)
 	}
-	msg := ""
-	if r, err := w.Engine.Store.Delivery(ctx, id); err == nil {
-		msg = r.Error
-	}
-	w.Log.Warn("delivery: ticket needs a person", "ticket_id", id, "delivery_state", string(st), "error", msg)
 }

@@ -114,12 +114,7 @@ func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) e
 	if !ok || r.State != delivery.StateDelivering || r.LeaseOwner != owner {
 		return delivery.ErrLeaseLost
 	}
-	*r = delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
-		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
-		DeliveredAt: u.DeliveredAt}
-	if u.State == delivery.StatePending {
-		r.DueAt = u.DueAt
-	}
+	*r = recorded(id, u)
 	return nil
 }
 
@@ -161,11 +156,18 @@ func (s *Store) Settle(_ context.Context, id string, from delivery.State, u deli
 	if r.State != from {
 		return &delivery.StateError{TicketID: id, State: r.State, Want: from}
 	}
-	*r = delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
+	*r = recorded(id, u)
+	return nil
+}
+
+// recorded is the record u leaves on ticket id: no lease, and a due time
+// only while pending.
+func recorded(id string, u delivery.Update) delivery.Record {
+	r := delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
 		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
 		DeliveredAt: u.DeliveredAt}
 	if u.State == delivery.StatePending {
 		r.DueAt = u.DueAt
 	}
-	return nil
+	return r
 }
