@@ -164,12 +164,16 @@ func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 // sent, so retrying it would only repeat the error. Failed, with the
 // cause; unknown instead if an earlier send may have created it.
 func unreadable(c Claimed, err error) Update {
-	u := Update{State: StateFailed, Attempts: c.Before.Attempts, LookupFailures: c.Before.LookupFailures,
-		SentUnknown: c.Before.SentUnknown, Error: err.Error()}
+	u := kept(c.Before, StateFailed, err.Error())
 	if u.SentUnknown {
 		u.State = StateUnknown
 	}
 	return u
+}
+
+// kept is an update to state st that keeps the counts of r, with error msg.
+func kept(r Record, st State, msg string) Update {
+	return Update{State: st, Attempts: r.Attempts, LookupFailures: r.LookupFailures, SentUnknown: r.SentUnknown, Error: msg}
 }
 
 // stepOf describes the recorded update u of ticket t for an Observer.
@@ -201,13 +205,7 @@ func (e *Engine) callsContext(ctx context.Context, deadline time.Time) (context.
 // carried is the update a step starts from: the record before the claim,
 // with a lapsed lease counted as a send.
 func carried(c Claimed) Update {
-	u := Update{
-		State:          StatePending,
-		Attempts:       c.Before.Attempts,
-		LookupFailures: c.Before.LookupFailures,
-		SentUnknown:    c.Before.SentUnknown,
-		Error:          c.Before.Error,
-	}
+	u := kept(c.Before, StatePending, c.Before.Error)
 	if c.Before.State == StateDelivering {
 		// The previous worker's lease ran out: it may have sent, and its
 		// send's outcome is unknown. Count it, and look up before resending.
