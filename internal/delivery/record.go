@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
 // State is a ticket's delivery state (attribute delivery_state).
@@ -58,6 +60,11 @@ type Record struct {
 	ExternalID  string
 	ExternalURL string
 	DeliveredAt time.Time
+}
+
+// Core is the record as core shows it (get_ticket's delivery).
+func (r Record) Core() *core.Delivery {
+	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
 }
 
 // Update is what a worker records on a ticket it holds under its lease:

@@ -94,7 +94,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			continue
 		}
-		w.dispatch(inflight)
+		w.dispatch(inflight, nil)
 		counter.count(ctx)
 		timer.Reset(poll)
 	}
@@ -135,16 +135,14 @@ func (c *waitingCounter) count(ctx context.Context) {
 func (w *Worker) Sweep(ctx context.Context) int {
 	w.init()
 	var moved atomic.Int64
-	w.dispatchCounting(ctx, &moved)
+	w.dispatch(ctx, &moved)
 	w.wg.Wait()
 	return int(moved.Load())
 }
 
-func (w *Worker) dispatch(ctx context.Context) { w.dispatchCounting(ctx, nil) }
-
-// dispatchCounting starts a delivery for each due ticket not already in
-// flight, while slots are free.
-func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
+// dispatch starts a delivery for each due ticket not already in flight,
+// while slots are free, counting in moved (when set) the steps recorded.
+func (w *Worker) dispatch(ctx context.Context, moved *atomic.Int64) {
 	limit := cap(w.slots) - len(w.slots)
 	if limit <= 0 {
 		w.setSaturated(true)

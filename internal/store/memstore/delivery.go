@@ -32,7 +32,7 @@ func (s *Store) coreDelivery(id string) *core.Delivery {
 	if !ok {
 		return nil
 	}
-	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
+	return r.Core()
 }
 
 // Due implements delivery.Store.
