@@ -36,30 +36,13 @@ func (s State) Valid() bool {
 // Live reports whether a worker still has to move the ticket on.
 func (s State) Live() bool { return s == StatePending || s == StateDelivering }
 
-// Record is the delivery record a ticket carries beside its own fields.
+// Record is the delivery record a ticket carries beside its own fields:
+// the last update recorded on it, and the lease while a worker holds it.
 type Record struct {
 	TicketID string
-	State    State
-	// Attempts counts sends (a lookup is not a send), including a send an
-	// earlier worker may have made before its lease ran out.
-	Attempts int
-	// LookupFailures counts lookups that failed while the outcome of an
-	// earlier send was unknown; bounded by the same maximum as Attempts.
-	LookupFailures int
-	// SentUnknown: an earlier send may have created the ticket, so the next
-	// worker looks it up before any resend.
-	SentUnknown bool
-	// DueAt is when the ticket may next be claimed, in whole seconds: the
-	// backoff's end while pending, the second after the lease's end while
-	// delivering. Zero once final.
-	DueAt      time.Time
+	Update
 	LeaseUntil time.Time // while delivering
 	LeaseOwner string    // the claiming worker's token, while delivering
-	Error      string    // the last failure, for people
-	// Set once delivered.
-	ExternalID  string
-	ExternalURL string
-	DeliveredAt time.Time
 }
 
 // Core is the record as core shows it (get_ticket's delivery).
@@ -71,15 +54,26 @@ func (r Record) Core() *core.Delivery {
 // its next state and the fields beside it. A Pending update releases the
 // ticket until DueAt.
 type Update struct {
-	State          State
-	Attempts       int
+	State State
+	// Attempts counts sends (a lookup is not a send), including a send an
+	// earlier worker may have made before its lease ran out.
+	Attempts int
+	// LookupFailures counts lookups that failed while the outcome of an
+	// earlier send was unknown; bounded by the same maximum as Attempts.
 	LookupFailures int
-	SentUnknown    bool
-	DueAt          time.Time // Pending only
-	Error          string
-	ExternalID     string    // Delivered only
-	ExternalURL    string    // Delivered only
-	DeliveredAt    time.Time // Delivered only
+	// SentUnknown: an earlier send may have created the ticket, so the next
+	// worker looks it up before any resend.
+	SentUnknown bool
+	// DueAt is when the ticket may next be claimed, in whole seconds: the
+	// backoff's end while pending (the stores keep an update's DueAt only
+	// when it is Pending), the second after the lease's end while
+	// delivering (set by the claim). Zero once final.
+	DueAt time.Time
+	Error string // the last failure, for people
+	// Set once delivered.
+	ExternalID  string
+	ExternalURL string
+	DeliveredAt time.Time
 }
 
 // Claimed is what a successful claim returns: the ticket to send and its

@@ -75,10 +75,8 @@ func parseCoreDelivery(item map[string]types.AttributeValue) *core.Delivery {
 
 func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error) {
 	r := itemReader{item: item}
-	rec := delivery.Record{
-		TicketID: trimPrefix(r.str("pk"), prefixTicket),
-		State:    delivery.State(r.str(attrState)),
-	}
+	rec := delivery.Record{TicketID: trimPrefix(r.str("pk"), prefixTicket)}
+	rec.State = delivery.State(r.str(attrState))
 	optNum := func(name string) int64 {
 		if _, ok := item[name]; ok {
 			return r.num(name)

@@ -23,7 +23,8 @@ func (s *Store) addDelivery(t core.Ticket) {
 	if t.Delivery == nil {
 		return
 	}
-	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID, State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}
+	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID,
+		Update: delivery.Update{State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}}
 }
 
 // coreDelivery is the record as core shows it. The caller holds s.mu.
@@ -163,11 +164,9 @@ func (s *Store) Settle(_ context.Context, id string, from delivery.State, u deli
 // recorded is the record u leaves on ticket id: no lease, and a due time
 // only while pending.
 func recorded(id string, u delivery.Update) delivery.Record {
-	r := delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
-		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
-		DeliveredAt: u.DeliveredAt}
-	if u.State == delivery.StatePending {
-		r.DueAt = u.DueAt
+	r := delivery.Record{TicketID: id, Update: u}
+	if u.State != delivery.StatePending {
+		r.DueAt = time.Time{}
 	}
 	return r
 }
