@@ -43,7 +43,7 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	table, streamARN := streamTable(b, client)
 	store := dynamo.New(client, table, dynamo.Options{})
 	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: 50 * time.Millisecond}})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: deliverytest.BenchHelpdeskDelay}})
 	fc := fake.Config()
 	dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // BenchHelpdeskDelay is how long the fake helpdesk takes to answer each
-// create in BenchLocalWorker.
+// create in the delivery benchmarks.
 const BenchHelpdeskDelay = 50 * time.Millisecond
 
 // TimedStore wraps a delivery.Store and notes when each ticket's
