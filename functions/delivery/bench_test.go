@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
@@ -93,10 +92,7 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 // pollStream follows every shard of the stream from its start until ctx
 // ends, handing the filtered records to h in batches of up to 10.
 func pollStream(ctx context.Context, endpoint, streamARN string, h *deliverylambda.Handler) error {
-	sc := dynamodbstreams.New(dynamodbstreams.Options{
-		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
-	})
+	sc := streamsClient(endpoint)
 	iters := map[string]*string{}
 	for ctx.Err() == nil {
 		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
