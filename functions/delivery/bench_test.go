@@ -5,20 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
@@ -27,29 +25,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
-
-// deliveredAt notes when each ticket's delivered state was recorded.
-type deliveredAt struct {
-	delivery.Store
-	mu   sync.Mutex
-	done map[string]time.Time
-}
-
-func (s *deliveredAt) Record(ctx context.Context, id, owner string, u delivery.Update) error {
-	err := s.Store.Record(ctx, id, owner, u)
-	if err == nil && u.State == delivery.StateDelivered {
-		s.mu.Lock()
-		s.done[id] = time.Now()
-		s.mu.Unlock()
-	}
-	return err
-}
-
-func (s *deliveredAt) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.done)
-}
 
 // BenchmarkDeliveryStreamPath: callbacks commit tickets on DynamoDB Local
 // (stream enabled) while a poller does what Lambda's event source mapping
@@ -67,13 +42,13 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	table, streamARN := streamTable(b, client)
 	store := dynamo.New(client, table, dynamo.Options{})
 	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: 50 * time.Millisecond}})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: deliverytest.BenchHelpdeskDelay}})
 	fc := fake.Config()
 	dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token})
 	if err != nil {
 		b.Fatal(err)
 	}
-	timed := &deliveredAt{Store: store, done: map[string]time.Time{}}
+	timed := deliverytest.NewTimedStore(store)
 	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
 
 	n := 0
@@ -95,14 +70,14 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 		}
 		committed[out.TicketID()] = time.Now()
 	}
-	for deadline := time.Now().Add(2 * time.Minute); timed.count() < b.N; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); timed.Delivered() < b.N; time.Sleep(5 * time.Millisecond) {
 		select {
 		case err := <-pollErr:
 			b.Fatalf("stream poller: %v", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d delivered after two minutes", timed.count(), b.N)
+			b.Fatalf("%d of %d delivered after two minutes", timed.Delivered(), b.N)
 		}
 	}
 	elapsed := time.Since(start)
@@ -111,25 +86,13 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	if fake.Total() != b.N {
 		b.Fatalf("helpdesk holds %d tickets, want %d", fake.Total(), b.N)
 	}
-	lat := make([]time.Duration, 0, b.N)
-	for id, at := range committed {
-		lat = append(lat, timed.done[id].Sub(at))
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	calls := fake.Requests(fakehelpdesk.ZendeskCreate) + fake.Requests(fakehelpdesk.ZendeskLookup)
-	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
+	timed.Report(b, committed, elapsed, fake.Requests(fakehelpdesk.ZendeskCreate)+fake.Requests(fakehelpdesk.ZendeskLookup))
 }
 
 // pollStream follows every shard of the stream from its start until ctx
 // ends, handing the filtered records to h in batches of up to 10.
 func pollStream(ctx context.Context, endpoint, streamARN string, h *deliverylambda.Handler) error {
-	sc := dynamodbstreams.New(dynamodbstreams.Options{
-		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
-	})
+	sc := streamsClient(endpoint)
 	iters := map[string]*string{}
 	for ctx.Err() == nil {
 		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})

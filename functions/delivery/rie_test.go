@@ -291,10 +291,7 @@ func createThroughCallback(t *testing.T, callbackURL string, n int) []string {
 func streamEvent(t *testing.T, endpoint, streamARN string, ids []string) ([]byte, int) {
 	t.Helper()
 	ctx := context.Background()
-	sc := dynamodbstreams.New(dynamodbstreams.Options{
-		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
-	})
+	sc := streamsClient(endpoint)
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
@@ -345,6 +342,14 @@ func streamEvent(t *testing.T, endpoint, streamARN string, ids []string) ([]byte
 		t.Fatal(err)
 	}
 	return b, found
+}
+
+// streamsClient reads the streams of DynamoDB Local at endpoint.
+func streamsClient(endpoint string) *dynamodbstreams.Client {
+	return dynamodbstreams.New(dynamodbstreams.Options{
+		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
+	})
 }
 
 // lambdaRecord converts a record of the streams API into the record

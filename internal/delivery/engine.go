@@ -131,6 +131,12 @@ const MaxRetryAfter = time.Hour
 // this one was sending) are not failures of the ticket: someone else has
 // it. A claimed ticket that cannot be read is recorded failed.
 func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
+	u, err := e.deliver(ctx, id)
+	return u.State, err
+}
+
+// deliver is Deliver returning the whole update recorded.
+func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 	owner := e.owner()
 	now := e.now()
 	leaseUntil := CeilSecond(now.Add(e.lease()))
@@ -140,30 +146,34 @@ func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 	case errors.Is(err, ErrUnreadable):
 		u = unreadable(c, err)
 	case err != nil:
-		return "", err
+		return Update{}, err
 	default:
 		u = e.step(ctx, c, leaseUntil)
 	}
 	if err := e.Store.Record(ctx, id, owner, u); err != nil {
-		return "", err
+		return Update{}, err
 	}
 	if e.Observer != nil {
 		c.Ticket.ID = id
 		e.Observer.StepEnded(ctx, stepOf(c.Ticket, u))
 	}
-	return u.State, nil
+	return u, nil
 }
 
 // unreadable ends a claimed ticket that cannot be read: it can never be
 // sent, so retrying it would only repeat the error. Failed, with the
 // cause; unknown instead if an earlier send may have created it.
 func unreadable(c Claimed, err error) Update {
-	u := Update{State: StateFailed, Attempts: c.Before.Attempts, LookupFailures: c.Before.LookupFailures,
-		SentUnknown: c.Before.SentUnknown, Error: err.Error()}
+	u := kept(c.Before, StateFailed, err.Error())
 	if u.SentUnknown {
 		u.State = StateUnknown
 	}
 	return u
+}
+
+// kept is an update to state st that keeps the counts of r, with error msg.
+func kept(r Record, st State, msg string) Update {
+	return Update{State: st, Attempts: r.Attempts, LookupFailures: r.LookupFailures, SentUnknown: r.SentUnknown, Error: msg}
 }
 
 // stepOf describes the recorded update u of ticket t for an Observer.
@@ -195,13 +205,7 @@ func (e *Engine) callsContext(ctx context.Context, deadline time.Time) (context.
 // carried is the update a step starts from: the record before the claim,
 // with a lapsed lease counted as a send.
 func carried(c Claimed) Update {
-	u := Update{
-		State:          StatePending,
-		Attempts:       c.Before.Attempts,
-		LookupFailures: c.Before.LookupFailures,
-		SentUnknown:    c.Before.SentUnknown,
-		Error:          c.Before.Error,
-	}
+	u := kept(c.Before, StatePending, c.Before.Error)
 	if c.Before.State == StateDelivering {
 		// The previous worker's lease ran out: it may have sent, and its
 		// send's outcome is unknown. Count it, and look up before resending.
@@ -226,25 +230,20 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) Upda
 	}
 	ctx, cancel := e.callsContext(ctx, deadline)
 	defer cancel()
-	max := e.maxAttempts()
+	limit := e.maxAttempts()
 
 	lookupFailed := false
 	if u.SentUnknown {
-		r, found, err := e.Destination.Lookup(ctx, c.Ticket.ID)
-		switch {
-		case err == nil && found:
+		r, found, err := e.lookup(ctx, c.Ticket.ID, &u)
+		if found {
 			return e.delivered(u, r)
-		case err == nil:
-			u.SentUnknown = false // ruled out: no earlier send created it
-		case errors.Is(err, ErrNoLookup):
-			// Cannot be ruled out; a resend carries the same key.
-		default:
+		}
+		if err != nil {
 			lookupFailed = true
-			u.LookupFailures++
 			u.Error = "lookup: " + err.Error()
 		}
 	}
-	if u.Attempts >= max || (lookupFailed && u.LookupFailures >= max) {
+	if u.Attempts >= limit || (lookupFailed && u.LookupFailures >= limit) {
 		return e.exhausted(u)
 	}
 	if lookupFailed {
@@ -269,7 +268,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) Upda
 	default: // Unknown, or an outcome the engine does not know
 		u.SentUnknown = true
 	}
-	if u.Attempts >= max {
+	if u.Attempts >= limit {
 		if u.SentUnknown {
 			return e.finalLookup(ctx, c.Ticket.ID, u)
 		}
@@ -278,18 +277,33 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) Upda
 	return e.release(u, se.RetryAfter)
 }
 
+// lookup asks the destination whether an earlier send created ticket id,
+// and notes on u what it learnt: absent clears SentUnknown, a failure
+// counts in LookupFailures and is returned. A destination that cannot look
+// up (ErrNoLookup) leaves SentUnknown set: a resend carries the same key.
+func (e *Engine) lookup(ctx context.Context, id string, u *Update) (r Receipt, found bool, err error) {
+	r, found, err = e.Destination.Lookup(ctx, id)
+	switch {
+	case err == nil:
+		if !found {
+			u.SentUnknown = false // ruled out: no earlier send created it
+		}
+		return r, found, nil
+	case errors.Is(err, ErrNoLookup):
+		return r, false, nil
+	}
+	u.LookupFailures++
+	return r, false, err
+}
+
 // finalLookup runs when the attempts ran out after a send whose outcome is
 // unknown: found is delivered, absent is failed, anything else unknown.
 func (e *Engine) finalLookup(ctx context.Context, id string, u Update) Update {
-	r, found, err := e.Destination.Lookup(ctx, id)
-	switch {
-	case err == nil && found:
+	r, found, err := e.lookup(ctx, id, &u)
+	if found {
 		return e.delivered(u, r)
-	case err == nil:
-		u.SentUnknown = false
-	case errors.Is(err, ErrNoLookup):
-	default:
-		u.LookupFailures++
+	}
+	if err != nil {
 		u.Error += "; final lookup: " + err.Error()
 	}
 	return e.exhausted(u)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
 // State is a ticket's delivery state (attribute delivery_state).
@@ -34,10 +36,25 @@ func (s State) Valid() bool {
 // Live reports whether a worker still has to move the ticket on.
 func (s State) Live() bool { return s == StatePending || s == StateDelivering }
 
-// Record is the delivery record a ticket carries beside its own fields.
+// Record is the delivery record a ticket carries beside its own fields:
+// the last update recorded on it, and the lease while a worker holds it.
 type Record struct {
 	TicketID string
-	State    State
+	Update
+	LeaseUntil time.Time // while delivering
+	LeaseOwner string    // the claiming worker's token, while delivering
+}
+
+// Core is the record as core shows it (get_ticket's delivery).
+func (r Record) Core() *core.Delivery {
+	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
+}
+
+// Update is what a worker records on a ticket it holds under its lease:
+// its next state and the fields beside it. A Pending update releases the
+// ticket until DueAt.
+type Update struct {
+	State State
 	// Attempts counts sends (a lookup is not a send), including a send an
 	// earlier worker may have made before its lease ran out.
 	Attempts int
@@ -48,31 +65,15 @@ type Record struct {
 	// worker looks it up before any resend.
 	SentUnknown bool
 	// DueAt is when the ticket may next be claimed, in whole seconds: the
-	// backoff's end while pending, the second after the lease's end while
-	// delivering. Zero once final.
-	DueAt      time.Time
-	LeaseUntil time.Time // while delivering
-	LeaseOwner string    // the claiming worker's token, while delivering
-	Error      string    // the last failure, for people
+	// backoff's end while pending (the stores keep an update's DueAt only
+	// when it is Pending), the second after the lease's end while
+	// delivering (set by the claim). Zero once final.
+	DueAt time.Time
+	Error string // the last failure, for people
 	// Set once delivered.
 	ExternalID  string
 	ExternalURL string
 	DeliveredAt time.Time
-}
-
-// Update is what a worker records on a ticket it holds under its lease:
-// its next state and the fields beside it. A Pending update releases the
-// ticket until DueAt.
-type Update struct {
-	State          State
-	Attempts       int
-	LookupFailures int
-	SentUnknown    bool
-	DueAt          time.Time // Pending only
-	Error          string
-	ExternalID     string    // Delivered only
-	ExternalURL    string    // Delivered only
-	DeliveredAt    time.Time // Delivered only
 }
 
 // Claimed is what a successful claim returns: the ticket to send and its

@@ -94,7 +94,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			continue
 		}
-		w.dispatch(inflight)
+		w.dispatch(inflight, nil)
 		counter.count(ctx)
 		timer.Reset(poll)
 	}
@@ -135,16 +135,14 @@ func (c *waitingCounter) count(ctx context.Context) {
 func (w *Worker) Sweep(ctx context.Context) int {
 	w.init()
 	var moved atomic.Int64
-	w.dispatchCounting(ctx, &moved)
+	w.dispatch(ctx, &moved)
 	w.wg.Wait()
 	return int(moved.Load())
 }
 
-func (w *Worker) dispatch(ctx context.Context) { w.dispatchCounting(ctx, nil) }
-
-// dispatchCounting starts a delivery for each due ticket not already in
-// flight, while slots are free.
-func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
+// dispatch starts a delivery for each due ticket not already in flight,
+// while slots are free, counting in moved (when set) the steps recorded.
+func (w *Worker) dispatch(ctx context.Context, moved *atomic.Int64) {
 	limit := cap(w.slots) - len(w.slots)
 	if limit <= 0 {
 		w.setSaturated(true)
@@ -175,7 +173,7 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 		w.inflight[id] = true
 		w.mu.Unlock()
 		w.wg.Go(func() {
-			st, err := w.Engine.Deliver(ctx, id)
+			u, err := w.Engine.deliver(ctx, id)
 			w.mu.Lock()
 			delete(w.inflight, id)
 			again := w.saturated
@@ -187,8 +185,8 @@ func (w *Worker) dispatchCounting(ctx context.Context, moved *atomic.Int64) {
 				if moved != nil {
 					moved.Add(1)
 				}
-				if st == StateFailed || st == StateUnknown {
-					w.warnFinal(ctx, id, st)
+				if u.State == StateFailed || u.State == StateUnknown {
+					w.warnFinal(id, u)
 				}
 			case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
 			default:
@@ -215,15 +213,10 @@ func (w *Worker) logFailure(step, id string, err error) {
 	}
 }
 
-// warnFinal logs a ticket that ended failed or unknown: a person has to
-// look at it (the operator's command lists them).
-func (w *Worker) warnFinal(ctx context.Context, id string, st State) {
-	if w.Log == nil {
-		return
+// warnFinal logs a ticket whose recorded update u is failed or unknown: a
+// person has to look at it (the operator's command lists them).
+func (w *Worker) warnFinal(id string, u Update) {
+	if w.Log != nil {
+		w.Log.Warn("delivery: ticket needs a person", "ticket_id", id, "delivery_state", string(u.State), "error", u.Error)
 	}
-	msg := ""
-	if r, err := w.Engine.Store.Delivery(ctx, id); err == nil {
-		msg = r.Error
-	}
-	w.Log.Warn("delivery: ticket needs a person", "ticket_id", id, "delivery_state", string(st), "error", msg)
 }

@@ -36,12 +36,10 @@ const sweepRounds = 20
 
 // Handler delivers tickets with Engine. Build it with New.
 type Handler struct {
-	engine      *delivery.Engine
-	worker      *delivery.Worker
-	store       delivery.Store // counted by the scheduled sweep
-	log         *slog.Logger
-	rec         metrics.Recorder
-	concurrency int
+	engine *delivery.Engine
+	worker *delivery.Worker // the scheduled sweep's
+	log    *slog.Logger
+	rec    metrics.Recorder
 }
 
 // New returns the handler over store and destination, with its metrics in
@@ -62,12 +60,10 @@ func NewWithMetrics(engine delivery.Engine, store delivery.Store, dst delivery.D
 	e.Destination = dst
 	e.Observer = stepLog{log: log, rec: rec}
 	return &Handler{
-		engine:      &e,
-		worker:      &delivery.Worker{Engine: &e, Concurrency: DefaultConcurrency, Log: log},
-		store:       store,
-		log:         log,
-		rec:         rec,
-		concurrency: DefaultConcurrency,
+		engine: &e,
+		worker: &delivery.Worker{Engine: &e, Concurrency: DefaultConcurrency, Log: log},
+		log:    log,
+		rec:    rec,
 	}
 }
 
@@ -123,7 +119,7 @@ func (h *Handler) Sweep(ctx context.Context) SweepResult {
 	attrs := []slog.Attr{slog.Int("moved", res.Moved)}
 	// One count per run, on the index of live deliveries, after the
 	// rounds: what is left waiting.
-	switch n, err := delivery.CountWaiting(ctx, h.store); {
+	switch n, err := delivery.CountWaiting(ctx, h.engine.Store); {
 	case err == nil:
 		attrs = append(attrs, h.rec.TicketsWaiting(ctx, n))
 	case !errors.Is(err, delivery.ErrNoCount):
@@ -149,7 +145,7 @@ func (h *Handler) timeForAnother(ctx context.Context) bool {
 func (h *Handler) Stream(ctx context.Context, records []json.RawMessage) events.DynamoDBEventResponse {
 	failed := make([]bool, len(records))
 	seqs := make([]string, len(records))
-	slots := make(chan struct{}, h.concurrency)
+	slots := make(chan struct{}, DefaultConcurrency)
 	var wg sync.WaitGroup
 	for i, raw := range records {
 		id, seq, err := ticketOf(raw)
@@ -198,7 +194,10 @@ func (h *Handler) deliver(ctx context.Context, id string) bool {
 
 // ticketOf returns the ticket id of a record whose new image is a ticket
 // item pending delivery, "" for any other record, and the record's
-// sequence number.
+// sequence number. The event source mapping's filter already passes only
+// such records; the check is made again because the function must not
+// trust its input (a mapping deployed without the filter, an event replayed
+// by hand), and an ignored record costs no DynamoDB call.
 func ticketOf(raw json.RawMessage) (id, seq string, err error) {
 	var r streamRecord
 	if err := json.Unmarshal(raw, &r); err != nil {

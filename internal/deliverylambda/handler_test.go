@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,12 +41,30 @@ type fixture struct {
 
 const token = "TOKEN-NEVER-LOGGED"
 
-func newFixture(t *testing.T, wrap func(delivery.Store) delivery.Store) *fixture {
+// tableFixture is a fixture on a fresh table of DynamoDB Local (at
+// endpoint): its client, store and env, no helpdesk and no handler.
+func tableFixture(t *testing.T) (f *fixture, endpoint string) {
 	t.Helper()
-	endpoint := testenv.DynamoDB(t)
-	f := &fixture{table: testenv.CreateTable(t, endpoint), client: testenv.DynamoClient(t, endpoint), logs: &testenv.Buffer{}}
+	endpoint = testenv.DynamoDB(t)
+	f = &fixture{table: testenv.CreateTable(t, endpoint), client: testenv.DynamoClient(t, endpoint), logs: &testenv.Buffer{}}
 	f.store = dynamo.New(f.client, f.table, dynamo.Options{})
 	f.env = deliverytest.NewEnv(t, f.store, true)
+	return f, endpoint
+}
+
+// countingFixture is tableFixture beside a store on the same table whose
+// DynamoDB calls count in calls.
+func countingFixture(t *testing.T) (f *fixture, counted *dynamo.Store, calls *atomic.Int64) {
+	t.Helper()
+	f, endpoint := tableFixture(t)
+	calls = new(atomic.Int64)
+	counted = dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(calls)), f.table, dynamo.Options{})
+	return f, counted, calls
+}
+
+func newFixture(t *testing.T, wrap func(delivery.Store) delivery.Store) *fixture {
+	t.Helper()
+	f, _ := tableFixture(t)
 	f.fake = fakehelpdesk.New(t, fakehelpdesk.Config{Email: "agent@acme.com", Token: token})
 	dst := zendeskFor(t, f.fake)
 	var store delivery.Store = f.store

@@ -8,18 +8,15 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -204,11 +201,8 @@ func TestFromEnvMetricsNamespace(t *testing.T) {
 // beside the one that finds the due tickets; the stream never counts
 // (TestStreamCallsPerTicket).
 func TestSweepCountsOnce(t *testing.T) {
-	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	var calls atomic.Int64
-	counted := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), table, dynamo.Options{})
-	env := deliverytest.NewEnv(t, dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{}), true)
+	f, counted, calls := countingFixture(t)
+	env := f.env
 	for range 3 {
 		env.Release(env.Create(`{"title":"Backing off"}`), time.Now().Add(time.Hour))
 	}

@@ -124,15 +124,9 @@ func TestFromEnvRefuses(t *testing.T) {
 // TestStreamCallsPerTicket: delivering a pending ticket from the stream
 // costs exactly two DynamoDB calls, the claim and the result.
 func TestStreamCallsPerTicket(t *testing.T) {
-	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	var calls atomic.Int64
-	counted := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), table, dynamo.Options{})
-	plain := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{})
+	fx, counted, calls := countingFixture(t)
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	env := deliverytest.NewEnv(t, plain, true)
-	client := testenv.DynamoClient(t, endpoint)
-	fx := &fixture{client: client, table: table}
+	env := fx.env
 	var recs []rec
 	const n = 5
 	for i := range n {

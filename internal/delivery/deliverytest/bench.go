@@ -18,17 +18,24 @@ import (
 )
 
 // BenchHelpdeskDelay is how long the fake helpdesk takes to answer each
-// create in BenchLocalWorker.
+// create in the delivery benchmarks.
 const BenchHelpdeskDelay = 50 * time.Millisecond
 
-// timedStore notes when each ticket's delivered state was recorded.
-type timedStore struct {
+// TimedStore wraps a delivery.Store and notes when each ticket's
+// delivered state was recorded, for the delivery benchmarks' latency.
+type TimedStore struct {
 	delivery.Store
 	mu   sync.Mutex
 	done map[string]time.Time
 }
 
-func (s *timedStore) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+// NewTimedStore wraps s.
+func NewTimedStore(s delivery.Store) *TimedStore {
+	return &TimedStore{Store: s, done: map[string]time.Time{}}
+}
+
+// Record implements delivery.Store, noting the time of a delivered state.
+func (s *TimedStore) Record(ctx context.Context, id, owner string, u delivery.Update) error {
 	err := s.Store.Record(ctx, id, owner, u)
 	if err == nil && u.State == delivery.StateDelivered {
 		s.mu.Lock()
@@ -38,10 +45,29 @@ func (s *timedStore) Record(ctx context.Context, id, owner string, u delivery.Up
 	return err
 }
 
-func (s *timedStore) delivered() int {
+// Delivered counts the tickets recorded delivered so far.
+func (s *TimedStore) Delivered() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.done)
+}
+
+// Report reports b.N tickets delivered over elapsed: tickets per second,
+// the latency from each ticket's commit (committed) to its delivered
+// record (p50, p99), and calls, the helpdesk calls made, per ticket.
+func (s *TimedStore) Report(b *testing.B, committed map[string]time.Time, elapsed time.Duration, calls int) {
+	b.Helper()
+	s.mu.Lock()
+	lat := make([]time.Duration, 0, len(committed))
+	for id, at := range committed {
+		lat = append(lat, s.done[id].Sub(at))
+	}
+	s.mu.Unlock()
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
 }
 
 // BenchLocalWorker: b.N callbacks commit tickets on s, back to back, while
@@ -59,7 +85,7 @@ func BenchLocalWorker(b *testing.B, s Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := &timedStore{Store: s, done: map[string]time.Time{}}
+	ts := NewTimedStore(s)
 	w := &delivery.Worker{Engine: &delivery.Engine{Store: ts, Destination: dest}, Concurrency: 32}
 	stopped := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(stopped) }()
@@ -80,9 +106,9 @@ func BenchLocalWorker(b *testing.B, s Store) {
 		}
 		committed[out.TicketID()] = time.Now()
 	}
-	for deadline := time.Now().Add(2 * time.Minute); ts.delivered() < b.N; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); ts.Delivered() < b.N; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d delivered after two minutes", ts.delivered(), b.N)
+			b.Fatalf("%d of %d delivered after two minutes", ts.Delivered(), b.N)
 		}
 	}
 	elapsed := time.Since(start)
@@ -90,16 +116,5 @@ func BenchLocalWorker(b *testing.B, s Store) {
 	if fake.Total() != b.N {
 		b.Fatalf("the fake holds %d tickets for %d callbacks", fake.Total(), b.N)
 	}
-	ts.mu.Lock()
-	lat := make([]time.Duration, 0, b.N)
-	for id, at := range committed {
-		lat = append(lat, ts.done[id].Sub(at))
-	}
-	ts.mu.Unlock()
-	slices.Sort(lat)
-	calls := fake.Requests(fakehelpdesk.WebhookCreate) + fake.Requests(fakehelpdesk.WebhookLookup)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
+	ts.Report(b, committed, elapsed, fake.Requests(fakehelpdesk.WebhookCreate)+fake.Requests(fakehelpdesk.WebhookLookup))
 }

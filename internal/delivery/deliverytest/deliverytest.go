@@ -122,29 +122,29 @@ func (e *Env) Claim(id, owner string) (delivery.Claimed, error) {
 // Release claims id and records it pending until due.
 func (e *Env) Release(id string, due time.Time) {
 	e.T.Helper()
-	owner := "release-" + id
-	if _, err := e.Claim(id, owner); err != nil {
-		e.T.Fatalf("claim %s: %v", id, err)
-	}
-	if err := e.Store.Record(context.Background(), id, owner, delivery.Update{State: delivery.StatePending, Attempts: 1, DueAt: due}); err != nil {
-		e.T.Fatalf("release %s: %v", id, err)
-	}
+	e.claimAndRecord(id, delivery.Update{State: delivery.StatePending, Attempts: 1, DueAt: due})
 }
 
 // Finish claims id and records it in the final state st (failed or
 // unknown after 3 sends, or delivered).
 func (e *Env) Finish(id string, st delivery.State) {
 	e.T.Helper()
-	owner := "finish-" + id
-	if _, err := e.Claim(id, owner); err != nil {
-		e.T.Fatalf("claim %s: %v", id, err)
-	}
 	u := delivery.Update{State: st, Attempts: 3, LookupFailures: 1, SentUnknown: st == delivery.StateUnknown, Error: "send unknown (HTTP 502)"}
 	if st == delivery.StateDelivered {
 		u = delivery.Update{State: st, Attempts: 1, ExternalID: "77", DeliveredAt: e.Now}
 	}
+	e.claimAndRecord(id, u)
+}
+
+// claimAndRecord claims id and records u under that claim.
+func (e *Env) claimAndRecord(id string, u delivery.Update) {
+	e.T.Helper()
+	owner := string(u.State) + "-" + id
+	if _, err := e.Claim(id, owner); err != nil {
+		e.T.Fatalf("claim %s: %v", id, err)
+	}
 	if err := e.Store.Record(context.Background(), id, owner, u); err != nil {
-		e.T.Fatalf("record %s %s: %v", id, st, err)
+		e.T.Fatalf("record %s %s: %v", id, u.State, err)
 	}
 }
 

@@ -56,6 +56,14 @@ type failureMode struct {
 	want  map[string]expect
 }
 
+// onCreate is a setup that scripts r on the destination's create requests.
+func onCreate(r fakehelpdesk.Rule) func(f *fakehelpdesk.Server, create, lookup fakehelpdesk.Kind) {
+	return func(f *fakehelpdesk.Server, create, _ fakehelpdesk.Kind) {
+		r.Kind = create
+		f.Script(r)
+	}
+}
+
 func delivered(creates int) expect { return expect{delivery.StateDelivered, 1, creates} }
 
 func dueNotBefore(d time.Duration) func(*testing.T, time.Time, []delivery.Record) {
@@ -73,41 +81,29 @@ var failureModes = []failureMode{
 		setup: func(*fakehelpdesk.Server, fakehelpdesk.Kind, fakehelpdesk.Kind) {},
 		want:  map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(1)}},
 	{name: "commit then drop the connection",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
-		},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenDrop()}),
 		// Looked up and found; without lookup, resent under the same key
 		// and answered from the helpdesk's idempotency record.
 		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
 	{name: "commit then 5xx",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenStatus(502)})
-		},
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenStatus(502)}),
+		want:  map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
 	{name: "commit then answer past the client timeout",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenSlow(5 * time.Second)})
-		},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenSlow(5 * time.Second)}),
 		// Without lookup the resend may meet the first request still in
 		// progress (409), then be answered from the idempotency record.
 		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: {delivery.StateDelivered, 1, -1}}},
 	{name: "429 with Retry-After",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.TooManyRequests("7")})
-		},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.TooManyRequests("7")}),
 		check: dueNotBefore(7 * time.Second),
 		want:  map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
 	{name: "503 with Retry-After",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, Times: 2, Fault: fakehelpdesk.Unavailable("30")})
-		},
+		setup: onCreate(fakehelpdesk.Rule{Times: 2, Fault: fakehelpdesk.Unavailable("30")}),
 		// A 5xx: the outcome is unknown, so each resend follows a lookup.
 		check: dueNotBefore(30 * time.Second),
 		want:  map[string]expect{destZendesk: delivered(3), destWebhook: delivered(3), destNoLookup: delivered(3)}},
 	{name: "idempotency key expired before the retry",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
-		},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenDrop()}),
 		between: func(f *fakehelpdesk.Server, n int) {
 			if n == 1 {
 				f.Advance(fakehelpdesk.DefaultKeyTTL + time.Hour) // the helpdesk forgot the key
@@ -127,21 +123,15 @@ var failureModes = []failureMode{
 		// and the helpdesk answers it from its idempotency record.
 		want: map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2)}},
 	{name: "400 IdempotentRequestError",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.IdempotentRequestError()})
-		},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.IdempotentRequestError()}),
 		// Zendesk's answer for a reused key: outcome unknown, looked up,
 		// then sent. (For a webhook, 400 is a permanent refusal.)
 		want: map[string]expect{destZendesk: delivered(2)}},
 	{name: "409 in progress",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.InProgress()})
-		},
-		want: map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.InProgress()}),
+		want:  map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
 	{name: "permanent 422",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.Refuse(422)})
-		},
+		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Refuse(422)}),
 		check: func(t *testing.T, _ time.Time, steps []delivery.Record) {
 			if len(steps) != 1 || steps[0].Attempts != 1 {
 				t.Fatalf("records %+v; want failed after one attempt", steps)
@@ -149,25 +139,19 @@ var failureModes = []failureMode{
 		},
 		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, 1}, destWebhook: {delivery.StateFailed, 0, 1}, destNoLookup: {delivery.StateFailed, 0, 1}}},
 	{name: "outage: 429 on every send",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.TooManyRequests("1")})
-		},
+		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.TooManyRequests("1")}),
 		// Every outcome known not created: failed after max_attempts sends,
 		// with or without lookup.
 		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
 			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateFailed, 0, matrixMaxAttempts}}},
 	{name: "outage: 503 on every send",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.Unavailable("1")})
-		},
+		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Unavailable("1")}),
 		// A 5xx may have created it: with lookup, the lookups rule each send
 		// out (failed); without, a person must decide (unknown).
 		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
 			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts}}},
 	{name: "outage: every connection dropped, nothing created",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.Script(fakehelpdesk.Rule{Kind: c, Times: 100, Fault: fakehelpdesk.Drop()})
-		},
+		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Drop()}),
 		// With lookup, the final lookup rules every send out: failed.
 		// Without, any send may have created it: unknown, for a person.
 		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},

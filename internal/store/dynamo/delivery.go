@@ -75,10 +75,8 @@ func parseCoreDelivery(item map[string]types.AttributeValue) *core.Delivery {
 
 func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error) {
 	r := itemReader{item: item}
-	rec := delivery.Record{
-		TicketID: trimPrefix(r.str("pk"), prefixTicket),
-		State:    delivery.State(r.str(attrState)),
-	}
+	rec := delivery.Record{TicketID: trimPrefix(r.str("pk"), prefixTicket)}
+	rec.State = delivery.State(r.str(attrState))
 	optNum := func(name string) int64 {
 		if _, ok := item[name]; ok {
 			return r.num(name)
@@ -240,18 +238,23 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 	// as unreadable, for the engine to record failed, rather than left
 	// delivering for every takeover to hit the same error.
 	before, err := parseDelivery(out.Attributes)
-	if err != nil {
-		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
+	var ticket delivery.Ticket
+	if err == nil {
+		ticket, err = claimedTicket(out.Attributes)
 	}
-	t, err := parseTicket(out.Attributes)
-	if err != nil {
-		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
-	}
-	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
 	if err != nil {
 		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
+}
+
+// claimedTicket reads the ticket a destination receives from a claimed item.
+func claimedTicket(item map[string]types.AttributeValue) (delivery.Ticket, error) {
+	t, err := parseTicket(item)
+	if err != nil {
+		return delivery.Ticket{}, err
+	}
+	return delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
 }
 
 // Record implements delivery.Store with one UpdateItem conditional on the

@@ -21,24 +21,28 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
+// deliveryHarness opens a fresh table per test; Corrupt writes a
+// created_at no ticket can be read with.
+var deliveryHarness = deliverytest.Harness{
+	Open: func(t *testing.T) deliverytest.Store {
+		s, _ := newTable(t)
+		return s
+	},
+	Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
+		ts := s.(tableStore)
+		_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+			TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
+			UpdateExpression:          aws.String("SET created_at = :bad"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	},
+}
+
 func TestDeliveryConformance(t *testing.T) {
-	deliverytest.Run(t, deliverytest.Harness{
-		Open: func(t *testing.T) deliverytest.Store {
-			s, _ := newTable(t)
-			return s
-		},
-		Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
-			ts := s.(tableStore)
-			_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-				TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
-				UpdateExpression:          aws.String("SET created_at = :bad"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
+	deliverytest.Run(t, deliveryHarness)
 }
 
 type created struct{ sends atomic.Int64 }
@@ -208,23 +212,7 @@ func TestEnsureDeliveryIndexOnExistingTable(t *testing.T) {
 // failure mode: every ticket reaches the helpdesk at most once and ends as
 // the mode says.
 func TestDeliveryFailureMatrix(t *testing.T) {
-	deliverytest.Matrix(t, deliverytest.Harness{
-		Open: func(t *testing.T) deliverytest.Store {
-			s, _ := newTable(t)
-			return s
-		},
-		Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
-			ts := s.(tableStore)
-			_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-				TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
-				UpdateExpression:          aws.String("SET created_at = :bad"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		},
-	})
+	deliverytest.Matrix(t, deliveryHarness)
 }
 
 // BenchmarkDeliveryLocalWorker: the local server's worker on DynamoDB

@@ -23,7 +23,8 @@ func (s *Store) addDelivery(t core.Ticket) {
 	if t.Delivery == nil {
 		return
 	}
-	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID, State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}
+	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID,
+		Update: delivery.Update{State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}}
 }
 
 // coreDelivery is the record as core shows it. The caller holds s.mu.
@@ -32,7 +33,7 @@ func (s *Store) coreDelivery(id string) *core.Delivery {
 	if !ok {
 		return nil
 	}
-	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
+	return r.Core()
 }
 
 // Due implements delivery.Store.
@@ -114,12 +115,7 @@ func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) e
 	if !ok || r.State != delivery.StateDelivering || r.LeaseOwner != owner {
 		return delivery.ErrLeaseLost
 	}
-	*r = delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
-		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
-		DeliveredAt: u.DeliveredAt}
-	if u.State == delivery.StatePending {
-		r.DueAt = u.DueAt
-	}
+	*r = recorded(id, u)
 	return nil
 }
 
@@ -161,11 +157,16 @@ func (s *Store) Settle(_ context.Context, id string, from delivery.State, u deli
 	if r.State != from {
 		return &delivery.StateError{TicketID: id, State: r.State, Want: from}
 	}
-	*r = delivery.Record{TicketID: id, State: u.State, Attempts: u.Attempts, LookupFailures: u.LookupFailures,
-		SentUnknown: u.SentUnknown, Error: u.Error, ExternalID: u.ExternalID, ExternalURL: u.ExternalURL,
-		DeliveredAt: u.DeliveredAt}
-	if u.State == delivery.StatePending {
-		r.DueAt = u.DueAt
-	}
+	*r = recorded(id, u)
 	return nil
+}
+
+// recorded is the record u leaves on ticket id: no lease, and a due time
+// only while pending.
+func recorded(id string, u delivery.Update) delivery.Record {
+	r := delivery.Record{TicketID: id, Update: u}
+	if u.State != delivery.StatePending {
+		r.DueAt = time.Time{}
+	}
+	return r
 }

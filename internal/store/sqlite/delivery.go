@@ -109,7 +109,7 @@ func (s *Store) coreDelivery(ctx context.Context, id string) (*core.Delivery, er
 	case err != nil:
 		return nil, err
 	}
-	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}, nil
+	return r.Core(), nil
 }
 
 // Due implements delivery.Store: the partial index on due_at, in order.
