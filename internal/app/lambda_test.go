@@ -2,16 +2,15 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // TestLambdaHookKeyParameterWins: with both HOOK_KEY_PARAMETER and
@@ -21,31 +20,8 @@ import (
 func TestLambdaHookKeyParameterWins(t *testing.T) {
 	const paramName, paramKey, envKey = "/aivax/hook-key", "key-from-ssm", "key-from-env"
 	var asked atomic.Int32
-	ssmServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Name           string
-			WithDecryption bool
-		}
-		if r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" || json.NewDecoder(r.Body).Decode(&in) != nil ||
-			in.Name != paramName || !in.WithDecryption {
-			http.Error(w, `{"__type":"ValidationException"}`, http.StatusBadRequest)
-			return
-		}
-		asked.Add(1)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{
-			"Name": paramName, "Type": "SecureString", "Value": paramKey, "Version": 1}})
-	}))
-	defer ssmServer.Close()
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_ENDPOINT_URL_SSM": ssmServer.URL, "AWS_REGION": "eu-west-1",
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_SESSION_TOKEN": "",
-		"AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(k, v)
-	}
+	testenv.IsolatedAWSEnv(t, map[string]string{
+		"AWS_ENDPOINT_URL_SSM": testenv.FakeSSM(t, paramName, paramKey, &asked), "AWS_REGION": "eu-west-1"})
 	env := map[string]string{"TABLE_NAME": "tickets", "HOOK_KEY_PARAMETER": paramName, "HOOK_KEY": envKey}
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
 	if err != nil {

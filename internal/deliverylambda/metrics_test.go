@@ -173,7 +173,7 @@ func TestFromEnvMetricsNamespace(t *testing.T) {
 	endpoint := testenv.DynamoDB(t)
 	table := testenv.CreateTable(t, endpoint)
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	awsEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
+	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
 	fc := fake.Config()
 	vars := map[string]string{"TABLE_NAME": table, "DELIVERY_KIND": "zendesk", "DELIVERY_URL": fake.URL(),
 		"DELIVERY_SECRET": `{"email":"` + fc.Email + `","token":"` + fc.Token + `"}`, "METRICS_NAMESPACE": "Acme/Helpdesk"}

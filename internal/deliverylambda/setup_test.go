@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,42 +18,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
-// fakeSSM answers GetParameter for one SecureString and counts the reads.
-func fakeSSM(t *testing.T, name, value string, asked *atomic.Int32) string {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Name           string
-			WithDecryption bool
-		}
-		if r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" || json.NewDecoder(r.Body).Decode(&in) != nil ||
-			in.Name != name || !in.WithDecryption {
-			http.Error(w, `{"__type":"ParameterNotFound"}`, http.StatusBadRequest)
-			return
-		}
-		asked.Add(1)
-		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		_ = json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{
-			"Name": name, "Type": "SecureString", "Value": value, "Version": 1}})
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-func awsEnv(t *testing.T, vars map[string]string) {
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_REGION": testenv.Region, "AWS_ACCESS_KEY_ID": "testenv", "AWS_SECRET_ACCESS_KEY": "testenv",
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_EC2_METADATA_DISABLED": "true",
-	} {
-		t.Setenv(k, v)
-	}
-	for k, v := range vars {
-		t.Setenv(k, v)
-	}
-}
-
 // TestFromEnvReadsTheParameterOnce: with DELIVERY_SECRET_PARAMETER and
 // DELIVERY_SECRET both set, the credentials come from the SSM parameter,
 // read once at start; the handler delivers with them, and neither the
@@ -67,8 +28,8 @@ func TestFromEnvReadsTheParameterOnce(t *testing.T) {
 	table := testenv.CreateTable(t, endpoint)
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{Email: "agent@acme.com", Token: ssmToken})
 	var asked atomic.Int32
-	ssmURL := fakeSSM(t, "/aivax/delivery", `{"email":"agent@acme.com","token":"`+ssmToken+`"}`, &asked)
-	awsEnv(t, map[string]string{"AWS_ENDPOINT_URL_SSM": ssmURL, "AWS_ENDPOINT_URL_DYNAMODB": endpoint})
+	ssmURL := testenv.FakeSSM(t, "/aivax/delivery", `{"email":"agent@acme.com","token":"`+ssmToken+`"}`, &asked)
+	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_SSM": ssmURL, "AWS_ENDPOINT_URL_DYNAMODB": endpoint})
 	vars := map[string]string{
 		"TABLE_NAME": table, "DELIVERY_KIND": "zendesk", "DELIVERY_URL": fake.URL(),
 		"DELIVERY_SECRET_PARAMETER": "/aivax/delivery",
@@ -102,7 +63,7 @@ func TestFromEnvReadsTheParameterOnce(t *testing.T) {
 // not have stop the function at start with an error naming the setting.
 func TestFromEnvRefuses(t *testing.T) {
 	var asked atomic.Int32
-	awsEnv(t, map[string]string{"AWS_ENDPOINT_URL_SSM": fakeSSM(t, "/other", "{}", &asked)})
+	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_SSM": testenv.FakeSSM(t, "/other", "{}", &asked)})
 	for name, c := range map[string]struct {
 		vars map[string]string
 		want string
