@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +24,25 @@ import (
 // combined stdout and stderr, where the REPORT lines and the function's
 // own output appear.
 func StartRIE(t testing.TB, bootstrap string, vars map[string]string) (invokeURL string, out *Buffer, stop func()) {
+	t.Helper()
+	// FreePort's port is free when it returns, not when the emulator binds
+	// it: under a parallel test run another process can take it first. The
+	// emulator then exits at start saying so, and the ports are picked
+	// again.
+	for attempt := 1; ; attempt++ {
+		invokeURL, out, stop, ok := startRIEOnce(t, bootstrap, vars)
+		if ok {
+			return invokeURL, out, stop
+		}
+		if attempt == 3 || !strings.Contains(out.String(), "address already in use") {
+			t.Fatalf("aws-lambda-rie exited at start:\n%s", out)
+		}
+	}
+}
+
+// startRIEOnce is one attempt of StartRIE; ok is false when the emulator
+// exited before it listened.
+func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (invokeURL string, out *Buffer, stop func(), ok bool) {
 	t.Helper()
 	rie := RIE(t)
 	emulator := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
@@ -80,7 +100,7 @@ func StartRIE(t testing.TB, bootstrap string, vars map[string]string) (invokeURL
 		}
 		select {
 		case <-done:
-			t.Fatalf("aws-lambda-rie exited at start:\n%s", out)
+			return "", out, stop, false
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -88,5 +108,5 @@ func StartRIE(t testing.TB, bootstrap string, vars map[string]string) (invokeURL
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + emulator + "/2015-03-31/functions/function/invocations", out, stop
+	return "http://" + emulator + "/2015-03-31/functions/function/invocations", out, stop, true
 }
