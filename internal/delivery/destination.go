@@ -57,9 +57,14 @@ const (
 	// after the request was written, a 5xx, a 409, Zendesk's 400
 	// IdempotentRequestError). Look it up before any resend.
 	Unknown
-	// Refused: the helpdesk refused it for good (a permanent 4xx). Do not
+	// Refused: the helpdesk refused it for good (400 or 422). Do not
 	// retry.
 	Refused
+	// Misconfigured: the destination refused our credentials or URL (401,
+	// 403, or 404 on the create URL). Nothing is wrong with the ticket:
+	// delivery to the destination stops until it accepts us again, and the
+	// ticket stays pending without counting a send.
+	Misconfigured
 )
 
 func (o Outcome) String() string {
@@ -70,11 +75,16 @@ func (o Outcome) String() string {
 		return "unknown"
 	case Refused:
 		return "refused"
+	case Misconfigured:
+		return "misconfigured"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
-// SendError is the error of a failed Send.
+// SendError is the error of a failed Send, and of a Lookup the helpdesk
+// answered with something other than found or absent (then Outcome is
+// Unknown, or Misconfigured for 401 and 403, with Status and RetryAfter
+// as received).
 type SendError struct {
 	Outcome    Outcome
 	Status     int           // HTTP status, 0 when none was received
