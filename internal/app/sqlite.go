@@ -4,7 +4,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"log/slog"
 	"time"
 
@@ -19,10 +22,14 @@ const purgeEvery = 10 * time.Minute
 // operations every purgeEvery. The Lambda build leaves SQLite out
 // (-tags nosqlite, see nosqlite.go): the deployed function only talks to
 // DynamoDB.
+// A missing folder on the path is created. An error names the field.
 func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Store, io.Closer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, nil, fmt.Errorf("config: store.path: %s: cannot create its folder: %w", path, err)
+	}
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("config: store.path: %s: cannot open: %w", path, err)
 	}
 	// The purge runs until the store is closed or the server stops.
 	purgeCtx, cancel := context.WithCancel(ctx)

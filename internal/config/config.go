@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -340,13 +341,50 @@ func fileValue(raw json.RawMessage, number bool) (string, error) {
 	return v, nil
 }
 
-// LoadFile reads and checks the local configuration file.
+// LoadFile reads and checks the local configuration file. A relative
+// store.path is taken from the file's own folder, as most servers read
+// the paths in their configuration, so the server opens the same database
+// whatever folder it is started from.
 func LoadFile(path string) (Local, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Local{}, fmt.Errorf("config: %w", err)
 	}
-	return ParseFile(b)
+	c, err := ParseFile(b)
+	if err != nil {
+		return c, err
+	}
+	if c.Store.Kind == "sqlite" && !filepath.IsAbs(c.Store.Path) {
+		dir, err := filepath.Abs(filepath.Dir(path))
+		if err != nil {
+			return c, fmt.Errorf("config: store.path: %w", err)
+		}
+		c.Store.Path = filepath.Join(dir, c.Store.Path)
+	}
+	return c, nil
+}
+
+// filePath checks a path the file names (field is its name, for the
+// error): a plain file path, relative or absolute, with a leading "~/"
+// taken as the home folder (the shell does not expand it inside JSON).
+// URIs and SQLite's ":memory:" are refused: the store keeps tickets in a
+// file.
+func filePath(field, p string) (string, error) {
+	switch {
+	case p == ":memory:":
+		return "", fmt.Errorf("config: %s: %q is not supported: the store keeps tickets in a file; name one, e.g. %q", field, p, DefaultSQLitePath)
+	case strings.HasPrefix(p, "file:"):
+		return "", fmt.Errorf("config: %s: %q is a URI; give a file path, e.g. %q", field, p, DefaultSQLitePath)
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("config: %s: %q: no home folder to expand ~ to: %w", field, p, err)
+		}
+		return filepath.Join(home, p[1:]), nil
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("config: %s: %q: only ~/ (your own home folder) is expanded; give the full path", field, p)
+	}
+	return p, nil
 }
 
 // ParseFile checks the local configuration. Unknown fields are errors, so a
@@ -400,6 +438,9 @@ func ParseFile(b []byte) (Local, error) {
 		c.Store.Kind = "sqlite"
 		if c.Store.Path == "" {
 			c.Store.Path = DefaultSQLitePath
+		}
+		if c.Store.Path, err = filePath("store.path", c.Store.Path); err != nil {
+			return c, err
 		}
 	case "dynamodb":
 		if c.Store.Table == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,44 @@ func TestPathIsEscapedInTheDSN(t *testing.T) {
 	again := open(t, path)
 	if got, err := again.Ticket(context.Background(), "ticket-1"); err != nil || got.OperationKey != "k" {
 		t.Fatalf("Ticket after reopening: %+v, %v", got, err)
+	}
+}
+
+// A relative path opens the file in the working directory. SQLite refuses
+// "file://name?…" (a URI authority), which is what a relative path became
+// when it was written into the DSN as it was.
+func TestRelativePathOpens(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("data", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"tickets.sqlite", "./dot.sqlite", "data/nested.sqlite"} {
+		s := open(t, p)
+		op, tk, now := hardeningRecords("k-"+p, "ticket-"+p)
+		if _, err := s.Create(context.Background(), op, tk, now); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Fatalf("%s: database not in the working directory: %v", p, err)
+		}
+	}
+}
+
+// What is not a file path is refused by Open, with the value in the error.
+func TestNonFilePathsAreRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, p := range []string{"", ":memory:", "file:x.sqlite"} {
+		s, err := sqlite.Open(context.Background(), p, sqlite.Options{})
+		if err == nil {
+			_ = s.Close()
+			t.Fatalf("Open(%q) succeeded, want an error", p)
+		}
+		if p != "" && !strings.Contains(err.Error(), p) {
+			t.Errorf("Open(%q): error %q does not name the path", p, err)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Fatalf("refused paths left %d files behind", len(entries))
 	}
 }

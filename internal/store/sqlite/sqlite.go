@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -70,6 +72,9 @@ const DefaultBusyTimeout = 5 * time.Second
 type Options struct {
 	// BusyTimeout: DefaultBusyTimeout when zero.
 	BusyTimeout time.Duration
+	// Now is the clock Open purges expired operations by (time.Now when
+	// nil): the same clock the service stamps operations with.
+	Now func() time.Time
 }
 
 // Compile-time check: Store is the domain's store.
@@ -93,10 +98,19 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database file at path, applies the
-// schema and purges operations that expired before now.
+// schema and purges operations that expired before opt.Now. A relative
+// path is taken from the working directory; the file's folder must exist.
+// path is a file name, never a URI or ":memory:" (the store is durable).
 func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	if opt.BusyTimeout <= 0 {
 		opt.BusyTimeout = DefaultBusyTimeout
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	abs, err := filePath(path)
+	if err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opt.BusyTimeout.Milliseconds()))
@@ -104,9 +118,11 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Set("_txlock", "immediate")
-	// The path is a URI path: '?', '#' and '%' in it are escaped, so that
-	// SQLite opens exactly the file named.
-	dsn := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	// The absolute path is a URI path: '?', '#' and '%' in it are escaped,
+	// so that SQLite opens exactly the file named. (A relative one would
+	// have no leading slash, and "file://name" is a URI authority SQLite
+	// refuses.)
+	dsn := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
 	db, err := sql.Open("sqlite", dsn.String())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -115,9 +131,9 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	s := &Store{db: db, opt: opt, writeSlot: make(chan struct{}, 1)}
 	if _, err := db.ExecContext(ctx, schema+deliverySchema); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("sqlite: schema: %w", mapError(err))
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, mapError(err))
 	}
-	if _, err := s.Purge(ctx, time.Now()); err != nil {
+	if _, err := s.Purge(ctx, opt.Now()); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -142,6 +158,22 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// filePath is path made absolute, or an error for a name that is not a
+// plain file path.
+func filePath(path string) (string, error) {
+	switch {
+	case path == "":
+		return "", errors.New("sqlite: empty database path")
+	case path == ":memory:" || strings.HasPrefix(path, "file:"):
+		return "", fmt.Errorf("sqlite: %q is not a file path: name the database file, e.g. tickets.sqlite", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: path %s: %w", path, err)
+	}
+	return abs, nil
 }
 
 // Close closes the database.

@@ -19,7 +19,13 @@ import (
 
 func open(t *testing.T, path string) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	return openAt(t, path, nil)
+}
+
+// openAt opens the store at path with now as its clock (time.Now when nil).
+func openAt(t *testing.T, path string, now func() time.Time) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,14 +35,14 @@ func open(t *testing.T, path string) *sqlite.Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T) (storetest.Store, func(*testing.T) storetest.Store) {
+		Open: func(t *testing.T, now func() time.Time) (storetest.Store, func(*testing.T) storetest.Store) {
 			path := filepath.Join(t.TempDir(), "tickets.sqlite")
-			s := open(t, path)
+			s := openAt(t, path, now)
 			return s, func(t *testing.T) storetest.Store {
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
-				return open(t, path)
+				return openAt(t, path, now)
 			}
 		},
 	})

@@ -31,8 +31,10 @@ type Store interface {
 // Harness opens an adapter for the suite.
 type Harness struct {
 	// Open returns a store on fresh, empty storage, and reopen, which closes
-	// that store and opens the same storage again (a restart).
-	Open func(t *testing.T) (s Store, reopen func(t *testing.T) Store)
+	// that store and opens the same storage again (a restart). now is the
+	// suite's clock: a store that reads a clock of its own (a purge at
+	// open, say) must read this one.
+	Open func(t *testing.T, now func() time.Time) (s Store, reopen func(t *testing.T) Store)
 }
 
 // Users returns the users of the suite, a new map on each call: two
@@ -54,17 +56,33 @@ type Env struct {
 	ids   atomic.Int64
 }
 
-// NewEnv builds a Service over s with a fixed clock and predictable ids.
+// NewEnv builds a Service over s with predictable ids and a clock that
+// moves only when the test moves it, starting at the current second.
 func NewEnv(t *testing.T, s Store, policy opkey.Policy) *Env {
-	e := &Env{T: t, Store: s, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	e := &Env{T: t, Now: time.Now().UTC().Truncate(time.Second)}
+	e.serve(s, policy)
+	return e
+}
+
+// Clock reads e.Now: the clock to give a store that reads one of its own.
+func (e *Env) Clock() time.Time { return e.Now }
+
+func (e *Env) serve(s Store, policy opkey.Policy) {
+	e.Store = s
 	prefix := fmt.Sprintf("t%x", time.Now().UnixNano())
 	e.Svc = &core.Service{
 		Store: s, Users: Users(), Policy: policy, Retention: 24 * time.Hour,
-		Now:   func() time.Time { return e.Now },
+		Now:   e.Clock,
 		NewID: func() string { return fmt.Sprintf("%s-%d", prefix, e.ids.Add(1)) },
 	}
-	return e
 }
+
+// Shifts are the clocks the suite runs at: today, and a year on either
+// side, so that no guarantee holds only on the day it was written.
+var Shifts = []struct {
+	Name string
+	By   time.Duration
+}{{"today", 0}, {"a year ahead", 365 * 24 * time.Hour}, {"a year behind", -365 * 24 * time.Hour}}
 
 // Create sends create_ticket for user with request id and title.
 func (e *Env) Create(user, requestID, content string) core.Outcome {
@@ -100,11 +118,26 @@ func Want(t *testing.T, o core.Outcome, k core.Kind) {
 
 const title = `{"title":"Cannot sign in"}`
 
-// Run runs the conformance suite.
+// Run runs the conformance suite once at each of Shifts.
 func Run(t *testing.T, h Harness) {
+	for _, sh := range Shifts {
+		t.Run(sh.Name, func(t *testing.T) {
+			run(t, h, time.Now().UTC().Truncate(time.Second).Add(sh.By))
+		})
+	}
+}
+
+// run is the suite with the tests' clock starting at start.
+func run(t *testing.T, h Harness, start time.Time) {
+	open := func(t *testing.T, policy opkey.Policy) (*Env, func(*testing.T) Store) {
+		e := &Env{T: t, Now: start}
+		s, reopen := h.Open(t, e.Clock)
+		e.serve(s, policy)
+		return e, reopen
+	}
 	env := func(t *testing.T, policy opkey.Policy) *Env {
-		s, _ := h.Open(t)
-		return NewEnv(t, s, policy)
+		e, _ := open(t, policy)
+		return e
 	}
 
 	t.Run("created then repeat returns the stored ticket", func(t *testing.T) {
@@ -299,11 +332,11 @@ func Run(t *testing.T, h Harness) {
 	})
 
 	t.Run("restart returns the saved result", func(t *testing.T) {
-		s, reopen := h.Open(t)
-		e := NewEnv(t, s, opkey.PolicyArguments)
+		e, reopen := open(t, opkey.PolicyArguments)
 		first := e.Create("user-a", "r1", title)
 		Want(t, first, core.KindCreated)
-		e2 := NewEnv(t, reopen(t), opkey.PolicyArguments)
+		e2 := &Env{T: t, Now: e.Now}
+		e2.serve(reopen(t), opkey.PolicyArguments)
 		second := e2.Create("user-a", "r1", title)
 		Want(t, second, core.KindDuplicate)
 		if second.TicketID() != first.TicketID() {
