@@ -13,7 +13,7 @@ LAMBDA_TAGS  := lambda.norpc,nosqlite
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags $(LAMBDA_TAGS) -trimpath -ldflags='-s -w'
 FUZZTIME ?= 10s
 
-.PHONY: run test tools fmt vet unit load fuzz fuzz-long lint vuln build build-CallbackFunction \
+.PHONY: run test tools fmt vet cfnlint unit load fuzz fuzz-long lint vuln build build-CallbackFunction \
 	build-DeliveryFunction bench dynamodb-local seed-local clean
 
 ## run: the product locally on the embedded SQLite store, on loopback.
@@ -22,7 +22,7 @@ run:
 	go run ./functions/callback -config $(CONFIG)
 
 ## test: everything CI runs. Installs the tools first (idempotent).
-test: tools fmt vet unit load fuzz lint vuln
+test: tools fmt vet cfnlint unit load fuzz lint vuln
 
 ## tools: the Go tools of tools/go.mod (golangci-lint, govulncheck,
 ## aws-lambda-rie), DynamoDB Local and the offline vulnerability database,
@@ -36,6 +36,12 @@ fmt:
 vet:
 	go vet ./...
 	go vet -tags $(LAMBDA_TAGS) ./...
+
+## cfnlint: cfn-lint (the linter `sam validate --lint` runs) on template.yaml,
+## when it is installed; optional, so a machine without it skips the step.
+cfnlint:
+	@if cfn-lint --version >/dev/null 2>&1; then cfn-lint template.yaml && echo "cfn-lint $$(cfn-lint --version | cut -d' ' -f2): template.yaml passes"; \
+	else echo "cfn-lint not installed: template lint skipped (optional)"; fi
 
 ## unit: the suite under the race detector, load tests aside.
 unit:

@@ -43,7 +43,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("seedlocal", flag.ContinueOnError)
 	endpoint := fs.String("endpoint", "", "DynamoDB endpoint, e.g. http://127.0.0.1:8000 for DynamoDB Local (empty: AWS)")
 	table := fs.String("table", "tickets-local", "table name")
-	region := fs.String("region", config.DefaultRegion, "AWS region")
+	region := fs.String("region", "", "AWS region (empty: the SDK's chain: AWS_REGION, AWS_DEFAULT_REGION, the profile)")
 	path := fs.String("config", "config.example.json", "local configuration file whose users to write")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,27 +63,33 @@ func TestReadmeQuickStart(t *testing.T) {
 	script := section(t, readme, "curl-pair")
 	want := strings.Split(strings.TrimSpace(section(t, readme, "curl-output")), "\n")
 
-	// The README's configuration, on a free port and a temporary database.
-	dir := t.TempDir()
-	var cfg map[string]any
-	example, err := os.ReadFile(filepath.Join(root, "config.example.json"))
-	if err != nil || json.Unmarshal(example, &cfg) != nil {
-		t.Fatalf("config.example.json: %v", err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cfg["listen"] = addr
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	cfg["metrics_listen"] = metricsAddr
-	cfg["store"] = map[string]any{"kind": "sqlite", "path": filepath.Join(dir, "tickets.sqlite")}
-	cfgPath := filepath.Join(dir, "config.json")
-	b, _ := json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
+	// A copy of the repository is the working directory, as a fresh clone
+	// is: make run copies config.example.json to config.json there, with its
+	// relative store path, unchanged. Only the ports may change, when
+	// another process holds the README's (the test logs it).
+	dir := copyRepo(t, root)
+	addr, metricsAddr := "127.0.0.1:3210", "127.0.0.1:9464"
+	if !free(addr) || !free(metricsAddr) {
+		addr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+		metricsAddr = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+		t.Logf("the README's ports are taken: listen %s and metrics_listen %s instead; nothing else changed", addr, metricsAddr)
+		example, err := os.ReadFile(filepath.Join(dir, "config.example.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.Replace(string(example), `"127.0.0.1:3210"`, strconv.Quote(addr), 1)
+		cfg = strings.Replace(cfg, `"127.0.0.1:9464"`, strconv.Quote(metricsAddr), 1)
+		if cfg == string(example) {
+			t.Fatal("config.example.json does not listen on the README's ports")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	var serverLog bytes.Buffer
-	server := exec.Command("make", "--no-print-directory", "run", "CONFIG="+cfgPath)
-	server.Dir = root
+	server := exec.Command("make", "--no-print-directory", "run")
+	server.Dir = dir
 	server.Stdout, server.Stderr = &serverLog, &serverLog
 	server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := server.Start(); err != nil {
@@ -119,12 +126,11 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 
 	script = strings.ReplaceAll(script, "127.0.0.1:3210", addr)
-	script = strings.ReplaceAll(script, "-config config.json", "-config "+cfgPath)
 	run := func() string {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-		cmd.Dir = root
+		cmd.Dir = dir
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -166,6 +172,51 @@ func TestReadmeQuickStart(t *testing.T) {
 	if !strings.Contains(serverLog.String(), `"msg":"stopped"`) {
 		t.Errorf("the server did not shut down gracefully:\n%s", serverLog.String())
 	}
+	// The database is where the shipped config's relative path says: the
+	// copy's own folder.
+	if _, err := os.Stat(filepath.Join(dir, "tickets.sqlite")); err != nil {
+		t.Errorf("no tickets.sqlite in the working directory: %v", err)
+	}
+}
+
+// copyRepo copies the repository's files (tracked, and new ones not
+// ignored: what a fresh clone of this tree holds) into a temporary folder.
+func copyRepo(t *testing.T, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	dir := t.TempDir()
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		info, err := os.Lstat(src)
+		if err != nil || !info.Mode().IsRegular() {
+			continue // deleted from the work tree, or not a file
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, info.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// free reports whether nothing listens on addr.
+func free(addr string) bool {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
 
 func decodeLines(t *testing.T, s string) []map[string]any {

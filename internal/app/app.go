@@ -245,14 +245,22 @@ func OpenStore(ctx context.Context, cfg config.Store, logger *slog.Logger) (core
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default
-// credential chain, as the AWS CLI uses it. DynamoDB Local keeps one
-// database per access key unless it runs with -sharedDb, so credentials of
-// our own choosing would hide the tables a user made with the CLI. With an
-// endpoint (DynamoDB Local) and no credentials anywhere in the chain, fixed
-// dummy ones are used, since DynamoDB Local accepts any; the chain's EC2
-// metadata lookup is skipped then, which off EC2 only costs time.
+// chain, as the AWS CLI uses it, for credentials and for the region
+// (AWS_REGION, AWS_DEFAULT_REGION, the profile); region, when not empty
+// (the file's store.region), wins. DynamoDB Local keeps one database per
+// access key unless it runs with -sharedDb, so credentials of our own
+// choosing would hide the tables a user made with the CLI. With an
+// endpoint (DynamoDB Local) and no credentials anywhere in the chain,
+// fixed dummy ones are used, since DynamoDB Local accepts any, and with no
+// region anywhere LocalRegion (DynamoDB Local ignores it but the SDK signs
+// with one); the chain's EC2 metadata lookup is skipped then, which off EC2
+// only costs time. Without an endpoint, no region is an error: a guess
+// could act on a table of the same name in another region.
 func LocalAWSConfig(ctx context.Context, region, endpoint string, logger *slog.Logger) (aws.Config, error) {
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(region)}
+	var opts []func(*awsconfig.LoadOptions) error
+	if region != "" {
+		opts = append(opts, awsconfig.WithRegion(region))
+	}
 	if endpoint != "" {
 		opts = append(opts, awsconfig.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
@@ -261,7 +269,13 @@ func LocalAWSConfig(ctx context.Context, region, endpoint string, logger *slog.L
 		return aws.Config{}, fmt.Errorf("aws config: %w", err)
 	}
 	if endpoint == "" {
+		if awsCfg.Region == "" {
+			return aws.Config{}, errors.New("config: store.region: no AWS region: set AWS_REGION, a region in your AWS profile, or store.region")
+		}
 		return awsCfg, nil
+	}
+	if awsCfg.Region == "" {
+		awsCfg.Region = LocalRegion
 	}
 	if _, err := awsCfg.Credentials.Retrieve(ctx); err != nil {
 		logger.Info("no AWS credentials found; using dummy ones for the DynamoDB endpoint",
@@ -270,6 +284,10 @@ func LocalAWSConfig(ctx context.Context, region, endpoint string, logger *slog.L
 	}
 	return awsCfg, nil
 }
+
+// LocalRegion is the region LocalAWSConfig signs with for an endpoint
+// such as DynamoDB Local when the chain names none.
+const LocalRegion = "us-east-1"
 
 // DummyAccessKeyID is the access key of the dummy credentials of
 // LocalAWSConfig.

@@ -63,7 +63,6 @@ const (
 	MinRetention      = time.Minute
 	DefaultListen     = "127.0.0.1:3210"
 	DefaultSQLitePath = "tickets.sqlite"
-	DefaultRegion     = "us-east-1"
 )
 
 // Bounds of the integer settings.
@@ -267,7 +266,7 @@ type Store struct {
 	Path     string `json:"path"`     // sqlite
 	Table    string `json:"table"`    // dynamodb
 	Endpoint string `json:"endpoint"` // dynamodb, e.g. DynamoDB Local
-	Region   string `json:"region"`   // dynamodb, DefaultRegion when empty
+	Region   string `json:"region"`   // dynamodb; when empty, the AWS SDK's chain (AWS_REGION, AWS_DEFAULT_REGION, the profile)
 }
 
 // User is one entry of the file's users.
@@ -445,9 +444,6 @@ func ParseFile(b []byte) (Local, error) {
 	case "dynamodb":
 		if c.Store.Table == "" {
 			return c, errors.New("config: store.table is required when store.kind is dynamodb")
-		}
-		if c.Store.Region == "" {
-			c.Store.Region = DefaultRegion
 		}
 	default:
 		return c, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", c.Store.Kind)

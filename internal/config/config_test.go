@@ -194,7 +194,7 @@ func TestParseFileAccepted(t *testing.T) {
 		{"dynamodb with table and endpoint",
 			`{"store":{"kind":"dynamodb","table":"tickets","endpoint":"http://127.0.0.1:8000"}}`,
 			func(c Local) bool {
-				return c.Store == Store{Kind: "dynamodb", Table: "tickets", Endpoint: "http://127.0.0.1:8000", Region: "us-east-1"}
+				return c.Store == Store{Kind: "dynamodb", Table: "tickets", Endpoint: "http://127.0.0.1:8000"}
 			}},
 		{"key_policy request", `{"key_policy":"request"}`,
 			func(c Local) bool { return c.Policy == opkey.PolicyRequest }},

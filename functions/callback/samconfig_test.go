@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+// samOverrides reads the parameter_overrides of samconfig.toml's deploy
+// section (one TOML basic string of Name="value" pairs, as sam deploy
+// writes it) and the comment lines of the file.
+func samOverrides(t *testing.T, text string) (map[string]string, []string) {
+	t.Helper()
+	var comments []string
+	var raw string
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") {
+			comments = append(comments, strings.TrimSpace(strings.TrimPrefix(line, "#")))
+			continue
+		}
+		name, value, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(name) != "parameter_overrides" {
+			continue
+		}
+		s, err := strconv.Unquote(strings.TrimSpace(value))
+		if err != nil {
+			t.Fatalf("samconfig.toml: parameter_overrides is not one quoted string: %v", err)
+		}
+		raw, found = s, true
+	}
+	overrides := map[string]string{}
+	if !found {
+		return overrides, comments
+	}
+	pair := regexp.MustCompile(`^\s*([A-Za-z0-9]+)=(?:"([^"]*)"|([^\s"]*))`)
+	for rest := raw; strings.TrimSpace(rest) != ""; {
+		m := pair.FindStringSubmatch(rest)
+		if m == nil {
+			t.Fatalf("samconfig.toml: parameter_overrides: %q is not Name=\"value\"", rest)
+		}
+		overrides[m[1]] = m[2] + m[3]
+		rest = rest[len(m[0]):]
+	}
+	return overrides, comments
+}
+
+// Every parameter samconfig.toml overrides is one of the template's, and
+// one whose value differs from the template's default says why, in a
+// comment line "# Name: why". A "defaults, spelled out" line that is not
+// the template's default would deploy without what the docs promise (the
+// concurrency bound of the public URL, say).
+func TestSamconfigOverridesAreTheTemplatesDefaultsOrSayWhy(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overrides, comments := samOverrides(t, string(b))
+	if len(overrides) == 0 {
+		t.Fatal("samconfig.toml has no parameter_overrides; this test checks the shipped ones")
+	}
+	params := child(testenv.Template(t), "Parameters")
+	for name, v := range overrides {
+		p := child(params, name)
+		if p == nil {
+			t.Errorf("samconfig.toml overrides %s, which template.yaml does not declare", name)
+			continue
+		}
+		def := value(p, "Default")
+		if v == def {
+			continue
+		}
+		explained := false
+		for _, c := range comments {
+			if why, ok := strings.CutPrefix(c, name+":"); ok && strings.TrimSpace(why) != "" {
+				explained = true
+			}
+		}
+		if !explained {
+			t.Errorf("samconfig.toml sets %s=%q, but the template's default is %q; say why in a comment line \"# %s: …\" or drop it", name, v, def, name)
+		}
+	}
+}
+
+// The parser reads what sam deploy writes, and the check sees a value that
+// differs from the default: the shipped file's old ReservedConcurrency="0".
+func TestSamOverridesParser(t *testing.T) {
+	got, comments := samOverrides(t, "# ReservedConcurrency: a test stack\nparameter_overrides = \"A=\\\"x y\\\" ReservedConcurrency=\\\"0\\\" B=3\"\n")
+	if len(got) != 3 || got["ReservedConcurrency"] != "0" || got["B"] != "3" {
+		t.Fatalf("overrides = %v", got)
+	}
+	if len(comments) != 1 || comments[0] != "ReservedConcurrency: a test stack" {
+		t.Fatalf("comments = %q", comments)
+	}
+}
