@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -179,6 +180,21 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 	}
 }
 
+// A missing folder on the SQLite path is created, as a newcomer's
+// "data/tickets.sqlite" needs.
+func TestLocalCreatesTheStoreFolder(t *testing.T) {
+	cfg := localConfig(t, "k")
+	cfg.Store.Path = filepath.Join(t.TempDir(), "missing", "dir", "tickets.sqlite")
+	_, closer, err := LocalHandler(context.Background(), cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = closer.Close()
+	if _, err := os.Stat(cfg.Store.Path); err != nil {
+		t.Fatalf("no database at %s: %v", cfg.Store.Path, err)
+	}
+}
+
 func TestLocalRefused(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -187,9 +203,13 @@ func TestLocalRefused(t *testing.T) {
 	}{
 		{"store.kind nope -> store.kind", func(c *config.Local) { c.Store.Kind = "nope" }, "store.kind"},
 		{"hook key of 73 bytes -> hook key", func(c *config.Local) { c.HookKey = strings.Repeat("k", 73) }, "hook key"},
-		{"sqlite path in a missing directory -> error", func(c *config.Local) {
-			c.Store.Path = filepath.Join(t.TempDir(), "missing", "dir", "tickets.sqlite")
-		}, ""},
+		{"sqlite path under a file, not a folder -> store.path and the path", func(c *config.Local) {
+			file := filepath.Join(t.TempDir(), "a-file")
+			if err := os.WriteFile(file, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c.Store.Path = filepath.Join(file, "tickets.sqlite")
+		}, "store.path: " + filepath.Join("a-file", "tickets.sqlite")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
