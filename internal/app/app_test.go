@@ -209,7 +209,7 @@ func TestLocalRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Store.Path = filepath.Join(file, "tickets.sqlite")
-		}, "store.path: " + filepath.Join("a-file", "tickets.sqlite")},
+		}, filepath.Join("a-file", "tickets.sqlite") + ": cannot"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"log/slog"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
