@@ -267,6 +267,11 @@ func measureDelivery(r *runner, dir, count string) error {
 		"-count", count, "-timeout", "10m", "./functions/delivery"); err != nil {
 		return err
 	}
+	logf("delivery: scheduled sweep over a backlog")
+	if err := r.goTest(report.FileDeliverySweep, nil, "-run", "^$", "-bench", "^BenchmarkDeliverySweepDrain$", "-benchtime", "1x",
+		"-count", count, "-timeout", "20m", "./functions/delivery"); err != nil {
+		return err
+	}
 	for _, m := range []struct{ file, pkg string }{
 		{report.FileDeliveryMatrixSQLite, "./internal/store/sqlite"},
 		{report.FileDeliveryMatrixDynamoDB, "./internal/store/dynamo"},

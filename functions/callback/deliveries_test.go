@@ -20,6 +20,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -33,6 +34,8 @@ type opsStore struct {
 	svc *core.Service
 	ds  delivery.Store
 	n   int
+	// stdin is what the command reads on its standard input.
+	stdin string
 }
 
 func newOpsStore(t *testing.T, kind string) *opsStore {
@@ -85,7 +88,7 @@ func (o *opsStore) ticket(st delivery.State) string {
 // run runs the operator's command in-process.
 func (o *opsStore) run(args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := app.Deliveries(context.Background(), o.cfg, args, &stdout, &stderr)
+	code := app.Deliveries(context.Background(), o.cfg, args, strings.NewReader(o.stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -225,4 +228,179 @@ func TestOperatorSettlesWhileServerRuns(t *testing.T) {
 		}
 	}
 	s.stop()
+}
+
+// failedAt creates a ticket as if at created and records it failed with
+// the error text msg.
+func (o *opsStore) failedAt(created time.Time, msg string) string {
+	o.t.Helper()
+	o.svc.Now = func() time.Time { return created }
+	defer func() { o.svc.Now = nil }()
+	id := o.ticket(delivery.StatePending)
+	now := time.Now()
+	ctx := context.Background()
+	if _, err := o.ds.Claim(ctx, id, "w", now, now.Add(time.Minute)); err != nil {
+		o.t.Fatal(err)
+	}
+	if err := o.ds.Record(ctx, id, "w", delivery.Update{State: delivery.StateFailed, Attempts: 1, Error: msg}); err != nil {
+		o.t.Fatal(err)
+	}
+	return id
+}
+
+// TestDeliveriesBulkRetry: retry -state failed shows the store it acts on,
+// the tickets and their count, and changes nothing without a "y" on stdin
+// or -yes; -since keeps the tickets created within the duration; unknown
+// tickets are never retried in bulk. On SQLite and DynamoDB Local.
+func TestDeliveriesBulkRetry(t *testing.T) {
+	for _, kind := range []string{"sqlite", "dynamodb"} {
+		t.Run(kind, func(t *testing.T) {
+			o := newOpsStore(t, kind)
+			old := o.failedAt(time.Now().Add(-3*time.Hour), "send refused (HTTP 422): RecordInvalid")
+			recent1 := o.failedAt(time.Now(), "send refused (HTTP 422): RecordInvalid")
+			recent2 := o.failedAt(time.Now(), "attempts ran out (8 sends): send not_created (HTTP 429)")
+			unknown := o.ticket(delivery.StateUnknown)
+			state := func(id string) delivery.State {
+				r, err := o.ds.Delivery(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.State
+			}
+			where := "SQLite file " + o.cfg.Store.Path
+			if kind == "dynamodb" {
+				where = "DynamoDB table " + o.cfg.Store.Table + " in region us-east-1"
+			}
+
+			// Not confirmed: no stdin (as in CI), or an answer other than y.
+			for _, answer := range []string{"", "n\n", "maybe\n"} {
+				o.stdin = answer
+				code, stdout, stderr := o.run("retry", "--state", "failed")
+				if code != 1 || stdout != "" || !strings.Contains(stderr, "store: "+where) ||
+					!strings.Contains(stderr, "3 failed ticket(s) to retry") || !strings.Contains(stderr, recent2) ||
+					!strings.Contains(stderr, "not confirmed: nothing changed") {
+					t.Fatalf("answer %q: %d %q\n%s", answer, code, stdout, stderr)
+				}
+			}
+			for _, id := range []string{old, recent1, recent2} {
+				if st := state(id); st != delivery.StateFailed {
+					t.Fatalf("%s is %s after an unconfirmed retry", id, st)
+				}
+			}
+
+			// -since 1h -yes: the two recent ones only.
+			o.stdin = ""
+			code, stdout, stderr := o.run("retry", "--state", "failed", "--since", "1h", "--yes")
+			if code != 0 || !strings.Contains(stderr, "2 failed ticket(s) created within 1h0m0s") ||
+				strings.Count(stdout, "failed -> pending") != 2 || strings.Contains(stderr, old) {
+				t.Fatalf("retry -since 1h -yes: %d\n%s%s", code, stdout, stderr)
+			}
+			if state(old) != delivery.StateFailed || state(recent1) != delivery.StatePending || state(recent2) != delivery.StatePending {
+				t.Fatalf("after -since 1h: old %s, recent %s %s", state(old), state(recent1), state(recent2))
+			}
+
+			// Confirmed with "y" on stdin: the old one.
+			o.stdin = "y\n"
+			code, stdout, stderr = o.run("retry", "-state", "failed")
+			if code != 0 || !strings.Contains(stderr, "1 failed ticket(s) to retry") || !strings.Contains(stdout, old+"\tfailed -> pending") {
+				t.Fatalf("retry confirmed: %d\n%s%s", code, stdout, stderr)
+			}
+			if r, _ := o.ds.Delivery(context.Background(), old); r.State != delivery.StatePending || r.Attempts != 0 {
+				t.Fatalf("after retry: %+v", r)
+			}
+			// Nothing left: no question asked.
+			o.stdin = ""
+			if code, _, stderr := o.run("retry", "-state", "failed"); code != 0 || !strings.Contains(stderr, "0 failed ticket(s): nothing to retry") {
+				t.Fatalf("retry with nothing failed: %d %s", code, stderr)
+			}
+			if state(unknown) != delivery.StateUnknown {
+				t.Fatalf("a bulk retry changed the unknown ticket")
+			}
+			for _, args := range [][]string{
+				{"retry", "-state", "unknown", "-yes"}, {"retry", "-state", "failed", recent1}, {"retry", "-since", "1h", recent1},
+				{"retry", "-yes", recent1}, {"retry", "-state", "failed", "-since", "-1h"}, {"list", "-yes"}, {"retry", "-state", "failed", "-json"},
+			} {
+				if code, _, _ := o.run(args...); code != 2 {
+					t.Fatalf("%v: exit %d, want 2 (usage)", args, code)
+				}
+			}
+			// The single-id retry still works.
+			o.stdin = ""
+			id := o.failedAt(time.Now(), "send refused (HTTP 400)")
+			if code, _, stderr := o.run("retry", id); code != 0 || state(id) != delivery.StatePending {
+				t.Fatalf("retry %s: %d %s", id, code, stderr)
+			}
+		})
+	}
+}
+
+// TestDeliveriesListJSON: list -json writes one JSON object per line with
+// the record's fields, and nothing for an empty state.
+func TestDeliveriesListJSON(t *testing.T) {
+	o := newOpsStore(t, "sqlite")
+	a, b := o.ticket(delivery.StateUnknown), o.ticket(delivery.StateUnknown)
+	o.ticket(delivery.StateFailed)
+	code, stdout, stderr := o.run("list", "-state", "unknown", "-json")
+	if code != 0 || !strings.Contains(stderr, "2 unknown ticket(s)") {
+		t.Fatalf("list -json: %d %s", code, stderr)
+	}
+	var ids []string
+	for line := range strings.Lines(stdout) {
+		var r struct {
+			TicketID        string `json:"ticket_id"`
+			State           string `json:"state"`
+			Attempts        int    `json:"attempts"`
+			MayBeInHelpdesk bool   `json:"may_be_in_helpdesk"`
+			Error           string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if r.State != "unknown" || r.Attempts != 8 || !r.MayBeInHelpdesk || !strings.Contains(r.Error, "bad gateway") {
+			t.Fatalf("line %q", line)
+		}
+		ids = append(ids, r.TicketID)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint([]string{a, b}) {
+		t.Fatalf("ids %v, want [%s %s]", ids, a, b)
+	}
+	if code, stdout, _ := o.run("list", "-state", "delivering", "-json"); code != 0 || stdout != "" {
+		t.Fatalf("empty list -json: %d %q", code, stdout)
+	}
+}
+
+// TestDeliveriesRedactURLs: an error text holding a Slack-style webhook
+// URL (a secret in its path, a token in its query, user info) is printed
+// by list, list -json, show and the bulk retry's preview only as
+// httpsend.RedactRaw shows that URL, the one redaction of the
+// destinations' URLs: never its query or user info, and never a path
+// segment that function drops.
+func TestDeliveriesRedactURLs(t *testing.T) {
+	const hook = "https://bot:PWSECRET@hooks.slack.com/services/T000/B000/XXXXSECRET?token=QSECRET"
+	o := newOpsStore(t, "sqlite")
+	id := o.failedAt(time.Now(), `send unknown: Post "`+hook+`": context deadline exceeded; also at `+hook+`.`)
+	redacted := httpsend.RedactRaw(hook)
+	secrets := []string{"PWSECRET", "QSECRET"}
+	if !strings.Contains(redacted, "XXXXSECRET") {
+		secrets = append(secrets, "XXXXSECRET")
+	}
+	for _, args := range [][]string{{"list", "-state", "failed"}, {"list", "-state", "failed", "-json"}, {"show", id}, {"retry", "-state", "failed"}} {
+		code, stdout, stderr := o.run(args...)
+		out := stdout + stderr
+		if args[0] == "list" && args[len(args)-1] == "-json" {
+			var r struct{ Error string }
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			out = r.Error
+		}
+		for _, s := range secrets {
+			if strings.Contains(out, s) {
+				t.Errorf("%v prints %s:\n%s", args, s, out)
+			}
+		}
+		if (args[0] != "retry" && code != 0) || !strings.Contains(out, redacted) {
+			t.Errorf("%v: exit %d, want the URL as %s in\n%s", args, code, redacted, out)
+		}
+	}
 }

@@ -69,7 +69,7 @@ func runLocal(args []string) int {
 			fmt.Fprintf(os.Stderr, "unknown command %q; the one command is deliveries\n%s", fs.Arg(0), app.DeliveriesUsage)
 			return 2
 		}
-		return app.Deliveries(context.Background(), cfg, fs.Args()[1:], os.Stdout, os.Stderr)
+		return app.Deliveries(context.Background(), cfg, fs.Args()[1:], os.Stdin, os.Stdout, os.Stderr)
 	}
 	if *printNonce {
 		if cfg.HookKey == "" {

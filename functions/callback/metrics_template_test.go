@@ -74,6 +74,9 @@ func TestTemplateMetrics(t *testing.T) {
 		{"callbacks_total", ""},
 		{"AWS/Lambda:Throttles", "FunctionName=!Ref CallbackFunction"},
 		{"deliveries_total", "state=unknown"},
+		{"deliveries_total", "state=failed"},
+		{"deliveries_total", "state=misconfigured"},
+		{"AWS/Lambda:Errors", "FunctionName=!Ref DeliveryFunction"},
 		{"AWS/SQS:ApproximateNumberOfMessagesVisible", "QueueName=!GetAtt DeliveryDeadLetterQueue.QueueName"},
 		{"AWS/Lambda:IteratorAge", "FunctionName=!Ref DeliveryFunction"},
 	} {

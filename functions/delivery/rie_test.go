@@ -126,6 +126,9 @@ func TestDeliveryUnderRIE(t *testing.T) {
 		"DELIVERY_URL":              fake.URL(),
 		"DELIVERY_SECRET":           string(secret),
 		"DELIVERY_TIMEOUT":          "3s",
+		// The template's Timeout: the sweep claims nothing once less than
+		// one lease plus one call timeout is left.
+		"AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
 	})
 
 	t.Run("stream", func(t *testing.T) {

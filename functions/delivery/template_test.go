@@ -9,9 +9,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -115,14 +118,30 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 	if _, ok := at(t, tp, p).(map[string]any)["Policies"]; ok {
 		t.Errorf("%s.Policies: the role is the function's own; SAM policies would add to it", p)
 	}
-	if timeout, _ := strconv.Atoi(fmt.Sprint(at(t, tp, p+".Timeout"))); timeout < 50 || timeout > 900 {
-		t.Errorf("Timeout %d: must outlast a 45 s delivery lease", timeout)
+	// The sweep claims until one lease plus one call timeout is left: at
+	// the default call timeout it must claim for most of the schedule's
+	// minute (a backlog drains in one invocation) and not much longer (the
+	// next minute's sweep takes over), and at the longest timeout still
+	// claim at all.
+	timeout, _ := strconv.Atoi(fmt.Sprint(at(t, tp, p+".Timeout")))
+	fnTimeout := time.Duration(timeout) * time.Second
+	claims := func(call time.Duration) time.Duration { return fnTimeout - delivery.LeaseFor(call) - call }
+	if c := claims(config.DefaultDeliveryTimeout); c < 45*time.Second || c > time.Minute {
+		t.Errorf("Timeout %d: the sweep claims for %s at the default call timeout; want 45 s to a minute", timeout, c)
 	}
+	if c := claims(config.MaxDeliveryTimeout); c < 20*time.Second {
+		t.Errorf("Timeout %d: the sweep claims for %s at the longest call timeout; want at least 20 s", timeout, c)
+	}
+	eq(t, tp, p+".EventInvokeConfig.MaximumRetryAttempts", "0")
+	eq(t, tp, "Parameters.DeliverySweepConcurrency.Default", strconv.Itoa(config.DefaultDeliverySweepConcurrency))
+	eq(t, tp, "Parameters.DeliverySweepConcurrency.MinValue", "1")
+	eq(t, tp, "Parameters.DeliverySweepConcurrency.MaxValue", strconv.Itoa(config.MaxDeliverySweepConcurrency))
 	env := p + ".Environment.Variables"
 	for k, want := range map[string]string{
 		"TABLE_NAME": "TicketsTable", "DELIVERY_KIND": "DeliveryKind", "DELIVERY_URL": "DeliveryUrl",
 		"DELIVERY_SECRET_PARAMETER": "DeliverySecretParameterName", "DELIVERY_MAX_ATTEMPTS": "DeliveryMaxAttempts",
 		"DELIVERY_TIMEOUT": "DeliveryTimeout", "DELIVERY_LOOKUP": "DeliveryLookup",
+		"DELIVERY_SWEEP_CONCURRENCY": "DeliverySweepConcurrency",
 	} {
 		eq(t, tp, env+"."+k, map[string]any{"!Ref": want})
 	}

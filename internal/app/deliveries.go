@@ -1,29 +1,40 @@
 package app
 
 import (
+	"bufio"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
 
 // DeliveriesUsage is the operator's command's synopsis.
 const DeliveriesUsage = `usage: callback -config config.json deliveries COMMAND
-  list    [-state unknown|failed|pending|delivering|delivered] [-limit 100]
-          tickets in a delivery state (default unknown), by ticket id
+  list    [-state unknown|failed|pending|delivering|delivered] [-limit 100] [-json]
+          tickets in a delivery state (default unknown), by ticket id; -json
+          writes one JSON object per line (for jq and scripts)
   show    TICKET_ID
           one ticket's delivery: state, attempts, error, helpdesk id and URL, due time
   retry   TICKET_ID
           send a failed ticket again: back to pending, due now, attempts reset
+  retry   -state failed [-since DURATION] [-yes]
+          retry every failed ticket (with -since, only those created within
+          DURATION, e.g. 2h); shows the store, the tickets and their count,
+          and asks to confirm ("y") unless -yes is given
   resolve -external-id ID [-external-url URL] TICKET_ID
           an unknown ticket IS in the helpdesk (a person found it there under
           external_id = TICKET_ID): record it delivered with the helpdesk's id
@@ -32,11 +43,16 @@ const DeliveriesUsage = `usage: callback -config config.json deliveries COMMAND
           again, back to pending, due now, attempts reset
 `
 
+// maxBulk bounds the tickets one bulk retry reads and changes; a larger
+// backlog is retried by running the command again.
+const maxBulk = 10000
+
 // Deliveries runs the operator's command on the configuration's store
-// (SQLite or DynamoDB): args are what follows "deliveries". It returns the
-// exit status: 0 done, 1 refused or failed (one line on stderr saying
-// why), 2 bad usage.
-func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, stderr io.Writer) int {
+// (SQLite or DynamoDB): args are what follows "deliveries"; stdin answers
+// a bulk change's confirmation. It returns the exit status: 0 done, 1
+// refused, not confirmed or failed (one line on stderr saying why), 2 bad
+// usage.
+func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, DeliveriesUsage)
 		return 2
@@ -51,12 +67,21 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 		externalID  = fs.String("external-id", "", "resolve: the helpdesk's id of the ticket")
 		externalURL = fs.String("external-url", "", "resolve: the helpdesk's URL of the ticket")
 		resend      = fs.Bool("resend", false, "resolve: the helpdesk does not hold it; send it again")
+		asJSON      = fs.Bool("json", false, "list: one JSON object per line")
+		since       = fs.Duration("since", 0, "retry -state: only tickets created within this long")
+		yes         = fs.Bool("yes", false, "retry -state: change without asking")
 	)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	bulk := cmd == "retry" && set["state"]
 	want := map[string]int{"list": 0, "show": 1, "retry": 1, "resolve": 1}
+	if bulk {
+		want["retry"] = 0
+	}
 	n, known := want[cmd]
 	if !known || len(pos) != n {
 		if known {
@@ -67,9 +92,10 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 		fmt.Fprint(stderr, DeliveriesUsage)
 		return 2
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	allowed := map[string][]string{"list": {"state", "limit"}, "resolve": {"external-id", "external-url", "resend"}}[cmd]
+	allowed := map[string][]string{"list": {"state", "limit", "json"}, "resolve": {"external-id", "external-url", "resend"}}[cmd]
+	if bulk {
+		allowed = []string{"state", "since", "yes"}
+	}
 	for name := range set {
 		if !slices.Contains(allowed, name) {
 			fmt.Fprintf(stderr, "deliveries %s: -%s does not apply\n", cmd, name)
@@ -87,6 +113,10 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 	st := delivery.State(*state)
 	if cmd == "list" && (!st.Valid() || *limit < 1) {
 		fmt.Fprintf(stderr, "deliveries list: -state %q is not one of pending, delivering, delivered, failed, unknown, or -limit is below 1\n", *state)
+		return 2
+	}
+	if bulk && (st != delivery.StateFailed || *since < 0) {
+		fmt.Fprintf(stderr, "deliveries retry: -state %q: only failed tickets are retried (unknown ones are resolved, one by one), and -since must not be negative\n", *state)
 		return 2
 	}
 
@@ -109,18 +139,22 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 		if err != nil {
 			return fail(stderr, err)
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TICKET_ID\tSTATE\tATTEMPTS\tDUE_AT\tEXTERNAL_ID\tERROR")
-		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.TicketID, r.State, r.Attempts, stamp(r.DueAt),
-				dash(r.ExternalID), dash(oneLine(r.Error)))
+		if *asJSON {
+			if err := writeJSONLines(stdout, recs); err != nil {
+				return fail(stderr, err)
+			}
+		} else {
+			table(stdout, recs)
 		}
-		_ = tw.Flush()
 		fmt.Fprintf(stderr, "%d %s ticket(s)\n", len(recs), st)
 		return 0
 	case "show":
 		return show(ctx, admin, pos[0], stdout, stderr)
 	case "retry":
+		if bulk {
+			return retryAll(ctx, bulkRun{cfg: cfg.Store, admin: admin, tickets: store, since: *since, yes: *yes, now: now,
+				stdin: stdin, stdout: stdout, stderr: stderr})
+		}
 		if err := delivery.Retry(ctx, admin, pos[0], now); err != nil {
 			return fail(stderr, err)
 		}
@@ -143,6 +177,147 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdout, st
 	return show(ctx, admin, pos[0], stdout, stderr)
 }
 
+// table writes records as the list's table.
+func table(w io.Writer, recs []delivery.Record) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TICKET_ID\tSTATE\tATTEMPTS\tDUE_AT\tEXTERNAL_ID\tERROR")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.TicketID, r.State, r.Attempts, stamp(r.DueAt),
+			dash(r.ExternalID), dash(shown(r.Error)))
+	}
+	_ = tw.Flush()
+}
+
+// listed is one ticket as list -json writes it: the fields of show, times
+// in RFC 3339 (UTC), absent ones left out.
+type listed struct {
+	TicketID        string `json:"ticket_id"`
+	State           string `json:"state"`
+	Attempts        int    `json:"attempts"`
+	LookupFailures  int    `json:"lookup_failures"`
+	MayBeInHelpdesk bool   `json:"may_be_in_helpdesk"`
+	Error           string `json:"error,omitempty"`
+	ExternalID      string `json:"external_id,omitempty"`
+	ExternalURL     string `json:"external_url,omitempty"`
+	DueAt           string `json:"due_at,omitempty"`
+	LeaseUntil      string `json:"lease_until,omitempty"`
+	DeliveredAt     string `json:"delivered_at,omitempty"`
+}
+
+// writeJSONLines writes one JSON object per record and line (JSON Lines):
+// a script reads it as it comes, jq takes it as is, and an empty list is
+// no output at all.
+func writeJSONLines(w io.Writer, recs []delivery.Record) error {
+	enc := json.NewEncoder(w)
+	for _, r := range recs {
+		if err := enc.Encode(listed{TicketID: r.TicketID, State: string(r.State), Attempts: r.Attempts,
+			LookupFailures: r.LookupFailures, MayBeInHelpdesk: r.SentUnknown, Error: shown(r.Error),
+			ExternalID: r.ExternalID, ExternalURL: shownURL(r.ExternalURL), DueAt: jsonStamp(r.DueAt),
+			LeaseUntil: jsonStamp(r.LeaseUntil), DeliveredAt: jsonStamp(r.DeliveredAt)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bulkRun is one bulk retry: the store it acts on and how it asks.
+type bulkRun struct {
+	cfg            config.Store
+	admin          delivery.Admin
+	tickets        core.Store // for each ticket's creation time (-since)
+	since          time.Duration
+	yes            bool
+	now            time.Time
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// retryAll retries every failed ticket (created within since, when set):
+// it shows the store it is about to change, the tickets and their count,
+// and goes on only after -yes or a "y" on stdin. Each ticket is retried
+// on its own (delivery.Retry), so one that left the failed state in the
+// meantime is refused and reported, and the others go on.
+func retryAll(ctx context.Context, b bulkRun) int {
+	recs, err := b.admin.List(ctx, delivery.StateFailed, maxBulk)
+	if err != nil {
+		return fail(b.stderr, err)
+	}
+	what := "failed ticket(s)"
+	if b.since > 0 {
+		what = fmt.Sprintf("failed ticket(s) created within %s (since %s)", b.since, stamp(b.now.Add(-b.since)))
+		kept := recs[:0]
+		for _, r := range recs {
+			t, err := b.tickets.Ticket(ctx, r.TicketID)
+			if err != nil {
+				return fail(b.stderr, fmt.Errorf("ticket %s: %w", r.TicketID, err))
+			}
+			if !t.CreatedAt.Before(b.now.Add(-b.since)) {
+				kept = append(kept, r)
+			}
+		}
+		recs = kept
+	}
+	fmt.Fprintf(b.stderr, "store: %s\n", storeName(b.cfg))
+	if len(recs) == 0 {
+		fmt.Fprintf(b.stderr, "0 %s: nothing to retry\n", what)
+		return 0
+	}
+	table(b.stderr, recs)
+	fmt.Fprintf(b.stderr, "%d %s to retry: each goes back to pending, due now, attempts reset\n", len(recs), what)
+	if len(recs) == maxBulk {
+		fmt.Fprintf(b.stderr, "(at most %d at a time: run the command again for the rest)\n", maxBulk)
+	}
+	if !b.yes {
+		fmt.Fprintf(b.stderr, "retry these %d ticket(s)? [y/N] ", len(recs))
+		if !confirmed(b.stdin) {
+			fmt.Fprintln(b.stderr, "not confirmed: nothing changed")
+			return 1
+		}
+	}
+	done, refused := 0, 0
+	for _, r := range recs {
+		if err := delivery.Retry(ctx, b.admin, r.TicketID, b.now); err != nil {
+			refused++
+			fmt.Fprintf(b.stdout, "%s\tnot retried: %s\n", r.TicketID, shown(err.Error()))
+			continue
+		}
+		done++
+		fmt.Fprintf(b.stdout, "%s\tfailed -> pending\n", r.TicketID)
+	}
+	fmt.Fprintf(b.stderr, "%d ticket(s) retried, %d not; a running local server delivers them within a second, the deployed sweep within a minute\n", done, refused)
+	if refused > 0 {
+		return 1
+	}
+	return 0
+}
+
+// confirmed reads one line of r: "y" or "yes", in any case, confirms;
+// anything else, or no line at all (no terminal, as in CI), does not.
+func confirmed(r io.Reader) bool {
+	if r == nil {
+		return false
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && line == "" {
+		return false
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "y" || a == "yes"
+}
+
+// storeName names the store a command acts on: the SQLite file, or the
+// DynamoDB table with its region (and endpoint when not AWS's own).
+func storeName(s config.Store) string {
+	if s.Kind == "dynamodb" {
+		name := fmt.Sprintf("DynamoDB table %s in region %s", s.Table, cmp.Or(s.Region, config.DefaultRegion))
+		if s.Endpoint != "" {
+			name += " at " + httpsend.RedactRaw(s.Endpoint)
+		}
+		return name
+	}
+	return "SQLite file " + s.Path
+}
+
 func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Writer) int {
 	r, err := a.Delivery(ctx, id)
 	if err != nil {
@@ -155,9 +330,9 @@ func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Wr
 		{"attempts", fmt.Sprint(r.Attempts)},
 		{"lookup_failures", fmt.Sprint(r.LookupFailures)},
 		{"may_be_in_helpdesk", fmt.Sprint(r.SentUnknown)},
-		{"error", dash(oneLine(r.Error))},
+		{"error", dash(shown(r.Error))},
 		{"external_id", dash(r.ExternalID)},
-		{"external_url", dash(r.ExternalURL)},
+		{"external_url", dash(shownURL(r.ExternalURL))},
 		{"due_at", stamp(r.DueAt)},
 		{"lease_until", stamp(r.LeaseUntil)},
 		{"delivered_at", stamp(r.DeliveredAt)},
@@ -172,7 +347,7 @@ func fail(stderr io.Writer, err error) int {
 	if errors.Is(err, delivery.ErrNotFound) {
 		err = fmt.Errorf("%w (the ticket does not exist, or was created with no destination configured)", err)
 	}
-	fmt.Fprintln(stderr, oneLine(err.Error()))
+	fmt.Fprintln(stderr, shown(err.Error()))
 	return 1
 }
 
@@ -207,3 +382,34 @@ func dash(s string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func jsonStamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// urlInText is a URL inside an error text, up to the first space, quote
+// or bracket.
+var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>()\[\]{}]+`)
+
+// shown is a stored text as the command prints it: on one line, each URL
+// in it redacted by httpsend.RedactRaw, the one redaction of the
+// destinations' URLs. The adapters store errors already redacted; this
+// holds for a record written before, or by hand.
+func shown(s string) string {
+	return urlInText.ReplaceAllStringFunc(oneLine(s), func(u string) string {
+		trimmed := strings.TrimRight(u, ".,;:")
+		return httpsend.RedactRaw(trimmed) + u[len(trimmed):]
+	})
+}
+
+// shownURL is a stored URL as the command prints it (httpsend.RedactRaw);
+// "" stays "".
+func shownURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	return httpsend.RedactRaw(u)
+}

@@ -115,7 +115,7 @@ func TestDeliveryFromEnv(t *testing.T) {
 			t.Fatalf("ok=%t err=%v", ok, err)
 		}
 		want := Delivery{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "agent@acme.com", Token: "tok-123",
-			MaxAttempts: 8, Timeout: 10 * time.Second}
+			MaxAttempts: 8, Timeout: 10 * time.Second, SweepConcurrency: DefaultDeliverySweepConcurrency}
 		if d != want {
 			t.Errorf("got %+v, want %+v", d, want)
 		}
@@ -126,6 +126,7 @@ func TestDeliveryFromEnv(t *testing.T) {
 			"DELIVERY_KIND": "webhook", "DELIVERY_URL": "http://127.0.0.1:9/hook",
 			"DELIVERY_SECRET_PARAMETER": "/aivax/delivery", "DELIVERY_SECRET": `{"secret":"from-env"}`,
 			"DELIVERY_LOOKUP": "true", "DELIVERY_MAX_ATTEMPTS": "3", "DELIVERY_TIMEOUT": "2s",
+			"DELIVERY_SWEEP_CONCURRENCY": "4",
 		}), func(name string) (string, error) {
 			calls++
 			if name != "/aivax/delivery" {
@@ -136,7 +137,7 @@ func TestDeliveryFromEnv(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("ok=%t err=%v", ok, err)
 		}
-		if d.Secret != "from-ssm" || !d.Lookup || d.MaxAttempts != 3 || d.Timeout != 2*time.Second || calls != 1 {
+		if d.Secret != "from-ssm" || !d.Lookup || d.MaxAttempts != 3 || d.Timeout != 2*time.Second || d.SweepConcurrency != 4 || calls != 1 {
 			t.Errorf("got %+v after %d parameter reads", d, calls)
 		}
 	})
@@ -156,6 +157,9 @@ func TestDeliveryFromEnv(t *testing.T) {
 		{"timeout too long", "timeout", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_TIMEOUT": "1m"}},
 		{"timeout not a duration", "DELIVERY_TIMEOUT", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_TIMEOUT": "10"}},
 		{"lookup not bool", "DELIVERY_LOOKUP", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_LOOKUP": "yes please"}},
+		{"sweep concurrency zero", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_SWEEP_CONCURRENCY": "0"}},
+		{"sweep concurrency too many", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_SWEEP_CONCURRENCY": "257"}},
+		{"sweep concurrency not a number", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_SWEEP_CONCURRENCY": "lots"}},
 		{"parameter fails", "DELIVERY_SECRET_PARAMETER", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET_PARAMETER": "/p"}},
 	}
 	for _, c := range bad {

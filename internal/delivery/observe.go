@@ -18,10 +18,14 @@ const (
 	ResultFailed    Result = "failed"
 	ResultUnknown   Result = "unknown"
 	ResultRetried   Result = "retried"
+	// ResultMisconfigured: the step ended because the destination refused
+	// our credentials or URL (401, 403, 404 on create); the ticket stays
+	// pending.
+	ResultMisconfigured Result = "misconfigured"
 )
 
-// Results are the four results, in the order the metrics list them.
-var Results = []Result{ResultDelivered, ResultFailed, ResultUnknown, ResultRetried}
+// Results are the results, in the order the metrics list them.
+var Results = []Result{ResultDelivered, ResultFailed, ResultUnknown, ResultRetried, ResultMisconfigured}
 
 // Step is one delivery step as an Observer sees it once it is recorded.
 // TicketID is for the log line that reports the step; it is never a metric

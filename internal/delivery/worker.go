@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -138,6 +139,115 @@ func (w *Worker) Sweep(ctx context.Context) int {
 	w.dispatch(ctx, &moved)
 	w.wg.Wait()
 	return int(moved.Load())
+}
+
+// maxDueQuery bounds the ids one Due query of Drain asks for.
+const maxDueQuery = 1000
+
+// Drain delivers the tickets that are due, up to Concurrency at once,
+// claiming the next as soon as a slot frees up (never waiting for the
+// slowest of a round), for as long as more reports true (asked before
+// each claim; nil means always) and tickets are due or in flight. It
+// waits for the deliveries it started and returns how many steps it
+// recorded. A Due query that fails ends the drain (once the deliveries in
+// flight are over) with that error: a sweep that cannot see its tickets
+// must say so. A ticket whose step in this drain was refused (held by
+// another worker, already final, or a failed step, which is logged) is
+// not taken again by the same drain; the next one finds it.
+func (w *Worker) Drain(ctx context.Context, more func() bool) (int, error) {
+	w.init()
+	var (
+		moved  atomic.Int64
+		wg     sync.WaitGroup
+		mu     sync.Mutex // guards skip
+		skip   = map[string]bool{}
+		freed  = make(chan struct{}, 1) // a delivery of this drain ended
+		mine   atomic.Int64             // deliveries of this drain in flight
+		failed error
+	)
+	canClaim := func() bool { return ctx.Err() == nil && (more == nil || more()) }
+sweep:
+	for canClaim() {
+		w.mu.Lock()
+		busy := len(w.inflight)
+		w.mu.Unlock()
+		mu.Lock()
+		limit := min(cap(w.slots)+busy+len(skip), maxDueQuery)
+		mu.Unlock()
+		ids, err := w.Engine.Store.Due(ctx, w.Engine.now(), limit)
+		if err != nil {
+			failed = fmt.Errorf("find due tickets: %w", err)
+			break
+		}
+		started := 0
+		for _, id := range ids {
+			w.mu.Lock()
+			taken := w.inflight[id]
+			w.mu.Unlock()
+			mu.Lock()
+			taken = taken || skip[id]
+			mu.Unlock()
+			if taken {
+				continue
+			}
+			acquired := false
+			select {
+			case w.slots <- struct{}{}:
+				acquired = true
+			case <-ctx.Done():
+			}
+			if !acquired || !canClaim() {
+				if acquired {
+					<-w.slots
+				}
+				break sweep
+			}
+			w.mu.Lock()
+			w.inflight[id] = true
+			w.mu.Unlock()
+			started++
+			mine.Add(1)
+			wg.Go(func() {
+				u, err := w.Engine.deliver(ctx, id)
+				switch {
+				case err == nil:
+					moved.Add(1)
+					if u.State == StateFailed || u.State == StateUnknown {
+						w.warnFinal(id, u)
+					}
+				case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
+				default:
+					w.logFailure("deliver", id, err)
+				}
+				if err != nil {
+					mu.Lock()
+					skip[id] = true
+					mu.Unlock()
+				}
+				w.mu.Lock()
+				delete(w.inflight, id)
+				w.mu.Unlock()
+				<-w.slots
+				mine.Add(-1)
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
+			})
+		}
+		if started > 0 {
+			continue // the query may have been cut at limit: ask again
+		}
+		if mine.Load() == 0 {
+			break // nothing due that this drain may take, and none in flight
+		}
+		select { // everything due is in flight: wait for one to end
+		case <-freed:
+		case <-ctx.Done():
+		}
+	}
+	wg.Wait()
+	return int(moved.Load()), failed
 }
 
 // dispatch starts a delivery for each due ticket not already in flight,

@@ -6,6 +6,7 @@
 package deliverylambda
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 
+	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
@@ -26,18 +28,29 @@ import (
 // ticketPrefix is the partition key prefix of ticket items.
 const ticketPrefix = "TICKET#"
 
-// DefaultConcurrency bounds the tickets of one batch delivered at once.
+// DefaultConcurrency bounds the tickets of one stream batch delivered at
+// once (a batch holds at most 10).
 const DefaultConcurrency = 10
 
-// sweepRounds bounds how many times one scheduled invocation sweeps again
-// after a sweep that moved tickets on (a sweep takes at most Concurrency
-// tickets at once).
-const sweepRounds = 20
+// DefaultSweepConcurrency bounds the tickets the scheduled sweep delivers
+// at once, when SweepConcurrency is zero: config.DefaultDeliverySweepConcurrency.
+const DefaultSweepConcurrency = config.DefaultDeliverySweepConcurrency
 
 // Handler delivers tickets with Engine. Build it with New.
 type Handler struct {
+	// SweepConcurrency bounds the tickets the scheduled sweep delivers at
+	// once (DefaultSweepConcurrency when zero). Set it before the first
+	// event.
+	SweepConcurrency int
+	// CallTimeout is the destination's timeout per call
+	// (config.DefaultDeliveryTimeout when zero): the sweep claims no ticket
+	// once less than one lease plus one call timeout is left before the
+	// invocation's deadline. Set it before the first event.
+	CallTimeout time.Duration
+
 	engine *delivery.Engine
-	worker *delivery.Worker // the scheduled sweep's
+	worker *delivery.Worker // the scheduled sweep's; built at its first run
+	once   sync.Once
 	log    *slog.Logger
 	rec    metrics.Recorder
 }
@@ -61,7 +74,6 @@ func NewWithMetrics(engine delivery.Engine, store delivery.Store, dst delivery.D
 	e.Observer = stepLog{log: log, rec: rec}
 	return &Handler{
 		engine: &e,
-		worker: &delivery.Worker{Engine: &e, Concurrency: DefaultConcurrency, Log: log},
 		log:    log,
 		rec:    rec,
 	}
@@ -89,8 +101,9 @@ type streamRecord struct {
 }
 
 // Handle is the function's entry point: a stream batch is answered with
-// an events.DynamoDBEventResponse, a scheduled event with a SweepResult;
-// anything else is an error.
+// an events.DynamoDBEventResponse, a scheduled event with a SweepResult
+// (or the error of a sweep that could not query its tickets); anything
+// else is an error.
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -98,42 +111,63 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	}
 	switch {
 	case env.DetailType == "Scheduled Event":
-		return h.Sweep(ctx), nil
+		res, err := h.Sweep(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	case env.Records != nil:
 		return h.Stream(ctx, env.Records), nil
 	}
 	return nil, errors.New(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": "Scheduled Event")`)
 }
 
-// Sweep moves on the tickets that are due or whose lease ran out, again
-// while a sweep moved some and time is left for another.
-func (h *Handler) Sweep(ctx context.Context) SweepResult {
-	var res SweepResult
-	for range sweepRounds {
-		n := h.worker.Sweep(ctx)
-		res.Moved += n
-		if n == 0 || !h.timeForAnother(ctx) {
-			break
-		}
-	}
+// Sweep moves on the tickets that are due or whose lease ran out, up to
+// SweepConcurrency at once, claiming the next as soon as one is done, for
+// as long as the invocation has time left to finish a claim's calls and
+// record them (timeForAnother). It ends early when nothing is due and
+// nothing is in flight. A sweep whose query for due tickets failed returns
+// that error, after the deliveries it started have ended, so the
+// function's invocation fails and its Errors metric (and alarm) see a
+// sweep that cannot find its tickets.
+func (h *Handler) Sweep(ctx context.Context) (SweepResult, error) {
+	h.once.Do(func() {
+		h.worker = &delivery.Worker{Engine: h.engine, Concurrency: cmp.Or(h.SweepConcurrency, DefaultSweepConcurrency), Log: h.log}
+	})
+	moved, err := h.worker.Drain(ctx, func() bool { return h.timeForAnother(ctx) })
+	res := SweepResult{Moved: moved}
 	attrs := []slog.Attr{slog.Int("moved", res.Moved)}
-	// One count per run, on the index of live deliveries, after the
-	// rounds: what is left waiting.
-	switch n, err := delivery.CountWaiting(ctx, h.engine.Store); {
-	case err == nil:
-		attrs = append(attrs, h.rec.TicketsWaiting(ctx, n))
-	case !errors.Is(err, delivery.ErrNoCount):
-		attrs = append(attrs, slog.String("count_error", err.Error()))
+	level := slog.LevelInfo
+	if err != nil {
+		err = fmt.Errorf("delivery sweep: %w", err)
+		attrs = append(attrs, slog.String("error", err.Error()))
+		level = slog.LevelError
 	}
-	h.log.LogAttrs(ctx, slog.LevelInfo, "delivery sweep", attrs...)
-	return res
+	// One count per run, on the index of live deliveries, after the
+	// deliveries: what is left waiting.
+	switch n, cerr := delivery.CountWaiting(ctx, h.engine.Store); {
+	case cerr == nil:
+		attrs = append(attrs, h.rec.TicketsWaiting(ctx, n))
+	case !errors.Is(cerr, delivery.ErrNoCount):
+		attrs = append(attrs, slog.String("count_error", cerr.Error()))
+	}
+	h.log.LogAttrs(ctx, level, "delivery sweep", attrs...)
+	return res, err
 }
 
-// timeForAnother: a round can still finish a claim's calls and its record
-// before the invocation's deadline.
+// timeForAnother: a ticket claimed now can still finish its calls (each
+// cut off within the lease) and have its outcome recorded before the
+// invocation's deadline, with one call timeout to spare. Without a
+// deadline there is always time.
 func (h *Handler) timeForAnother(ctx context.Context) bool {
 	dl, ok := ctx.Deadline()
-	return !ok || time.Until(dl) > 2*delivery.LeaseFor(0)
+	return !ok || time.Until(dl) > h.reserve()
+}
+
+// reserve is the time a claim needs before the deadline: one lease plus
+// one call timeout.
+func (h *Handler) reserve() time.Duration {
+	return cmp.Or(h.engine.Lease, delivery.DefaultLease) + cmp.Or(h.CallTimeout, config.DefaultDeliveryTimeout)
 }
 
 // Stream delivers the pending tickets a stream batch announces. Records of
@@ -231,8 +265,9 @@ func ticketOf(raw json.RawMessage) (id, seq string, err error) {
 // stepLog logs one line per recorded step: the ticket, its result, its
 // attempts, and the step's metrics (deliveries_total by state, and
 // delivery_lag_seconds once delivered), so the metrics cost no extra line.
-// The state member is the metric's: delivered, failed, unknown, or
-// retried for a ticket back to pending (due_at says until when). Never
+// The state member is the metric's: delivered, failed, unknown, retried
+// for a ticket back to pending (due_at says until when), or misconfigured
+// for a step the destination refused for our credentials or URL. Never
 // credentials (the destination's errors carry none); the ticket id is a
 // member of the line, never a dimension.
 type stepLog struct {
@@ -262,7 +297,8 @@ func (s stepLog) StepEnded(ctx context.Context, st delivery.Step) {
 		attrs = append(attrs, m)
 	}
 	level := slog.LevelInfo
-	if st.Result == delivery.ResultFailed || st.Result == delivery.ResultUnknown {
+	switch st.Result {
+	case delivery.ResultFailed, delivery.ResultUnknown, delivery.ResultMisconfigured:
 		level = slog.LevelError
 	}
 	s.log.LogAttrs(ctx, level, "delivery", attrs...)

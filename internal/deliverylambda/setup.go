@@ -51,5 +51,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	}
 	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), table, dynamo.Options{})
 	log.InfoContext(ctx, "delivery destination", slog.Any("delivery", cfg))
-	return NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log, rec), nil
+	h := NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log, rec)
+	h.SweepConcurrency, h.CallTimeout = cfg.SweepConcurrency, cfg.Timeout
+	return h, nil
 }

@@ -57,16 +57,20 @@ const (
 )
 
 // Delivery states counted by Deliveries. Retried is an attempt that ended
-// with the ticket back in pending, to be sent again.
+// with the ticket back in pending, to be sent again. Misconfigured is an
+// attempt the destination refused for our credentials or URL (401, 403,
+// 404 on create): the ticket stays pending, and every ticket fails the
+// same way until someone fixes the destination.
 const (
-	StateDelivered = "delivered"
-	StateFailed    = "failed"
-	StateUnknown   = "unknown"
-	StateRetried   = "retried"
+	StateDelivered     = "delivered"
+	StateFailed        = "failed"
+	StateUnknown       = "unknown"
+	StateRetried       = "retried"
+	StateMisconfigured = "misconfigured"
 )
 
 // DeliveryStates are the values of the state label.
-var DeliveryStates = []string{StateDelivered, StateFailed, StateUnknown, StateRetried}
+var DeliveryStates = []string{StateDelivered, StateFailed, StateUnknown, StateRetried, StateMisconfigured}
 
 // Outcomes are the values of the outcome label: the response table's
 // status names (internal/httpapi/respond.go) plus the catalogue.

@@ -71,10 +71,15 @@ const (
 	FileDeliveryMatrixDynamoDB = "delivery-matrix.dynamodb.json"
 	FileDeliveryRoundTrips     = "delivery-roundtrips.json" // TestDeliveryRoundTrips, internal/store/dynamo
 	FileStreamRoundTrips       = "stream-roundtrips.json"   // TestStreamCallsPerTicket, internal/deliverylambda
+	FileDeliverySweep          = "delivery-sweep.json"      // BenchmarkDeliverySweepDrain, functions/delivery
 	deliveryRoundTripsTest     = "TestDeliveryRoundTrips"
 	streamRoundTripsTest       = "TestStreamCallsPerTicket"
 	deliveryWorkerBench        = "BenchmarkDeliveryLocalWorker"
 	deliveryStreamBench        = "BenchmarkDeliveryStreamPath"
+	deliverySweepBench         = "BenchmarkDeliverySweepDrain"
+	unitSweepDelivered         = "delivered/invocation"
+	unitSweepSeconds           = "invocation-s"
+	unitSweepPerMinute         = "tickets/min"
 	handlerDeliverNew          = "BenchmarkHandlerOverhead/deliver_new_key"
 	unitTickets                = "tickets/s"
 	unitP50, unitP99           = "p50-ms", "p99-ms"
@@ -151,6 +156,15 @@ type DeliveryBench struct {
 	HelpdeskCalls Stat // helpdesk requests per ticket
 }
 
+// SweepDrain is one run of the scheduled sweep over a backlog of due
+// tickets, at one helpdesk create delay.
+type SweepDrain struct {
+	Delay     string // the fake helpdesk's time per create, as the sub-benchmark names it
+	Delivered Stat   // tickets delivered by the one invocation
+	Seconds   Stat   // how long the invocation ran
+	PerMinute Stat   // the drain rate
+}
+
 // MatrixRow is one failure mode against one destination, as each store's
 // run of the failure matrix counted it.
 type MatrixRow struct {
@@ -195,6 +209,7 @@ type DeliveryReport struct {
 	HandlerNew       Row             // BenchmarkHandlerOverhead/deliver_new_key
 	Workers          []DeliveryBench // the local worker on SQLite, then on DynamoDB Local
 	Stream           DeliveryBench
+	Sweep            []SweepDrain // BenchmarkDeliverySweepDrain, by create delay
 	Matrix           []MatrixRow
 	MatrixSettings   results.DeliveryMatrix // the matrix's settings; Rows empty
 }
@@ -422,6 +437,13 @@ func (rp *Report) loadDelivery(dir string) error {
 			rp.Delivery.Workers = append(rp.Delivery.Workers, d)
 		}
 	}
+	sweep, err := readTestJSON(filepath.Join(dir, FileDeliverySweep))
+	if err != nil {
+		return err
+	}
+	if rp.Delivery.Sweep, err = sweep.sweepDrain(deliverySweepBench); err != nil {
+		return fmt.Errorf("%s: %w", FileDeliverySweep, err)
+	}
 	var lite, ddb results.DeliveryMatrix
 	for _, m := range []struct {
 		file string
@@ -507,6 +529,33 @@ func (r *testRun) delivery(bench, name string) (DeliveryBench, error) {
 		}
 	}
 	return d, nil
+}
+
+// sweepDrain summarizes the sub-benchmarks bench/create=DELAY, in the
+// order they ran; at least one is required.
+func (r *testRun) sweepDrain(bench string) ([]SweepDrain, error) {
+	var out []SweepDrain
+	for _, name := range r.names() {
+		delay, ok := strings.CutPrefix(name, bench+"/create=")
+		if !ok {
+			continue
+		}
+		d := SweepDrain{Delay: delay}
+		var err error
+		for _, u := range []struct {
+			unit string
+			into *Stat
+		}{{unitSweepDelivered, &d.Delivered}, {unitSweepSeconds, &d.Seconds}, {unitSweepPerMinute, &d.PerMinute}} {
+			if *u.into, err = r.stat(name, u.unit); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no %s/create=… results (benchmarks: %v)", bench, r.names())
+	}
+	return out, nil
 }
 
 // stat summarizes every value of unit that benchmark name reported.

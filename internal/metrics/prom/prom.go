@@ -52,7 +52,7 @@ func New() *Recorder {
 			Name: metrics.ColdStarts, Help: "First requests served by a process.",
 		}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metrics.Deliveries, Help: "Recorded delivery steps by result: delivered, failed, unknown, or retried (back to pending for another attempt).",
+			Name: metrics.Deliveries, Help: "Recorded delivery steps by result: delivered, failed, unknown, retried (back to pending for another attempt), or misconfigured (the destination refused our credentials or URL; back to pending).",
 		}, []string{metrics.LabelState}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: metrics.DeliveryLag, Help: "Time from a ticket's commit to its delivery.",

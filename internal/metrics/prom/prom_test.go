@@ -28,6 +28,7 @@ func TestDeliveries(t *testing.T) {
 		{State: metrics.StateRetried},
 		{State: metrics.StateUnknown},
 		{State: metrics.StateFailed},
+		{State: metrics.StateMisconfigured},
 	} {
 		if a := r.Delivery(ctx, d); !a.Equal(slog.Attr{}) {
 			t.Errorf("Delivery(%+v) returned %v; Prometheus adds nothing to the line", d, a)
@@ -41,10 +42,11 @@ func TestDeliveries(t *testing.T) {
 	r.TicketsWaiting(ctx, 7)
 
 	want := `
-# HELP deliveries_total Recorded delivery steps by result: delivered, failed, unknown, or retried (back to pending for another attempt).
+# HELP deliveries_total Recorded delivery steps by result: delivered, failed, unknown, retried (back to pending for another attempt), or misconfigured (the destination refused our credentials or URL; back to pending).
 # TYPE deliveries_total counter
 deliveries_total{state="delivered"} 2
 deliveries_total{state="failed"} 1
+deliveries_total{state="misconfigured"} 1
 deliveries_total{state="retried"} 1
 deliveries_total{state="unknown"} 1
 # HELP tickets_waiting Tickets waiting to be delivered when the worker last counted: pending (due, or backing off before a retry) or being delivered under a lease; not the failed or unknown ones.

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+// sweepBacklog is how many due tickets the drain benchmark starts from.
+const sweepBacklog = 300
+
+// BenchmarkDeliverySweepDrain: sweepBacklog tickets wait due on DynamoDB
+// Local (as after a helpdesk outage, or an operator's bulk retry) and one
+// scheduled sweep of the delivery function's handler, as deployed (the
+// default sweep concurrency, lease and 10 s call timeout, its context
+// ending at template.yaml's Timeout), delivers them through the Zendesk
+// adapter to the fake helpdesk answering each create after the
+// sub-benchmark's delay. Reports the tickets delivered by that one
+// invocation, how long it ran, and the drain rate in tickets per minute.
+// Each iteration is a fresh backlog; run it with -benchtime 1x.
+func BenchmarkDeliverySweepDrain(b *testing.B) {
+	endpoint := testenv.DynamoDB(b)
+	client := testenv.DynamoClient(b, endpoint)
+	timeout, err := strconv.Atoi(fmt.Sprint(plainAt(b, "Resources", "DeliveryFunction", "Properties", "Timeout")))
+	if err != nil {
+		b.Fatalf("template.yaml: DeliveryFunction Timeout: %v", err)
+	}
+	invocation := time.Duration(timeout) * time.Second
+	for _, delay := range []time.Duration{deliverytest.BenchHelpdeskDelay, 1500 * time.Millisecond} {
+		b.Run("create="+delay.String(), func(b *testing.B) {
+			fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
+			fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: delay}})
+			fc := fake.Config()
+			dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var delivered, seconds float64
+			for range b.N {
+				b.StopTimer()
+				table := testenv.CreateTable(b, endpoint)
+				store := dynamo.New(client, table, dynamo.Options{})
+				run, n := time.Now().UnixNano(), 0
+				svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
+					Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
+					NewID: func() string { n++; return fmt.Sprintf("sw-%d-%d", run, n) }}
+				for i := range sweepBacklog {
+					out := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"backlog"}`),
+						ExternalUserID: "u", RequestID: fmt.Sprintf("sw%d-%d", run, i)})
+					if out.Kind != core.KindCreated {
+						b.Fatalf("create: %v %v", out.Kind, out.Err)
+					}
+				}
+				h := deliverylambda.New(delivery.Engine{Lease: delivery.LeaseFor(config.DefaultDeliveryTimeout)}, store, dst, slog.New(slog.DiscardHandler))
+				ctx, cancel := context.WithTimeout(context.Background(), invocation)
+				b.StartTimer()
+				start := time.Now()
+				res, err := h.Sweep(ctx)
+				elapsed := time.Since(start)
+				b.StopTimer()
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if fake.Total() > 0 && res.Moved == 0 {
+					b.Fatal("the sweep moved nothing")
+				}
+				delivered += float64(res.Moved)
+				seconds += elapsed.Seconds()
+			}
+			if got := fake.Requests(fakehelpdesk.ZendeskCreate); got != int(delivered) {
+				b.Fatalf("%d creates for %g tickets delivered", got, delivered)
+			}
+			b.ReportMetric(delivered/float64(b.N), "delivered/invocation")
+			b.ReportMetric(seconds/float64(b.N), "invocation-s")
+			b.ReportMetric(delivered/seconds*60, "tickets/min")
+		})
+	}
+}
+
+// plainAt reads a scalar of template.yaml along path.
+func plainAt(b *testing.B, path ...string) any {
+	b.Helper()
+	v := plain(testenv.Template(b))
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			b.Fatalf("template.yaml: %v: not a mapping at %q", path, k)
+		}
+		v = m[k]
+	}
+	return v
+}
