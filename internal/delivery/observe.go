@@ -7,21 +7,24 @@ import (
 )
 
 // Result is how one recorded delivery step ended, as it is counted:
-// delivered, failed or unknown (the final states), or retried (the ticket
-// went back to pending for another attempt). The values are the state
-// label's values of the delivery metrics.
+// delivered, failed or unknown (the final states), retried (the ticket
+// went back to pending for another attempt), or misconfigured (the ticket
+// went back to pending because the destination refused our credentials or
+// URL, on this step's call or on an earlier one that paused delivery).
+// The values are the state label's values of the delivery metrics.
 type Result string
 
 // The results of a step.
 const (
-	ResultDelivered Result = "delivered"
-	ResultFailed    Result = "failed"
-	ResultUnknown   Result = "unknown"
-	ResultRetried   Result = "retried"
+	ResultDelivered     Result = "delivered"
+	ResultFailed        Result = "failed"
+	ResultUnknown       Result = "unknown"
+	ResultRetried       Result = "retried"
+	ResultMisconfigured Result = "misconfigured"
 )
 
-// Results are the four results, in the order the metrics list them.
-var Results = []Result{ResultDelivered, ResultFailed, ResultUnknown, ResultRetried}
+// Results are the five results, in the order the metrics list them.
+var Results = []Result{ResultDelivered, ResultFailed, ResultUnknown, ResultRetried, ResultMisconfigured}
 
 // Step is one delivery step as an Observer sees it once it is recorded.
 // TicketID is for the log line that reports the step; it is never a metric
