@@ -117,6 +117,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: schema: %w", mapError(err))
 	}
+	if err := migrateDeliveries(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: schema: %w", mapError(err))
+	}
 	if _, err := s.Purge(ctx, time.Now()); err != nil {
 		_ = db.Close()
 		return nil, err
