@@ -51,5 +51,6 @@ func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	}
 	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), table, dynamo.Options{})
 	log.InfoContext(ctx, "delivery destination", slog.Any("delivery", cfg))
-	return NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log, rec), nil
+	return NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout),
+		CallTimeout: cfg.Timeout, Log: log}, store, dst, log, rec), nil
 }
