@@ -163,7 +163,7 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 		}
 		d := *cfg.Delivery // zero MaxAttempts and Timeout are the engine's and adapters' defaults
 		w := &delivery.Worker{Log: logger, Engine: &delivery.Engine{Store: ds, Destination: dst,
-			MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout)}}
+			MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout), CallTimeout: d.Timeout, Log: logger}}
 		if rec != nil {
 			observeDeliveries(w, rec, cfg.Store.Kind)
 		}

@@ -155,11 +155,13 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 			return retryAll(ctx, bulkRun{cfg: cfg.Store, admin: admin, tickets: store, since: *since, yes: *yes, now: now,
 				stdin: stdin, stdout: stdout, stderr: stderr})
 		}
+		fmt.Fprintf(stderr, "store: %s\n", storeName(ctx, cfg.Store))
 		if err := delivery.Retry(ctx, admin, pos[0], now); err != nil {
 			return fail(stderr, err)
 		}
 		fmt.Fprintf(stderr, "ticket %s: failed -> pending, due now; a running local server delivers it within a second, the deployed sweep within a minute\n", pos[0])
 	case "resolve":
+		fmt.Fprintf(stderr, "store: %s\n", storeName(ctx, cfg.Store))
 		if *resend {
 			err = delivery.ResolveResend(ctx, admin, pos[0], now)
 		} else {
@@ -257,7 +259,7 @@ func retryAll(ctx context.Context, b bulkRun) int {
 		}
 		recs = kept
 	}
-	fmt.Fprintf(b.stderr, "store: %s\n", storeName(b.cfg))
+	fmt.Fprintf(b.stderr, "store: %s\n", storeName(ctx, b.cfg))
 	if len(recs) == 0 {
 		fmt.Fprintf(b.stderr, "0 %s: nothing to retry\n", what)
 		return 0
@@ -306,10 +308,15 @@ func confirmed(r io.Reader) bool {
 }
 
 // storeName names the store a command acts on: the SQLite file, or the
-// DynamoDB table with its region (and endpoint when not AWS's own).
-func storeName(s config.Store) string {
+// DynamoDB table with its region as the AWS configuration resolves it
+// (and the endpoint when not AWS's own).
+func storeName(ctx context.Context, s config.Store) string {
 	if s.Kind == "dynamodb" {
-		name := fmt.Sprintf("DynamoDB table %s in region %s", s.Table, cmp.Or(s.Region, config.DefaultRegion))
+		region := s.Region
+		if awsCfg, err := LocalAWSConfig(ctx, s.Region, s.Endpoint, slog.New(slog.DiscardHandler)); err == nil {
+			region = awsCfg.Region
+		}
+		name := fmt.Sprintf("DynamoDB table %s in region %s", s.Table, cmp.Or(region, "(none)"))
 		if s.Endpoint != "" {
 			name += " at " + httpsend.RedactRaw(s.Endpoint)
 		}

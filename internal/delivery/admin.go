@@ -41,9 +41,12 @@ func (e *StateError) Error() string {
 func (e *StateError) Is(target error) bool { return target == ErrWrongState }
 
 // Retry sends a failed ticket again: back to pending, due now, with its
-// attempts reset. Only a failed ticket can be retried.
+// attempts and failed lookups reset. What it knows of earlier sends is
+// kept: a ticket an earlier send may have created is looked up first, and
+// resent only when a lookup made after that send's outcome window answers
+// absent. Only a failed ticket can be retried.
 func Retry(ctx context.Context, a Admin, id string, now time.Time) error {
-	return a.Settle(ctx, id, StateFailed, Update{State: StatePending, DueAt: now.Truncate(time.Second)})
+	return again(ctx, a, id, StateFailed, now)
 }
 
 // ResolveDelivered settles an unknown ticket as delivered, with the id (and
@@ -58,8 +61,28 @@ func ResolveDelivered(ctx context.Context, a Admin, id string, r Receipt, now ti
 }
 
 // ResolveResend settles an unknown ticket as not in the helpdesk (a person
-// checked): back to pending, due now, attempts reset, and no earlier send
-// left to look up. Only an unknown ticket can be resolved.
+// checked): back to pending, due now, attempts reset. What it knows of
+// earlier sends is kept, as by Retry: where the destination can be
+// queried the engine still looks the ticket up before sending, so a
+// person's check made too early, or mistaken, cannot make a second ticket.
+// Only an unknown ticket can be resolved.
 func ResolveResend(ctx context.Context, a Admin, id string, now time.Time) error {
-	return a.Settle(ctx, id, StateUnknown, Update{State: StatePending, DueAt: now.Truncate(time.Second)})
+	return again(ctx, a, id, StateUnknown, now)
+}
+
+// again moves a ticket in state from back to pending, due now, with fresh
+// counts and its knowledge of earlier sends kept. The record is read
+// first: from is final, so only a person changes it between the read and
+// the conditional write, and a second person's change makes that write
+// fail on the state.
+func again(ctx context.Context, a Admin, id string, from State, now time.Time) error {
+	r, err := a.Delivery(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.State != from {
+		return &StateError{TicketID: id, State: r.State, Want: from}
+	}
+	return a.Settle(ctx, id, from, Update{State: StatePending, DueAt: now.Truncate(time.Second),
+		SentUnknown: r.SentUnknown, SentAt: r.SentAt})
 }

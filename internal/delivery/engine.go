@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -18,6 +20,8 @@ const (
 	DefaultLease       = 25 * time.Second
 	DefaultBackoffBase = 2 * time.Second
 	DefaultBackoffMax  = 5 * time.Minute
+	// DefaultCallTimeout is the destinations' default client timeout.
+	DefaultCallTimeout = 10 * time.Second
 	// leaseMargin is kept free at the lease's end: the calls made under a
 	// lease are cut off this long before it runs out, so the result is
 	// recorded while the lease still holds.
@@ -27,6 +31,29 @@ const (
 // MaxLease bounds the lease LeaseFor sizes: well under a minute, so a
 // ticket abandoned by a killed worker is taken over within a minute.
 const MaxLease = 45 * time.Second
+
+// MinOutcomeMargin is the least margin of an outcome window: a helpdesk
+// may still commit a create, or its lookup index may still lag, this long
+// after the client gave up on it.
+const MinOutcomeMargin = 5 * time.Second
+
+// OutcomeWindow is how long after a send's start the helpdesk may still
+// create the ticket it carried: the client timeout, then a margin of the
+// timeout again and at least MinOutcomeMargin. A lookup that answers absent
+// rules the send out only when it is made once the window has closed;
+// before that, absent means not yet known. A zero timeout is
+// DefaultCallTimeout.
+func OutcomeWindow(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	return timeout + max(timeout, MinOutcomeMargin)
+}
+
+// MaxPause caps how long delivery to a destination pauses after it
+// refused our credentials or URL, and so how late a ticket held back by
+// that pause comes due.
+const MaxPause = time.Hour
 
 // LeaseFor sizes the lease for a destination whose calls time out after
 // timeout: a lookup plus a send, plus the margin, at most MaxLease (a
@@ -50,9 +77,12 @@ type Engine struct {
 	// Lease is how long a claim holds a ticket (DefaultLease when zero).
 	Lease time.Duration
 	// BackoffBase and BackoffMax shape the retry delay: base·2^(n-1) after
-	// the n-th send, capped, with jitter over its upper half, and never
-	// shorter than a Retry-After the destination asked for (itself capped
-	// at MaxRetryAfter).
+	// the n-th send (or the n-th failed lookup), capped, with jitter over
+	// its upper half, and never shorter than a Retry-After the destination
+	// asked for (itself capped at MaxRetryAfter). After a send whose
+	// outcome is unknown the ticket is not due before that send's outcome
+	// window has closed. A pause after a refusal of our credentials grows
+	// the same way from base, capped at MaxPause.
 	BackoffBase, BackoffMax time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -63,13 +93,52 @@ type Engine struct {
 	// Observer, when set, is told how each recorded step ended (the
 	// delivery metrics and the Lambda's log line).
 	Observer Observer
+	// CallTimeout is the destination's client timeout (DefaultCallTimeout
+	// when zero); it sizes the outcome window of a send.
+	CallTimeout time.Duration
+	// MaxLookups bounds the failed lookups per ticket (MaxAttempts when
+	// zero): a ticket whose lookups keep failing ends unknown.
+	MaxLookups int
+	// Log, when set, is told once when the destination starts refusing
+	// our credentials or URL, and once when it accepts them again.
+	Log *slog.Logger
+
+	health health // guarded by healthMu
 }
+
+// health is what an Engine knows of its destination's acceptance of our
+// credentials and URL. After a Misconfigured answer delivery pauses until
+// until; each further refusal doubles the pause, up to MaxPause; any call
+// the destination accepts ends it.
+type health struct {
+	refused bool      // the last answer that told anything was a refusal
+	streak  int       // refusals since the destination last accepted a call
+	until   time.Time // calls wait until then
+	reason  string    // the refusal, for the held tickets' error
+}
+
+// healthMu guards every Engine's health. One lock for all engines keeps
+// Engine free of locks, so it can be copied before use as a value; its
+// sections are a few assignments long.
+var healthMu sync.Mutex
 
 func (e *Engine) maxAttempts() int {
 	if e.MaxAttempts > 0 {
 		return e.MaxAttempts
 	}
 	return DefaultMaxAttempts
+}
+
+func (e *Engine) maxLookups() int {
+	if e.MaxLookups > 0 {
+		return e.MaxLookups
+	}
+	return e.maxAttempts()
+}
+
+// windowEnd is when the outcome window of a send started at sentAt closes.
+func (e *Engine) windowEnd(sentAt time.Time) time.Time {
+	return sentAt.Add(OutcomeWindow(e.CallTimeout))
 }
 
 func (e *Engine) lease() time.Duration {
@@ -95,14 +164,22 @@ func (e *Engine) owner() string {
 	return hex.EncodeToString(b[:])
 }
 
-// backoff returns the delay after the n-th send, honouring retryAfter.
+// backoff returns the delay after the n-th failed send (or the n-th failed
+// lookup), honouring retryAfter.
 func (e *Engine) backoff(n int, retryAfter time.Duration) time.Duration {
-	base, ceiling := e.BackoffBase, e.BackoffMax
-	if base <= 0 {
-		base = DefaultBackoffBase
-	}
+	ceiling := e.BackoffMax
 	if ceiling <= 0 {
 		ceiling = DefaultBackoffMax
+	}
+	return max(e.jittered(n, ceiling), min(retryAfter, MaxRetryAfter))
+}
+
+// jittered is BackoffBase·2^(n-1), capped at ceiling, with jitter over its
+// upper half.
+func (e *Engine) jittered(n int, ceiling time.Duration) time.Duration {
+	base := e.BackoffBase
+	if base <= 0 {
+		base = DefaultBackoffBase
 	}
 	d := base << min(max(n-1, 0), 20)
 	if d > ceiling || d <= 0 {
@@ -116,7 +193,7 @@ func (e *Engine) backoff(n int, retryAfter time.Duration) time.Duration {
 	if half > 0 {
 		d = time.Duration(half + jitter(half+1))
 	}
-	return max(d, min(retryAfter, MaxRetryAfter))
+	return d
 }
 
 // MaxRetryAfter caps the Retry-After the engine honours: a helpdesk that
@@ -129,7 +206,8 @@ const MaxRetryAfter = time.Hour
 // state recorded. ErrNotClaimable (not due, held by another worker, final,
 // or no delivery record) and ErrLeaseLost (another worker took over while
 // this one was sending) are not failures of the ticket: someone else has
-// it. A claimed ticket that cannot be read is recorded failed.
+// it. A claimed ticket that cannot be read is recorded failed (unknown if
+// an earlier send may have created it).
 func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 	u, err := e.deliver(ctx, id)
 	return u.State, err
@@ -142,20 +220,25 @@ func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 	leaseUntil := CeilSecond(now.Add(e.lease()))
 	c, err := e.Store.Claim(ctx, id, owner, now, leaseUntil)
 	var u Update
+	held := false
 	switch {
 	case errors.Is(err, ErrUnreadable):
 		u = unreadable(c, err)
 	case err != nil:
 		return Update{}, err
 	default:
-		u = e.step(ctx, c, leaseUntil)
+		u, held = e.step(ctx, c, leaseUntil)
 	}
 	if err := e.Store.Record(ctx, id, owner, u); err != nil {
 		return Update{}, err
 	}
 	if e.Observer != nil {
 		c.Ticket.ID = id
-		e.Observer.StepEnded(ctx, stepOf(c.Ticket, u))
+		s := stepOf(c.Ticket, u)
+		if held {
+			s.Result = ResultMisconfigured
+		}
+		e.Observer.StepEnded(ctx, s)
 	}
 	return u, nil
 }
@@ -171,9 +254,11 @@ func unreadable(c Claimed, err error) Update {
 	return u
 }
 
-// kept is an update to state st that keeps the counts of r, with error msg.
+// kept is an update to state st that keeps the counts of r and what it
+// knows of earlier sends, with error msg.
 func kept(r Record, st State, msg string) Update {
-	return Update{State: st, Attempts: r.Attempts, LookupFailures: r.LookupFailures, SentUnknown: r.SentUnknown, Error: msg}
+	return Update{State: st, Attempts: r.Attempts, LookupFailures: r.LookupFailures,
+		SentUnknown: r.SentUnknown, SentAt: r.SentAt, Error: msg}
 }
 
 // stepOf describes the recorded update u of ticket t for an Observer.
@@ -208,133 +293,242 @@ func carried(c Claimed) Update {
 	u := kept(c.Before, StatePending, c.Before.Error)
 	if c.Before.State == StateDelivering {
 		// The previous worker's lease ran out: it may have sent, and its
-		// send's outcome is unknown. Count it, and look up before resending.
+		// send's outcome is unknown. Count it, and look up before
+		// resending. Its send started before its lease ended: the lease's
+		// end is the latest start, so the window counted from it covers
+		// the send.
 		u.Attempts++
 		u.SentUnknown = true
+		u.SentAt = c.Before.LeaseUntil
 		u.Error = "lease ran out while a worker held the ticket"
 	}
 	return u
 }
 
-// step decides what becomes of a ticket claimed until leaseUntil. It makes
-// at most one lookup and one send, each cut off the margin before the
-// lease ends; when the claim itself took so long that this point has
-// passed, it calls nothing and releases the ticket, due at once, without
-// counting a send.
-func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) Update {
+// step decides what becomes of a ticket claimed until leaseUntil, and
+// reports whether it was held back because the destination refused our
+// credentials or URL. It makes at most one lookup and one send, each cut
+// off the margin before the lease ends; when the claim itself took so long
+// that this point has passed, it calls nothing and releases the ticket,
+// due at once, without counting a send. While delivery to the destination
+// is paused it calls nothing either, and releases the ticket until the
+// pause ends.
+func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Update, bool) {
 	u := carried(c)
 	deadline := leaseUntil.Add(-e.margin())
-	if now := e.now(); !now.Before(deadline) {
+	now := e.now()
+	if !now.Before(deadline) {
 		u.DueAt = CeilSecond(now)
-		return u
+		return u, false
+	}
+	if until, reason, paused := e.paused(now); paused {
+		u.DueAt = CeilSecond(until)
+		u.Error = heldError + reason
+		return u, true
 	}
 	ctx, cancel := e.callsContext(ctx, deadline)
 	defer cancel()
-	limit := e.maxAttempts()
 
-	lookupFailed := false
 	if u.SentUnknown {
-		r, found, err := e.lookup(ctx, c.Ticket.ID, &u)
-		if found {
-			return e.delivered(u, r)
-		}
-		if err != nil {
-			lookupFailed = true
+		lookedAt := e.now()
+		r, found, err := e.Destination.Lookup(ctx, c.Ticket.ID)
+		var se *SendError
+		switch {
+		case err == nil && found:
+			e.accepted()
+			return e.delivered(u, r), false
+		case err == nil:
+			e.accepted()
+			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
+				// Not yet known: the helpdesk may still be committing the
+				// send, or its index may lag. Look again once the window
+				// has closed; no send is made or counted.
+				u.DueAt = CeilSecond(end)
+				return u, false
+			}
+			u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
+		case errors.Is(err, ErrNoLookup):
+			// The destination cannot be queried: a resend carries the
+			// same key, which the helpdesk deduplicates.
+		case errors.As(err, &se) && se.Outcome == Misconfigured:
+			return e.hold(u, se), true
+		default:
+			u.LookupFailures++
 			u.Error = "lookup: " + err.Error()
+			if u.LookupFailures >= e.maxLookups() {
+				return e.exhausted(u, false), false
+			}
+			var retryAfter time.Duration
+			if se != nil {
+				retryAfter = se.RetryAfter
+			}
+			return e.release(u, e.now().Add(e.backoff(u.LookupFailures, retryAfter))), false
 		}
 	}
-	if u.Attempts >= limit || (lookupFailed && u.LookupFailures >= limit) {
-		return e.exhausted(u)
-	}
-	if lookupFailed {
-		return e.release(u, 0)
+	if u.Attempts >= e.maxAttempts() {
+		return e.exhausted(u, true), false
 	}
 
+	sentAt := e.now()
 	u.Attempts++
 	r, err := e.Destination.Send(ctx, c.Ticket)
 	if err == nil {
-		return e.delivered(u, r)
+		e.accepted()
+		return e.delivered(u, r), false
 	}
 	var se *SendError
 	if !errors.As(err, &se) {
 		se = &SendError{Outcome: Unknown, Err: err}
 	}
-	u.Error = se.Error()
 	switch se.Outcome {
+	case Misconfigured:
+		// A refused credential or URL created nothing: not a send.
+		u.Attempts--
+		return e.hold(u, se), true
 	case Refused:
-		u.State, u.DueAt = StateFailed, time.Time{}
-		return u
+		e.accepted()
+		u.DueAt = time.Time{}
+		if u.SentUnknown {
+			// This send is refused, but an earlier one may have created
+			// the ticket: a person decides.
+			u.State = StateUnknown
+			u.Error = "refused after an earlier send that may have created the ticket: " + se.Error()
+			return u, false
+		}
+		u.State, u.Error = StateFailed, se.Error()
+		return u, false
 	case NotCreated:
 	default: // Unknown, or an outcome the engine does not know
 		u.SentUnknown = true
+		u.SentAt = ceilMilli(sentAt)
 	}
-	if u.Attempts >= limit {
+	u.Error = se.Error()
+	now = e.now()
+	if u.Attempts >= e.maxAttempts() {
 		if u.SentUnknown {
-			return e.finalLookup(ctx, c.Ticket.ID, u)
+			// The last send may have created it: look it up once its
+			// window has closed, and end then.
+			return e.release(u, later(now, e.windowEnd(u.SentAt))), false
 		}
-		return e.exhausted(u)
+		return e.exhausted(u, true), false
 	}
-	return e.release(u, se.RetryAfter)
-}
-
-// lookup asks the destination whether an earlier send created ticket id,
-// and notes on u what it learnt: absent clears SentUnknown, a failure
-// counts in LookupFailures and is returned. A destination that cannot look
-// up (ErrNoLookup) leaves SentUnknown set: a resend carries the same key.
-func (e *Engine) lookup(ctx context.Context, id string, u *Update) (r Receipt, found bool, err error) {
-	r, found, err = e.Destination.Lookup(ctx, id)
-	switch {
-	case err == nil:
-		if !found {
-			u.SentUnknown = false // ruled out: no earlier send created it
-		}
-		return r, found, nil
-	case errors.Is(err, ErrNoLookup):
-		return r, false, nil
-	}
-	u.LookupFailures++
-	return r, false, err
-}
-
-// finalLookup runs when the attempts ran out after a send whose outcome is
-// unknown: found is delivered, absent is failed, anything else unknown.
-func (e *Engine) finalLookup(ctx context.Context, id string, u Update) Update {
-	r, found, err := e.lookup(ctx, id, &u)
-	if found {
-		return e.delivered(u, r)
-	}
-	if err != nil {
-		u.Error += "; final lookup: " + err.Error()
-	}
-	return e.exhausted(u)
-}
-
-// exhausted ends a ticket whose attempts ran out: failed when no send can
-// have created it, else unknown, for a person to decide.
-func (e *Engine) exhausted(u Update) Update {
-	u.DueAt = time.Time{}
+	due := now.Add(e.backoff(u.Attempts, se.RetryAfter))
 	if u.SentUnknown {
-		u.State = StateUnknown
-		u.Error = fmt.Sprintf("attempts ran out (%d sends) and a send may have created the ticket: %s", u.Attempts, u.Error)
-		return u
+		// No resend (and no lookup that could rule a send out) before
+		// the window of the last unknown send has closed.
+		due = later(due, e.windowEnd(u.SentAt))
 	}
-	u.State = StateFailed
-	u.Error = fmt.Sprintf("attempts ran out (%d sends): %s", u.Attempts, u.Error)
+	return e.release(u, due), false
+}
+
+// heldError prefixes the error of a ticket held back because the
+// destination refused our credentials or URL.
+const heldError = "held: the destination refused our credentials or URL: "
+
+// hold releases a ticket whose call the destination answered
+// Misconfigured: delivery to the destination pauses, and the ticket is due
+// when the pause ends, with nothing counted against it.
+func (e *Engine) hold(u Update, se *SendError) Update {
+	until := e.refused(se)
+	u.State = StatePending
+	u.DueAt = CeilSecond(until)
+	u.Error = heldError + se.Error()
 	return u
 }
 
-func (e *Engine) release(u Update, retryAfter time.Duration) Update {
+// paused reports whether delivery to the destination is paused at now,
+// until when, and why.
+func (e *Engine) paused(now time.Time) (time.Time, string, bool) {
+	healthMu.Lock()
+	defer healthMu.Unlock()
+	h := e.health
+	return h.until, h.reason, h.refused && now.Before(h.until)
+}
+
+// refused notes that the destination refused our credentials or URL and
+// returns when delivery to it resumes. A refusal met while already paused
+// (a call started before the pause) does not lengthen it. The first
+// refusal after the destination was healthy is logged.
+func (e *Engine) refused(se *SendError) time.Time {
+	now := e.now()
+	healthMu.Lock()
+	h := &e.health
+	first := !h.refused
+	if first || !now.Before(h.until) {
+		h.streak++
+		d := max(e.jittered(h.streak, MaxPause), min(se.RetryAfter, MaxPause))
+		h.refused, h.until, h.reason = true, now.Add(d), se.Error()
+	}
+	until := h.until
+	healthMu.Unlock()
+	if first && e.Log != nil {
+		e.Log.Error("delivery destination refused our credentials or URL",
+			slog.Int("status", se.Status), slog.String("error", se.Error()), slog.Time("paused_until", until))
+	}
+	return until
+}
+
+// accepted notes a call the destination accepted (it created, found,
+// ruled out or refused a ticket on its merits): any pause ends.
+func (e *Engine) accepted() {
+	healthMu.Lock()
+	was := e.health.refused
+	e.health = health{}
+	healthMu.Unlock()
+	if was && e.Log != nil {
+		e.Log.Info("delivery destination accepts our credentials again")
+	}
+}
+
+// exhausted ends a ticket whose sends (or, when !sends, lookups) ran out:
+// failed when no send can have created it, else unknown, for a person to
+// decide.
+func (e *Engine) exhausted(u Update, sends bool) Update {
+	u.DueAt = time.Time{}
+	what := fmt.Sprintf("sends ran out (%d sends, %d failed lookups)", u.Attempts, u.LookupFailures)
+	if !sends {
+		what = fmt.Sprintf("lookups ran out (%d failed lookups, %d sends)", u.LookupFailures, u.Attempts)
+	}
+	if u.SentUnknown {
+		u.State = StateUnknown
+		u.Error = what + " and a send may have created the ticket: " + u.Error
+		return u
+	}
+	u.State = StateFailed
+	u.Error = what + ": " + u.Error
+	return u
+}
+
+// release puts the ticket back to pending, due at due (rounded up).
+func (e *Engine) release(u Update, due time.Time) Update {
 	u.State = StatePending
-	u.DueAt = CeilSecond(e.now().Add(e.backoff(max(u.Attempts, 1), retryAfter)))
+	u.DueAt = CeilSecond(due)
 	return u
 }
 
 func (e *Engine) delivered(u Update, r Receipt) Update {
 	u.State = StateDelivered
 	u.DueAt = time.Time{}
-	u.SentUnknown = false
+	u.SentUnknown, u.SentAt = false, time.Time{}
 	u.Error = ""
 	u.ExternalID, u.ExternalURL = r.ExternalID, r.ExternalURL
 	u.DeliveredAt = e.now()
 	return u
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// ceilMilli rounds t up to a whole millisecond, the precision the stores
+// keep a send's start in: rounded up, the window never closes early.
+func ceilMilli(t time.Time) time.Time {
+	if tr := t.Truncate(time.Millisecond); !tr.Equal(t) {
+		return tr.Add(time.Millisecond)
+	}
+	return t
 }

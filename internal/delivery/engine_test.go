@@ -68,10 +68,12 @@ var (
 	notCreated = &delivery.SendError{Outcome: delivery.NotCreated, Status: 429, Err: errors.New("too many requests")}
 	unknown    = &delivery.SendError{Outcome: delivery.Unknown, Status: 502, Err: errors.New("bad gateway")}
 	refused    = &delivery.SendError{Outcome: delivery.Refused, Status: 422, Err: errors.New("unprocessable")}
-	absent     = lookupAnswer{}
-	found      = lookupAnswer{found: true}
-	noLookup   = lookupAnswer{err: delivery.ErrNoLookup}
-	lookupErr  = lookupAnswer{err: errors.New("lookup timed out")}
+	// misconfigured is a 401: our credentials are refused.
+	misconfigured = &delivery.SendError{Outcome: delivery.Misconfigured, Status: 401, Err: errors.New("unauthorized")}
+	absent        = lookupAnswer{}
+	found         = lookupAnswer{found: true}
+	noLookup      = lookupAnswer{err: delivery.ErrNoLookup}
+	lookupErr     = lookupAnswer{err: errors.New("lookup timed out")}
 )
 
 type fixture struct {
@@ -302,8 +304,8 @@ func TestAttemptsExhausted(t *testing.T) {
 			&script{sends: []error{unknown}, lookups: []lookupAnswer{noLookup}}, delivery.StateUnknown, 8, 8},
 		{"unknown sends, lookups absent: failed",
 			&script{sends: []error{unknown}, lookups: []lookupAnswer{absent}}, delivery.StateFailed, 8, 8},
-		{"unknown sends, final lookup fails: unknown",
-			&script{sends: []error{unknown}, lookups: []lookupAnswer{absent, absent, absent, absent, absent, absent, absent, lookupErr}}, delivery.StateUnknown, 8, 8},
+		{"unknown sends, final lookups fail: unknown once the lookups ran out",
+			&script{sends: []error{unknown}, lookups: []lookupAnswer{absent, absent, absent, absent, absent, absent, absent, lookupErr}}, delivery.StateUnknown, 8, 15},
 		{"unknown sends, final lookup finds it: delivered",
 			&script{sends: []error{unknown}, lookups: []lookupAnswer{absent, absent, absent, absent, absent, absent, absent, found}}, delivery.StateDelivered, 8, 8},
 		{"lookups failing for good: unknown, bounded",
@@ -350,13 +352,23 @@ func TestLeaseExpiryTakeover(t *testing.T) {
 		t.Fatalf("Deliver under a live lease: %v, want ErrNotClaimable", err)
 	}
 	f.now = lease.Add(time.Second)
+	// The dead worker may have sent as late as its lease's end: a lookup
+	// now is inside that send's window, and its absent is not trusted.
+	if st := f.deliver(id); st != delivery.StatePending {
+		t.Fatalf("state = %s, want pending", st)
+	}
+	if r, end := f.record(id), delivery.CeilSecond(lease.Add(delivery.OutcomeWindow(0))); !r.SentUnknown || !r.DueAt.Equal(end) || r.Attempts != 1 {
+		t.Fatalf("after the early lookup: %+v; want may be in the helpdesk, due %v, 1 attempt", r, end)
+	}
+	f.now = f.record(id).DueAt
 	if st := f.deliver(id); st != delivery.StateDelivered {
 		t.Fatalf("state = %s, want delivered", st)
 	}
 	sends, lookups := f.dest.counts()
 	r := f.record(id)
-	// The dead worker's possible send is counted and ruled out by a lookup.
-	if sends != 1 || lookups != 1 || r.Attempts != 2 {
+	// The dead worker's possible send is counted and ruled out by a lookup
+	// past its window.
+	if sends != 1 || lookups != 2 || r.Attempts != 2 {
 		t.Fatalf("record %+v, sends %d, lookups %d", r, sends, lookups)
 	}
 	// The old owner's late result is refused.

@@ -7,9 +7,11 @@ import (
 )
 
 // Result is how one recorded delivery step ended, as it is counted:
-// delivered, failed or unknown (the final states), or retried (the ticket
-// went back to pending for another attempt). The values are the state
-// label's values of the delivery metrics.
+// delivered, failed or unknown (the final states), retried (the ticket
+// went back to pending for another attempt), or misconfigured (the ticket
+// went back to pending because the destination refused our credentials or
+// URL, on this step's call or on an earlier one that paused delivery).
+// The values are the state label's values of the delivery metrics.
 type Result string
 
 // The results of a step.

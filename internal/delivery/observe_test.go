@@ -34,24 +34,29 @@ func (s *steps) list() []delivery.Step {
 // commit to its delivery.
 func TestObserverSeesEachRecordedStep(t *testing.T) {
 	cases := []struct {
-		name  string
-		dest  *script
-		max   int
-		want  []delivery.Result
-		sends int
+		name     string
+		dest     *script
+		max      int
+		want     []delivery.Result
+		sends    int
+		attempts []int // after each step; 1, 2, ... when nil
 	}{
-		{"delivered at once", &script{sends: []error{created}}, 0, []delivery.Result{delivery.ResultDelivered}, 1},
-		{"refused: failed", &script{sends: []error{refused}}, 0, []delivery.Result{delivery.ResultFailed}, 1},
+		{"delivered at once", &script{sends: []error{created}}, 0, []delivery.Result{delivery.ResultDelivered}, 1, nil},
+		{"refused: failed", &script{sends: []error{refused}}, 0, []delivery.Result{delivery.ResultFailed}, 1, nil},
 		{"retried, then delivered", &script{sends: []error{notCreated, notCreated, created}}, 0,
-			[]delivery.Result{delivery.ResultRetried, delivery.ResultRetried, delivery.ResultDelivered}, 3},
+			[]delivery.Result{delivery.ResultRetried, delivery.ResultRetried, delivery.ResultDelivered}, 3, nil},
 		{"unknown sends, final lookup fails: retried, then unknown",
 			&script{sends: []error{unknown}, lookups: []lookupAnswer{absent, lookupErr}}, 2,
-			[]delivery.Result{delivery.ResultRetried, delivery.ResultUnknown}, 2},
+			[]delivery.Result{delivery.ResultRetried, delivery.ResultRetried, delivery.ResultUnknown}, 2, []int{1, 2, 2}},
+		{"credentials refused: misconfigured, then delivered",
+			&script{sends: []error{misconfigured, created}}, 0,
+			[]delivery.Result{delivery.ResultMisconfigured, delivery.ResultDelivered}, 2, []int{0, 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.dest)
 			f.eng.MaxAttempts = c.max
+			f.eng.MaxLookups = 1
 			obs := &steps{}
 			f.eng.Observer = obs
 			created := f.now
@@ -63,10 +68,14 @@ func TestObserverSeesEachRecordedStep(t *testing.T) {
 				t.Fatalf("observer told %d steps %+v, want %d", len(got), got, len(c.want))
 			}
 			for i, s := range got {
-				if s.Result != c.want[i] || s.TicketID != id || s.Attempts != i+1 {
-					t.Errorf("step %d: %s %s attempts %d, want %s %s attempts %d", i, s.TicketID, s.Result, s.Attempts, id, c.want[i], i+1)
+				attempts := i + 1
+				if c.attempts != nil {
+					attempts = c.attempts[i]
 				}
-				if s.Result == delivery.ResultRetried && (s.State != delivery.StatePending || s.DueAt.IsZero()) {
+				if s.Result != c.want[i] || s.TicketID != id || s.Attempts != attempts {
+					t.Errorf("step %d: %s %s attempts %d, want %s %s attempts %d", i, s.TicketID, s.Result, s.Attempts, id, c.want[i], attempts)
+				}
+				if (s.Result == delivery.ResultRetried || s.Result == delivery.ResultMisconfigured) && (s.State != delivery.StatePending || s.DueAt.IsZero()) {
 					t.Errorf("step %d retried: state %s due %v, want pending with a due time", i, s.State, s.DueAt)
 				}
 				if s.Result != delivery.ResultDelivered && s.Lag != 0 {

@@ -58,12 +58,20 @@ type Update struct {
 	// Attempts counts sends (a lookup is not a send), including a send an
 	// earlier worker may have made before its lease ran out.
 	Attempts int
-	// LookupFailures counts lookups that failed while the outcome of an
-	// earlier send was unknown; bounded by the same maximum as Attempts.
+	// LookupFailures counts lookups that failed (an error, or an answer
+	// that was neither found nor absent) while the outcome of an earlier
+	// send was unknown; bounded by the Engine's MaxLookups.
 	LookupFailures int
-	// SentUnknown: an earlier send may have created the ticket, so the next
-	// worker looks it up before any resend.
+	// SentUnknown: an earlier send may have created the ticket ("may be in
+	// the helpdesk"), so the next worker looks it up before any resend. It
+	// is cleared only by a delivery, or by a lookup made once the outcome
+	// window of SentAt had closed that answered absent.
 	SentUnknown bool
+	// SentAt is the start, to the millisecond (rounded up), of the last
+	// send whose outcome is unknown; zero when SentUnknown is false. Its
+	// outcome window (OutcomeWindow) closes the destination's client
+	// timeout plus the margin after it.
+	SentAt time.Time
 	// DueAt is when the ticket may next be claimed, in whole seconds: the
 	// backoff's end while pending (the stores keep an update's DueAt only
 	// when it is Pending), the second after the lease's end while

@@ -51,7 +51,8 @@ func FromEnv(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	}
 	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), table, dynamo.Options{})
 	log.InfoContext(ctx, "delivery destination", slog.Any("delivery", cfg))
-	h := NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout)}, store, dst, log, rec)
+	h := NewWithMetrics(delivery.Engine{MaxAttempts: cfg.MaxAttempts, Lease: delivery.LeaseFor(cfg.Timeout),
+		CallTimeout: cfg.Timeout, Log: log}, store, dst, log, rec)
 	h.SweepConcurrency, h.CallTimeout = cfg.SweepConcurrency, cfg.Timeout
 	return h, nil
 }

@@ -126,14 +126,24 @@ func (e *Env) Release(id string, due time.Time) {
 }
 
 // Finish claims id and records it in the final state st (failed or
-// unknown after 3 sends, or delivered).
+// unknown after 3 sends, or delivered). An unknown ticket's last unknown
+// send started at SentAt(e.Now).
 func (e *Env) Finish(id string, st delivery.State) {
 	e.T.Helper()
 	u := delivery.Update{State: st, Attempts: 3, LookupFailures: 1, SentUnknown: st == delivery.StateUnknown, Error: "send unknown (HTTP 502)"}
+	if u.SentUnknown {
+		u.SentAt = SentAt(e.Now)
+	}
 	if st == delivery.StateDelivered {
 		u = delivery.Update{State: st, Attempts: 1, ExternalID: "77", DeliveredAt: e.Now}
 	}
 	e.claimAndRecord(id, u)
+}
+
+// SentAt is the send start the suite records for a send made around now:
+// a time with milliseconds, 1.5 s before now, as the stores keep it.
+func SentAt(now time.Time) time.Time {
+	return now.Add(-1500 * time.Millisecond).Truncate(time.Millisecond).Add(7 * time.Millisecond)
 }
 
 // claimAndRecord claims id and records u under that claim.
@@ -650,25 +660,78 @@ func runAdmin(t *testing.T, h Harness) {
 		}
 	})
 
-	t.Run("resolve unknown as to be sent again: pending, due now, nothing left to look up", func(t *testing.T) {
+	t.Run("resolve unknown as to be sent again: pending, due now, counts reset, earlier send kept for a lookup", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
 		id := e.Create(`{"title":"resend"}`)
 		e.Finish(id, delivery.StateUnknown)
+		sentAt := SentAt(e.Now)
 		e.Now = e.Now.Add(time.Minute)
 		if err := delivery.ResolveResend(ctx, e.Store, id, e.Now); err != nil {
 			t.Fatal(err)
 		}
 		r := e.Record(id)
-		if r.State != delivery.StatePending || r.Attempts != 0 || r.SentUnknown || r.LookupFailures != 0 ||
+		if r.State != delivery.StatePending || r.Attempts != 0 || !r.SentUnknown || !r.SentAt.Equal(sentAt) || r.LookupFailures != 0 ||
 			!r.DueAt.Equal(e.Now.Truncate(time.Second)) || r.ExternalID != "" {
-			t.Fatalf("after resolve: %+v", r)
+			t.Fatalf("after resolve: %+v; want pending, may be in the helpdesk since %v", r, sentAt)
 		}
 		c, err := e.Claim(id, "w")
-		if err != nil || c.Before.SentUnknown {
+		if err != nil || !c.Before.SentUnknown || !c.Before.SentAt.Equal(sentAt) {
 			t.Fatalf("claim after resolve: %+v, %v", c.Before, err)
 		}
 		if err := delivery.ResolveResend(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNotFound) {
 			t.Fatalf("ResolveResend(missing): %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("the start of an unknown send round-trips to the millisecond, through release, claim, list, retry and resolve", func(t *testing.T) {
+		e := NewEnv(t, h.Open(t), true)
+		id := e.Create(`{"title":"sent at"}`)
+		sentAt := SentAt(e.Now)
+		if _, err := e.Claim(id, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		due := e.Now.Truncate(time.Second).Add(20 * time.Second)
+		u := delivery.Update{State: delivery.StatePending, Attempts: 1, SentUnknown: true, SentAt: sentAt, DueAt: due, Error: "send unknown: timeout"}
+		if err := e.Store.Record(ctx, id, "w1", u); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.Record(id); !r.SentAt.Equal(sentAt) || !r.SentUnknown {
+			t.Fatalf("after release: %+v, want sent at %v", r, sentAt)
+		}
+		e.Now = due
+		c, err := e.Claim(id, "w2")
+		if err != nil || !c.Before.SentAt.Equal(sentAt) {
+			t.Fatalf("claim: %+v, %v; want sent at %v", c.Before, err, sentAt)
+		}
+		// Final failed with the flag set: what a person's retry must keep
+		// (the engine itself ends such a ticket unknown).
+		u.State, u.DueAt, u.Attempts = delivery.StateFailed, time.Time{}, 8
+		if err := e.Store.Record(ctx, id, "w2", u); err != nil {
+			t.Fatal(err)
+		}
+		listed, err := e.Store.List(ctx, delivery.StateFailed, 10)
+		if err != nil || len(listed) != 1 || !listed[0].SentAt.Equal(sentAt) {
+			t.Fatalf("List(failed) = %+v, %v", listed, err)
+		}
+		e.Now = e.Now.Add(3 * time.Hour)
+		if err := delivery.Retry(ctx, e.Store, id, e.Now); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Record(id)
+		if r.State != delivery.StatePending || r.Attempts != 0 || r.LookupFailures != 0 || !r.SentUnknown || !r.SentAt.Equal(sentAt) ||
+			!r.DueAt.Equal(e.Now.Truncate(time.Second)) {
+			t.Fatalf("after retry: %+v; want pending, attempts reset, may be in the helpdesk since %v", r, sentAt)
+		}
+		// Ruled out and sent again: a record without a send of unknown
+		// outcome has no start.
+		if _, err := e.Claim(id, "w3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Store.Record(ctx, id, "w3", delivery.Update{State: delivery.StatePending, Attempts: 1, DueAt: e.Now.Truncate(time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		if r := e.Record(id); r.SentUnknown || !r.SentAt.IsZero() {
+			t.Fatalf("after a known send: %+v, want no send start", r)
 		}
 	})
 }

@@ -40,6 +40,9 @@ type expect struct {
 	state   delivery.State
 	held    int // tickets the fake holds under the ticket id
 	creates int // create requests sent
+	// refused is how many of the creates the fake refused as
+	// unauthorized: not sends, so not counted in the record's attempts.
+	refused int
 }
 
 // failureMode scripts the fake for one ticket and says what must come of
@@ -53,7 +56,55 @@ type failureMode struct {
 	between func(f *fakehelpdesk.Server, n int)
 	// check looks at the records after each step.
 	check func(t *testing.T, t0 time.Time, steps []delivery.Record)
-	want  map[string]expect
+	// operator, when set, is what a person does once the ticket is
+	// final, after the helpdesk forgot its idempotency keys: retry a
+	// failed ticket, or resolve an unknown one as to be sent again. The
+	// ticket then runs on until final again.
+	operator func(ctx context.Context, a delivery.Admin, st delivery.State, id string, now time.Time) error
+	want     map[string]expect
+}
+
+// retryFailed is the operator's retry, for a failed ticket.
+func retryFailed(ctx context.Context, a delivery.Admin, st delivery.State, id string, now time.Time) error {
+	if st != delivery.StateFailed {
+		return nil
+	}
+	return delivery.Retry(ctx, a, id, now)
+}
+
+// resendUnknown is the operator's resolve-resend, for an unknown ticket.
+func resendUnknown(ctx context.Context, a delivery.Admin, st delivery.State, id string, now time.Time) error {
+	if st != delivery.StateUnknown {
+		return nil
+	}
+	return delivery.ResolveResend(ctx, a, id, now)
+}
+
+// lastOf scripts the destination's creates so that only the last of
+// matrixMaxAttempts sends reaches the helpdesk: the ones before are
+// answered 429 (created nothing), the last gets fault.
+func lastOf(f *fakehelpdesk.Server, create fakehelpdesk.Kind, fault fakehelpdesk.Fault) {
+	f.Script(fakehelpdesk.Rule{Kind: create, Times: matrixMaxAttempts - 1, Fault: fakehelpdesk.TooManyRequests("1")})
+	f.Script(fakehelpdesk.Rule{Kind: create, N: matrixMaxAttempts, Fault: fault})
+}
+
+// lateCommit is how long after a create's arrival the fake commits it in
+// the late-commit modes: past the client's timeout, inside the outcome
+// window.
+const lateCommit = time.Second
+
+// lookupLag is how long a committed ticket stays invisible to lookups in
+// the lag modes, on the fake's clock: inside the outcome window.
+const lookupLag = 3 * time.Second
+
+// errorSays checks that the final record's error contains text.
+func errorSays(text string) func(*testing.T, time.Time, []delivery.Record) {
+	return func(t *testing.T, _ time.Time, steps []delivery.Record) {
+		t.Helper()
+		if last := steps[len(steps)-1]; !strings.Contains(last.Error, text) {
+			t.Fatalf("final error %q, want it to say %q", last.Error, text)
+		}
+	}
 }
 
 // onCreate is a setup that scripts r on the destination's create requests.
@@ -64,7 +115,7 @@ func onCreate(r fakehelpdesk.Rule) func(f *fakehelpdesk.Server, create, lookup f
 	}
 }
 
-func delivered(creates int) expect { return expect{delivery.StateDelivered, 1, creates} }
+func delivered(creates int) expect { return expect{delivery.StateDelivered, 1, creates, 0} }
 
 func dueNotBefore(d time.Duration) func(*testing.T, time.Time, []delivery.Record) {
 	return func(t *testing.T, t0 time.Time, steps []delivery.Record) {
@@ -92,7 +143,7 @@ var failureModes = []failureMode{
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenSlow(5 * time.Second)}),
 		// Without lookup the resend may meet the first request still in
 		// progress (409), then be answered from the idempotency record.
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: {delivery.StateDelivered, 1, -1}}},
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: {delivery.StateDelivered, 1, -1, 0}}},
 	{name: "429 with Retry-After",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.TooManyRequests("7")}),
 		check: dueNotBefore(7 * time.Second),
@@ -137,25 +188,25 @@ var failureModes = []failureMode{
 				t.Fatalf("records %+v; want failed after one attempt", steps)
 			}
 		},
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, 1}, destWebhook: {delivery.StateFailed, 0, 1}, destNoLookup: {delivery.StateFailed, 0, 1}}},
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, 1, 0}, destWebhook: {delivery.StateFailed, 0, 1, 0}, destNoLookup: {delivery.StateFailed, 0, 1, 0}}},
 	{name: "outage: 429 on every send",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.TooManyRequests("1")}),
 		// Every outcome known not created: failed after max_attempts sends,
 		// with or without lookup.
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
-			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateFailed, 0, matrixMaxAttempts}}},
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
+			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destNoLookup: {delivery.StateFailed, 0, matrixMaxAttempts, 0}}},
 	{name: "outage: 503 on every send",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Unavailable("1")}),
 		// A 5xx may have created it: with lookup, the lookups rule each send
 		// out (failed); without, a person must decide (unknown).
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
-			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts}}},
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
+			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts, 0}}},
 	{name: "outage: every connection dropped, nothing created",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Drop()}),
 		// With lookup, the final lookup rules every send out: failed.
 		// Without, any send may have created it: unknown, for a person.
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts},
-			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts}}},
+		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
+			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts, 0}}},
 	{name: "outage: committed, then the connection and every lookup fail",
 		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
 			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
@@ -163,7 +214,103 @@ var failureModes = []failureMode{
 		},
 		// Never resent blindly: no send while no lookup answers; unknown
 		// once the lookups run out.
-		want: map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1}, destWebhook: {delivery.StateUnknown, 1, 1}}},
+		want: map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
+	{name: "late commit after the client timeout",
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.LateCommit(lateCommit)}),
+		// Looked up once the send's outcome window has closed: found.
+		// Without lookup, the resend after the window is answered from
+		// the idempotency record.
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+	{name: "late commit after the client timeout, on the final attempt",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			lastOf(f, c, fakehelpdesk.LateCommit(lateCommit))
+		},
+		// A lookup right after the timeout would answer absent: the
+		// ticket waits for the window, then is found. Without lookup, the
+		// last send may have created it: unknown, and the helpdesk holds
+		// it once.
+		want: map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
+			destNoLookup: {delivery.StateUnknown, 1, matrixMaxAttempts, 0}}},
+	{name: "lookups lag, on the final attempt",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.SetLookupLag(0, lookupLag)
+			lastOf(f, c, fakehelpdesk.CommitThenDrop())
+		},
+		want: map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
+			destNoLookup: {delivery.StateUnknown, 1, matrixMaxAttempts, 0}}},
+	{name: "lookups lag, on the final attempt, then an operator retry",
+		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
+			f.SetLookupLag(0, lookupLag)
+			lastOf(f, c, fakehelpdesk.CommitThenDrop())
+		},
+		// Found once the window closed, so there is nothing to retry: a
+		// retry after the key window, with the send ruled out by a lagging
+		// lookup, would make a second ticket. (Without lookup, a person who
+		// resends an unknown ticket the helpdesk holds makes the second
+		// one: not applicable.)
+		operator: retryFailed,
+		want:     map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts)}},
+	{name: "final lookups fail, then an operator resend after the key window",
+		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
+			lastOf(f, c, fakehelpdesk.CommitThenDrop())
+			f.Script(fakehelpdesk.Rule{Kind: l, Times: matrixMaxAttempts, Fault: fakehelpdesk.Unavailable("")})
+		},
+		// Unknown once the lookups ran out; the person's resend still
+		// looks up first, and finds it.
+		operator: resendUnknown,
+		want:     map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts)}},
+	{name: "rate-limited lookups",
+		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+			f.Script(fakehelpdesk.Rule{Kind: l, Times: 2, Fault: fakehelpdesk.TooManyRequests("7")})
+		},
+		check: func(t *testing.T, _ time.Time, steps []delivery.Record) {
+			t.Helper()
+			// Step 2 ran at steps[0].DueAt and its lookup was refused.
+			if r := steps[1]; r.LookupFailures != 1 || r.DueAt.Before(steps[0].DueAt.Add(7*time.Second)) {
+				t.Fatalf("after a lookup answered 429: %+v; want due no earlier than %v (Retry-After 7 s)", r, steps[0].DueAt.Add(7*time.Second))
+			}
+		},
+		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1)}},
+	{name: "rate-limited lookups for good",
+		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+			f.Script(fakehelpdesk.Rule{Kind: l, Times: 100, Fault: fakehelpdesk.TooManyRequests("1")})
+		},
+		check: errorSays("lookups ran out"),
+		want:  map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
+	{name: "revoked token, then restored",
+		setup: func(f *fakehelpdesk.Server, _, _ fakehelpdesk.Kind) { f.SetRevoked(true) },
+		between: func(f *fakehelpdesk.Server, n int) {
+			if n == 2 {
+				f.SetRevoked(false)
+			}
+		},
+		check: func(t *testing.T, _ time.Time, steps []delivery.Record) {
+			t.Helper()
+			for _, r := range steps[:2] {
+				if r.State != delivery.StatePending || r.Attempts != 0 || r.SentUnknown {
+					t.Fatalf("while revoked: %+v; want pending, no send counted", r)
+				}
+			}
+		},
+		want: map[string]expect{destZendesk: {delivery.StateDelivered, 1, 3, 2}, destWebhook: {delivery.StateDelivered, 1, 3, 2},
+			destNoLookup: {delivery.StateDelivered, 1, 3, 2}}},
+}
+
+// settle waits (on the real clock, at most a few seconds) until the fake
+// has no create in flight: a create held for a late commit has been
+// committed. The matrix moves the engine's clock to each due time at once;
+// settling first makes what the helpdesk does within that time happen
+// before the next step, as it would while the ticket waited.
+func settle(t *testing.T, f *fakehelpdesk.Server) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); f.InFlight() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fake still has %d creates in flight", f.InFlight())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func newDest(t *testing.T, f *fakehelpdesk.Server, kind string) (delivery.Destination, fakehelpdesk.Kind, fakehelpdesk.Kind) {
@@ -223,8 +370,17 @@ func Matrix(t *testing.T, h Harness) {
 				id := e.Create(fmt.Sprintf(`{"title":%q,"description":"matrix"}`, m.name))
 				t0 := e.Now
 				eng := &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
-					Lease: delivery.LeaseFor(matrixTimeout), Now: func() time.Time { return e.Now }}
+					Lease: delivery.LeaseFor(matrixTimeout), CallTimeout: matrixTimeout, Now: func() time.Time { return e.Now }}
+				// advance moves the engine's clock and the fake's together.
+				advance := func(to time.Time) {
+					if d := to.Sub(e.Now); d > 0 {
+						f.Advance(d)
+						e.Now = to
+					}
+				}
 				var steps []delivery.Record
+				operated := m.operator == nil
+				reset := 0 // creates before the operator reset the attempts
 				for n := 1; ; n++ {
 					if n > 4*matrixMaxAttempts+4 {
 						t.Fatalf("not final after %d steps: %+v", n-1, steps)
@@ -235,7 +391,21 @@ func Matrix(t *testing.T, h Harness) {
 					r := e.Record(id)
 					steps = append(steps, r)
 					if !r.State.Live() {
-						break
+						if operated {
+							break
+						}
+						operated = true
+						settle(t, f)
+						reset = f.Requests(create)
+						advance(e.Now.Add(fakehelpdesk.DefaultKeyTTL + time.Hour)) // the helpdesk forgot the key
+						if err := m.operator(ctx, s, r.State, id, e.Now); err != nil {
+							t.Fatalf("operator: %v", err)
+						}
+						if r = e.Record(id); !r.State.Live() {
+							reset = 0 // nothing to do: the count stands
+							break
+						}
+						continue
 					}
 					if r.State != delivery.StatePending {
 						t.Fatalf("step %d left %+v", n, r)
@@ -243,8 +413,10 @@ func Matrix(t *testing.T, h Harness) {
 					if m.between != nil {
 						m.between(f, n)
 					}
-					e.Now = r.DueAt // the next step runs when due
+					settle(t, f)
+					advance(r.DueAt) // the next step runs when due
 				}
+				settle(t, f)
 				final := steps[len(steps)-1]
 				creates, lookups := f.Requests(create), f.Requests(lookup)
 				if final.State != want.state || f.Held(id) != want.held || (want.creates >= 0 && creates != want.creates) {
@@ -254,8 +426,9 @@ func Matrix(t *testing.T, h Harness) {
 				if f.Total() != want.held {
 					t.Fatalf("the fake holds %d tickets in all, want %d", f.Total(), want.held)
 				}
-				if final.Attempts != creates {
-					t.Fatalf("record counts %d attempts, the fake received %d creates", final.Attempts, creates)
+				if final.Attempts != creates-want.refused-reset {
+					t.Fatalf("record counts %d attempts, the fake received %d creates, %d of them refused as unauthorized, %d before the operator reset the count",
+						final.Attempts, creates, want.refused, reset)
 				}
 				switch final.State {
 				case delivery.StateDelivered:

@@ -11,20 +11,36 @@
 // /api/v2/tickets?external_id=X lists the tickets under that external id,
 // newest first, so a client has to pick the oldest itself.
 //
-// Webhook side (WebhookURL): POST checks X-Signature-256 over the body bytes
-// and requires Idempotency-Key; the same key replays, another body under the
-// same key answers 422. GET with idempotency_key=X checks the signature over
-// that query parameter's text and answers 200 with the ticket or 404. The
-// shape of the 2xx body is chosen with SetWebhookReply.
+// Webhook side (WebhookURL): every request is verified by the Standard
+// Webhooks convention with the convention's own Go library: webhook-id,
+// webhook-timestamp and webhook-signature ("v1,<base64 HMAC-SHA256 of
+// {id}.{timestamp}.{data}>" under the decoded whsec_ secret), the timestamp
+// within SignatureTolerance (five minutes) of the fake's clock, else 401. An
+// exact replay (the same id, timestamp and signature seen before) answers
+// 409 and is counted by Replays. POST signs the body bytes, requires
+// Idempotency-Key and that it equal the signed webhook-id (400 otherwise,
+// so a captured request cannot be replayed under a fresh key); the same key
+// replays, another body under the same key answers 422. GET with
+// idempotency_key=X signs the text "idempotency_key=X" (unescaped), with
+// webhook-id X, and answers 200 with the ticket or 404. The shape of the 2xx
+// body is chosen with SetWebhookReply.
+//
+// The fake's clock (Now) is the real clock plus whatever Advance added, so
+// a client signing on the real clock is accepted until a test advances the
+// fake; such a test gives its client the fake's Now as its clock. No fixed
+// calendar date is involved.
 //
 // A second request under a key still being processed (for instance while a
 // scripted slow answer is pending) answers 409 on both sides.
 //
 // Failures are scripted with Script: a Rule matches the n-th request of a
 // kind, or the requests under one key, and applies a Fault (commit first or
-// not, then drop the connection, answer a status with Retry-After, or answer
-// late). Lookups can be made to lag behind writes with SetLookupLag. The
-// server counts tickets per key and in total, requests per kind and
-// connections, and records every request it received. All methods are safe
-// for concurrent use.
+// not, then drop the connection, answer a status with Retry-After, answer
+// late, or hold a create and commit it after the client gave up:
+// LateCommit, timed on the real clock from the request's arrival, as the
+// client's own timeout is). SetRevoked makes every request answer 401, as a
+// revoked token or a changed secret would. Lookups can be made to lag
+// behind writes with SetLookupLag. The server counts tickets per key and in
+// total, requests per kind and connections, and records every request it
+// received. All methods are safe for concurrent use.
 package fakehelpdesk

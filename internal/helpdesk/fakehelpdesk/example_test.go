@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 )
@@ -17,10 +18,13 @@ func Example() {
 	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Key: "k", Fault: fakehelpdesk.CommitThenDrop()})
 
 	body := `{"ticket_id":"k"}`
-	for range 2 {
+	for i := range 2 {
 		req, _ := http.NewRequest(http.MethodPost, s.WebhookURL(), strings.NewReader(body))
 		req.Header.Set("Idempotency-Key", "k")
-		req.Header.Set("X-Signature-256", fakehelpdesk.Sign(s.Config().Secret, []byte(body)))
+		// Each send is signed afresh: a resend a second later has its own
+		// timestamp, so it is no replay of the first.
+		at := s.Now().Add(time.Duration(i) * time.Second)
+		fakehelpdesk.SignHeaders(req.Header, s.Config().Secret, "k", at, []byte(body))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			fmt.Println("no answer")

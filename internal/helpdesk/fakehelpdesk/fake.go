@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // Kind names a request the fake serves.
@@ -35,20 +36,20 @@ const (
 const (
 	DefaultEmail       = "agent@example.test"
 	DefaultToken       = "zendesk-test-token"
-	DefaultSecret      = "webhook-test-secret" //nolint:gosec // a test fixture, not a credential
+	DefaultSecret      = "whsec_ZmFrZWhlbHBkZXNrLXdlYmhvb2stdGVzdC1rZXktMzI=" //nolint:gosec // a test fixture, not a credential
 	DefaultKeyTTL      = 2 * time.Hour
 	DefaultWebhookPath = "/hook"
 )
 
-// DefaultStart is where the fake's clock starts.
-var DefaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// SignatureTolerance is how far a webhook-timestamp may be from the fake's
+// clock, either way, for the webhook to accept the request.
+const SignatureTolerance = 5 * time.Minute
 
 // Config configures a Server; zero fields take the defaults above.
 type Config struct {
 	Email, Token string        // Zendesk Basic credentials it accepts
-	Secret       string        // the webhook's HMAC key
+	Secret       string        // the webhook's Standard Webhooks secret (whsec_ and base64)
 	KeyTTL       time.Duration // how long an idempotency key is remembered
-	Start        time.Time     // the fake clock's start
 	WebhookPath  string        // path of the webhook endpoint
 }
 
@@ -81,7 +82,19 @@ type Fault struct {
 	Status     int
 	RetryAfter string
 	Body       string
+	// CommitAfter holds a create and stores it this long (real time)
+	// after the request arrived, whether or not the client is still
+	// waiting; a client still waiting then gets the normal answer. Until
+	// then lookups do not see it and another create under the same key
+	// answers 409. On a lookup it only delays the answer. It overrides the
+	// fields above.
+	CommitAfter time.Duration
 }
+
+// LateCommit holds a create and commits it d after it arrived, even when
+// the client has given up by then: the helpdesk that finishes a create its
+// client timed out on.
+func LateCommit(d time.Duration) Fault { return Fault{CommitAfter: d} }
 
 // CommitThenDrop stores the ticket, then closes the connection unanswered.
 func CommitThenDrop() Fault { return Fault{Commit: true, Drop: true} }
@@ -179,8 +192,16 @@ type Server struct {
 	srv *httptest.Server
 	cfg Config
 
+	verifier *standardwebhooks.Webhook
+	closing  chan struct{} // closed by Close: held creates stop waiting
+	once     sync.Once
+
 	mu       sync.Mutex
-	now      time.Time
+	offset   time.Duration // the fake's clock minus the real one
+	revoked  bool
+	seen     map[string]time.Time // webhook id, timestamp and signature -> timestamp
+	replays  int
+	late     []*time.Timer
 	reply    Reply
 	lagN     int
 	lagDelay time.Duration
@@ -215,13 +236,15 @@ func New(tb testing.TB, cfg Config) *Server {
 	if cfg.KeyTTL <= 0 {
 		cfg.KeyTTL = DefaultKeyTTL
 	}
-	if cfg.Start.IsZero() {
-		cfg.Start = DefaultStart
-	}
 	if cfg.WebhookPath == "" {
 		cfg.WebhookPath = DefaultWebhookPath
 	}
-	s := &Server{cfg: cfg, now: cfg.Start, counts: map[Kind]int{}, inflight: map[string]bool{},
+	verifier, err := standardwebhooks.NewWebhook(cfg.Secret)
+	if err != nil {
+		panic(fmt.Sprintf("fakehelpdesk: Config.Secret is not whsec_ followed by base64: %v", err))
+	}
+	s := &Server{cfg: cfg, verifier: verifier, closing: make(chan struct{}), counts: map[Kind]int{},
+		inflight: map[string]bool{}, seen: map[string]time.Time{},
 		zNextID: 1000, zKeys: map[string]*idem{}, wKeys: map[string]*idem{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
@@ -238,8 +261,19 @@ func New(tb testing.TB, cfg Config) *Server {
 	return s
 }
 
-// Close shuts the server down; it waits for pending answers.
-func (s *Server) Close() { s.srv.Close() }
+// Close shuts the server down; it waits for pending answers. Creates held
+// by LateCommit and not yet committed are dropped.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		s.mu.Lock()
+		for _, t := range s.late {
+			t.Stop()
+		}
+		s.mu.Unlock()
+		close(s.closing)
+	})
+	s.srv.Close()
+}
 
 // URL is the server's base URL: the Zendesk "url".
 func (s *Server) URL() string { return s.srv.URL }
@@ -250,18 +284,39 @@ func (s *Server) WebhookURL() string { return s.srv.URL + s.cfg.WebhookPath }
 // Config is the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
-// Now reads the fake's clock.
+// Now reads the fake's clock: the real clock plus every Advance so far.
+// Key lifetimes, lookup lag and the webhook's timestamp tolerance are
+// measured on it; a client that signs webhooks for a test that calls
+// Advance takes it as its clock.
 func (s *Server) Now() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.now
+	return s.nowLocked()
 }
 
-// Advance moves the fake's clock forward.
+func (s *Server) nowLocked() time.Time { return time.Now().Add(s.offset) }
+
+// Advance moves the fake's clock forward by d.
 func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.now = s.now.Add(d)
+	s.offset += d
+}
+
+// SetRevoked revokes the credentials the fake accepts (or restores them):
+// while revoked, every Zendesk request answers 401 as for a bad token, and
+// every webhook request 401 as for a bad signature.
+func (s *Server) SetRevoked(revoked bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revoked = revoked
+}
+
+// Replays is the number of webhook requests refused as replays.
+func (s *Server) Replays() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replays
 }
 
 // SetWebhookReply chooses the shape of the webhook's 2xx answers.
@@ -355,7 +410,7 @@ func (s *Server) AddZendeskTicket(externalID string, createdAt time.Time) int64 
 	defer s.mu.Unlock()
 	s.zNextID++
 	s.zTickets = append(s.zTickets, &zTicket{id: s.zNextID, externalID: externalID,
-		subject: "added by hand", body: "added by hand", priority: "normal", createdAt: createdAt.UTC(), committed: s.now})
+		subject: "added by hand", body: "added by hand", priority: "normal", createdAt: createdAt.UTC(), committed: s.nowLocked()})
 	return s.zNextID
 }
 
@@ -398,6 +453,7 @@ func jsonAnswer(status int, body string) answer {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return // the client went away mid-request
@@ -430,14 +486,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.inflight[string(kind)+" "+key] = true
 	}
 	s.mu.Unlock()
-	if exclusive && !busy {
-		defer func() {
-			s.mu.Lock()
-			delete(s.inflight, string(kind)+" "+key)
-			s.mu.Unlock()
-		}()
+	if exclusive && !busy && !(scripted && fault.CommitAfter > 0) {
+		defer s.release(kind, key)
 	}
 
+	if scripted && fault.CommitAfter > 0 {
+		if exclusive && !busy {
+			s.commitLate(w, r, kind, key, body, arrived.Add(fault.CommitAfter))
+			return
+		}
+		// A lookup, or a create that will get 409: only delayed.
+		fault = Fault{Delay: time.Until(arrived.Add(fault.CommitAfter))}
+	}
 	if scripted && !fault.Commit {
 		if fault.Drop || fault.Status != 0 {
 			s.fail(w, r, fault, answer{})
@@ -453,22 +513,55 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		write(w, jsonAnswer(http.StatusConflict, `{"error":"InProgress","description":"a request with this idempotency key is being processed"}`))
 		return
 	}
-	var a answer
-	switch kind {
-	case ZendeskCreate:
-		a = s.zendeskCreate(r, key, body)
-	case ZendeskLookup:
-		a = s.zendeskLookup(key)
-	case WebhookCreate:
-		a = s.webhookCreate(key, body)
-	case WebhookLookup:
-		a = s.webhookLookup(key)
-	}
+	a := s.handle(kind, r.Header.Get("Content-Type"), key, body)
 	if scripted {
 		s.fail(w, r, fault, a)
 		return
 	}
 	write(w, a)
+}
+
+// handle is the normal handling of an authenticated request.
+func (s *Server) handle(kind Kind, ctype, key string, body []byte) answer {
+	switch kind {
+	case ZendeskCreate:
+		return s.zendeskCreate(ctype, key, body)
+	case ZendeskLookup:
+		return s.zendeskLookup(key)
+	case WebhookCreate:
+		return s.webhookCreate(key, body)
+	case WebhookLookup:
+		return s.webhookLookup(key)
+	}
+	return jsonAnswer(http.StatusNotFound, `{"error":"InvalidEndpoint"}`)
+}
+
+// release ends the processing of a create under key.
+func (s *Server) release(kind Kind, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, string(kind)+" "+key)
+}
+
+// commitLate stores a held create at the given (real) time, whether or
+// not its client is still there, and answers the client if it waited. The
+// key stays in flight until the commit.
+func (s *Server) commitLate(w http.ResponseWriter, r *http.Request, kind Kind, key string, body []byte, at time.Time) {
+	ctype := r.Header.Get("Content-Type")
+	done := make(chan answer, 1)
+	s.mu.Lock()
+	s.late = append(s.late, time.AfterFunc(time.Until(at), func() {
+		a := s.handle(kind, ctype, key, body)
+		s.release(kind, key)
+		done <- a
+	}))
+	s.mu.Unlock()
+	select {
+	case a := <-done:
+		write(w, a)
+	case <-r.Context().Done():
+	case <-s.closing:
+	}
 }
 
 // match finds and consumes the first rule for a request; s.mu is held.
@@ -531,6 +624,15 @@ func write(w http.ResponseWriter, a answer) {
 
 // authenticate checks Basic auth (Zendesk) or the signature (webhook).
 func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, bool) {
+	s.mu.Lock()
+	revoked := s.revoked
+	s.mu.Unlock()
+	switch {
+	case revoked && (kind == ZendeskCreate || kind == ZendeskLookup):
+		return jsonAnswer(http.StatusUnauthorized, `{"error":"Couldn't authenticate you"}`), false
+	case revoked:
+		return jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature"}`), false
+	}
 	switch kind {
 	case ZendeskCreate, ZendeskLookup:
 		want := "Basic " + base64.StdEncoding.EncodeToString([]byte(s.cfg.Email+"/token:"+s.cfg.Token))
@@ -538,35 +640,87 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 			return jsonAnswer(http.StatusUnauthorized, `{"error":"Couldn't authenticate you"}`), false
 		}
 	case WebhookCreate:
-		if !s.signed(r, body) {
-			return jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature"}`), false
+		if a, ok := s.signed(r, body); !ok {
+			return a, false
+		}
+		if k := r.Header.Get("Idempotency-Key"); k != "" && k != r.Header.Get("webhook-id") {
+			return jsonAnswer(http.StatusBadRequest, `{"error":"Idempotency-Key differs from the signed webhook-id"}`), false
 		}
 	case WebhookLookup:
-		var param []byte
-		for p := range strings.SplitSeq(r.URL.RawQuery, "&") {
-			if strings.HasPrefix(p, "idempotency_key=") {
-				param = []byte(p)
-			}
-		}
-		if param == nil {
+		keys := r.URL.Query()["idempotency_key"]
+		if len(keys) == 0 {
 			return jsonAnswer(http.StatusBadRequest, `{"error":"idempotency_key missing"}`), false
 		}
-		if !s.signed(r, param) {
-			return jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature"}`), false
+		key := keys[len(keys)-1]
+		if a, ok := s.signed(r, []byte("idempotency_key="+key)); !ok {
+			return a, false
+		}
+		if key != r.Header.Get("webhook-id") {
+			return jsonAnswer(http.StatusBadRequest, `{"error":"idempotency_key differs from the signed webhook-id"}`), false
 		}
 	}
 	return answer{}, true
 }
 
-func (s *Server) signed(r *http.Request, data []byte) bool {
-	return hmac.Equal([]byte(r.Header.Get("X-Signature-256")), []byte(Sign(s.cfg.Secret, data)))
+// signed verifies a webhook request's Standard Webhooks signature over
+// data with the convention's own library, its timestamp against the fake's
+// clock, and that the same id, timestamp and signature were not seen
+// before. A bad or stale signature answers 401. A replay answers 409
+// ("seen before") rather than 401: a client whose two requests for one
+// ticket fall in the same second signs them identically, and that is not a
+// credentials problem. A legitimate resend a second or more later has a
+// new timestamp, so a new signature.
+func (s *Server) signed(r *http.Request, data []byte) (answer, bool) {
+	bad := jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature"}`)
+	if s.verifier.VerifyIgnoringTimestamp(data, r.Header) != nil {
+		return bad, false
+	}
+	secs, err := strconv.ParseInt(r.Header.Get("webhook-timestamp"), 10, 64)
+	if err != nil {
+		return bad, false
+	}
+	ts := time.Unix(secs, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.nowLocked()
+	if ts.Before(now.Add(-SignatureTolerance)) || ts.After(now.Add(SignatureTolerance)) {
+		return jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature: timestamp outside the tolerance"}`), false
+	}
+	for k, at := range s.seen {
+		if at.Before(now.Add(-SignatureTolerance)) {
+			delete(s.seen, k) // too old to pass the check above anyway
+		}
+	}
+	id := r.Header.Get("webhook-id") + "\x00" + r.Header.Get("webhook-timestamp") + "\x00" + r.Header.Get("webhook-signature")
+	if _, ok := s.seen[id]; ok {
+		s.replays++
+		return jsonAnswer(http.StatusConflict, `{"error":"replayed request"}`), false
+	}
+	s.seen[id] = ts
+	return answer{}, true
 }
 
-// Sign is the X-Signature-256 value of data under secret.
-func Sign(secret string, data []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(data)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+// Sign is the webhook-signature value ("v1,<base64>") of data for the
+// message id at the unix second of at under secret (whsec_ and base64),
+// as the Standard Webhooks library computes it.
+func Sign(secret, id string, at time.Time, data []byte) string {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		panic(fmt.Sprintf("fakehelpdesk.Sign: %v", err))
+	}
+	sig, err := wh.Sign(id, at, data)
+	if err != nil {
+		panic(fmt.Sprintf("fakehelpdesk.Sign: %v", err))
+	}
+	return sig
+}
+
+// SignHeaders sets the three Standard Webhooks headers on h for data
+// under message id at the given time.
+func SignHeaders(h http.Header, secret, id string, at time.Time, data []byte) {
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", strconv.FormatInt(at.Unix(), 10))
+	h.Set("webhook-signature", Sign(secret, id, at, data))
 }
 
 // --- Zendesk ---
@@ -582,10 +736,10 @@ type zCreate struct {
 	} `json:"ticket"`
 }
 
-func (s *Server) zendeskCreate(r *http.Request, key string, body []byte) answer {
+func (s *Server) zendeskCreate(ctype, key string, body []byte) answer {
 	var req zCreate
 	if err := json.Unmarshal(body, &req); err != nil || req.Ticket == nil ||
-		!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		!strings.HasPrefix(ctype, "application/json") {
 		return jsonAnswer(http.StatusBadRequest, `{"error":"InvalidJSON"}`)
 	}
 	if req.Ticket.Comment.Body == "" {
@@ -594,8 +748,9 @@ func (s *Server) zendeskCreate(r *http.Request, key string, body []byte) answer 
 	sum := sha256.Sum256(body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.nowLocked()
 	if key != "" {
-		if e, ok := s.zKeys[key]; ok && s.now.Before(e.at.Add(s.cfg.KeyTTL)) {
+		if e, ok := s.zKeys[key]; ok && now.Before(e.at.Add(s.cfg.KeyTTL)) {
 			if e.sum != sum {
 				return jsonAnswer(http.StatusBadRequest, idempotentRequestError)
 			}
@@ -604,12 +759,12 @@ func (s *Server) zendeskCreate(r *http.Request, key string, body []byte) answer 
 	}
 	s.zNextID++
 	t := &zTicket{id: s.zNextID, externalID: req.Ticket.ExternalID, subject: req.Ticket.Subject,
-		body: req.Ticket.Comment.Body, priority: req.Ticket.Priority, createdAt: s.now,
-		committed: s.now, hidden: s.lagN}
+		body: req.Ticket.Comment.Body, priority: req.Ticket.Priority, createdAt: now.UTC(),
+		committed: now, hidden: s.lagN}
 	s.zTickets = append(s.zTickets, t)
 	out, _ := json.Marshal(map[string]any{"ticket": s.zJSON(t)})
 	if key != "" {
-		s.zKeys[key] = &idem{sum: sum, at: s.now, status: http.StatusCreated, answer: out}
+		s.zKeys[key] = &idem{sum: sum, at: now, status: http.StatusCreated, answer: out}
 	}
 	return answer{status: http.StatusCreated, ctype: "application/json", body: out}
 }
@@ -629,7 +784,7 @@ func (s *Server) visible(committed time.Time, hidden *int) bool {
 		*hidden--
 		return false
 	}
-	return !s.now.Before(committed.Add(s.lagDelay))
+	return !s.nowLocked().Before(committed.Add(s.lagDelay))
 }
 
 func (s *Server) zendeskLookup(externalID string) answer {
@@ -659,17 +814,18 @@ func (s *Server) webhookCreate(key string, body []byte) answer {
 	sum := sha256.Sum256(body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.wKeys[key]; ok && s.now.Before(e.at.Add(s.cfg.KeyTTL)) {
+	now := s.nowLocked()
+	if e, ok := s.wKeys[key]; ok && now.Before(e.at.Add(s.cfg.KeyTTL)) {
 		if e.sum != sum {
 			return jsonAnswer(http.StatusUnprocessableEntity, `{"error":"idempotency key reused with another body"}`)
 		}
 		return answer{status: e.status, ctype: "application/json", body: e.answer}
 	}
 	s.wNextID++
-	t := &wTicket{id: s.wNextID, key: key, committed: s.now, hidden: s.lagN}
+	t := &wTicket{id: s.wNextID, key: key, committed: now, hidden: s.lagN}
 	s.wTickets = append(s.wTickets, t)
 	a := s.wAnswer(t, http.StatusCreated)
-	s.wKeys[key] = &idem{sum: sum, at: s.now, status: a.status, answer: a.body}
+	s.wKeys[key] = &idem{sum: sum, at: now, status: a.status, answer: a.body}
 	return a
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ type client struct {
 	t  *testing.T
 	s  *fakehelpdesk.Server
 	hc *http.Client
+	n  atomic.Int64 // requests signed, for distinct timestamps
 }
 
 func newClient(t *testing.T, s *fakehelpdesk.Server, timeout time.Duration) *client {
@@ -65,26 +67,35 @@ func (c *client) zendeskLookup(externalID string) reply {
 	return c.do(req)
 }
 
+// sign sets the Standard Webhooks headers for data under id, each request
+// a second after the one before on the fake's clock (as a real client's
+// resends are), so that no two are identical; signature, when not "",
+// replaces the computed one.
+func (c *client) sign(h http.Header, id string, data []byte, signature string) {
+	at := c.s.Now().Add(time.Duration(c.n.Add(1)) * time.Second)
+	fakehelpdesk.SignHeaders(h, c.s.Config().Secret, id, at, data)
+	if signature != "" {
+		h.Set("webhook-signature", signature)
+	}
+}
+
 func (c *client) webhookCreate(key, body, signature string) reply {
 	req, _ := http.NewRequest(http.MethodPost, c.s.WebhookURL(), strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	id := key
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
+	} else {
+		id = "no-key"
 	}
-	if signature == "" {
-		signature = fakehelpdesk.Sign(c.s.Config().Secret, []byte(body))
-	}
-	req.Header.Set("X-Signature-256", signature)
+	c.sign(req.Header, id, []byte(body), signature)
 	return c.do(req)
 }
 
 func (c *client) webhookLookup(key, signature string) reply {
 	param := "idempotency_key=" + key
 	req, _ := http.NewRequest(http.MethodGet, c.s.WebhookURL()+"?team=a&"+param, nil)
-	if signature == "" {
-		signature = fakehelpdesk.Sign(c.s.Config().Secret, []byte(param))
-	}
-	req.Header.Set("X-Signature-256", signature)
+	c.sign(req.Header, key, []byte(param), signature)
 	return c.do(req)
 }
 
@@ -149,8 +160,10 @@ func TestZendeskIdempotency(t *testing.T) {
 	if err := json.Unmarshal([]byte(look.body), &list); err != nil || len(list.Tickets) != 2 {
 		t.Fatalf("lookup %q: %v", look.body, err)
 	}
+	older, err1 := time.Parse(time.RFC3339, list.Tickets[1].CreatedAt)
+	newer, err2 := time.Parse(time.RFC3339, list.Tickets[0].CreatedAt)
 	if list.Tickets[0].ID != ticketID(t, second.body) || list.Tickets[1].ID != id ||
-		list.Tickets[1].CreatedAt != "2026-01-01T00:00:00Z" || list.Tickets[0].CreatedAt != "2026-01-01T02:00:00Z" {
+		err1 != nil || err2 != nil || newer.Sub(older) < fakehelpdesk.DefaultKeyTTL {
 		t.Fatalf("lookup %+v; want newest first with the fake clock's dates", list.Tickets)
 	}
 	want(t, c.zendeskLookup("nope"), 200, `"tickets":[]`)
@@ -179,7 +192,7 @@ func TestWebhook(t *testing.T) {
 	c := newClient(t, s, 5*time.Second)
 	body := `{"ticket_id":"k1"}`
 
-	want(t, c.webhookCreate("k1", body, "sha256=00"), 401, "signature")
+	want(t, c.webhookCreate("k1", body, "v1,AAAA"), 401, "signature")
 	want(t, c.webhookCreate("", body, ""), 400, "Idempotency-Key")
 	want(t, c.webhookCreate("k1", "[1", ""), 400, "JSON")
 	want(t, c.webhookLookup("k1", ""), 404, "")
@@ -188,7 +201,7 @@ func TestWebhook(t *testing.T) {
 	want(t, first, 201, `{"id":"WH-1","url":"`+s.URL()+`/tickets/WH-1"}`)
 	want(t, c.webhookCreate("k1", body, ""), 201, `"id":"WH-1"`)
 	want(t, c.webhookCreate("k1", `{"ticket_id":"k1","x":1}`, ""), 422, "another body")
-	want(t, c.webhookLookup("k1", "sha256=00"), 401, "")
+	want(t, c.webhookLookup("k1", "v1,AAAA"), 401, "")
 	want(t, c.webhookLookup("k1", ""), 200, `"id":"WH-1"`)
 	if s.Held("k1") != 1 || s.Total() != 1 {
 		t.Fatalf("held %d total %d", s.Held("k1"), s.Total())
@@ -348,20 +361,22 @@ func TestLookupLag(t *testing.T) {
 	want(t, c.zendeskLookup("z"), 200, `"external_id":"z"`)
 	want(t, c.webhookLookup("w", ""), 200, `"id":"WH-1"`)
 
-	s.SetLookupLag(0, time.Minute)
+	// The fake's clock runs with the real one, so the lag is an hour: the
+	// few real seconds a test takes do not end it.
+	s.SetLookupLag(0, time.Hour)
 	want(t, c.webhookCreate("w2", `{}`, ""), 201, "")
 	want(t, c.webhookLookup("w2", ""), 404, "")
-	s.Advance(59 * time.Second)
+	s.Advance(59 * time.Minute)
 	want(t, c.webhookLookup("w2", ""), 404, "")
-	s.Advance(time.Second)
+	s.Advance(time.Minute)
 	want(t, c.webhookLookup("w2", ""), 200, `"id":"WH-2"`)
 }
 
 func TestAddZendeskTicket(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c := newClient(t, s, 5*time.Second)
-	newer := s.AddZendeskTicket("k", fakehelpdesk.DefaultStart)
-	older := s.AddZendeskTicket("k", fakehelpdesk.DefaultStart.Add(-time.Hour))
+	newer := s.AddZendeskTicket("k", s.Now())
+	older := s.AddZendeskTicket("k", s.Now().Add(-time.Hour))
 	r := c.zendeskLookup("k")
 	want(t, r, 200, fmt.Sprintf(`"id":%d`, older))
 	if !strings.Contains(r.body, fmt.Sprintf(`"id":%d`, newer)) || s.Held("k") != 2 {
@@ -427,7 +442,7 @@ func TestSlowAnswerEndsWithTheClient(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.WebhookURL(), bytes.NewReader([]byte(`{}`)))
 	req.Header.Set("Idempotency-Key", "k")
-	req.Header.Set("X-Signature-256", fakehelpdesk.Sign(s.Config().Secret, []byte(`{}`)))
+	fakehelpdesk.SignHeaders(req.Header, s.Config().Secret, "k", s.Now(), []byte(`{}`))
 	if _, err := http.DefaultClient.Do(req); err == nil {
 		t.Fatal("the slow answer came")
 	}

@@ -29,6 +29,7 @@ const (
 	attrAttempts       = "delivery_attempts"
 	attrLookupFailures = "delivery_lookup_failures"
 	attrSentUnknown    = "delivery_unknown" // BOOL: a send may have created it
+	attrSentAt         = "delivery_sent_at" // epoch milliseconds: the last unknown send's start
 	attrLeaseUntil     = "lease_until"      // epoch seconds
 	attrLeaseOwner     = "delivery_lease"
 	attrError          = "delivery_error"
@@ -87,6 +88,9 @@ func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error
 	rec.LookupFailures = int(optNum(attrLookupFailures))
 	if b, ok := item[attrSentUnknown].(*types.AttributeValueMemberBOOL); ok {
 		rec.SentUnknown = b.Value
+	}
+	if _, ok := item[attrSentAt]; ok {
+		rec.SentAt = time.UnixMilli(r.num(attrSentAt))
 	}
 	if _, ok := item[attrDueAt]; ok {
 		rec.DueAt = time.Unix(r.num(attrDueAt), 0)
@@ -306,6 +310,11 @@ func newUpdate(u delivery.Update) update {
 	put(attrAttempts, numberAttr(int64(u.Attempts)))
 	put(attrLookupFailures, numberAttr(int64(u.LookupFailures)))
 	put(attrSentUnknown, &types.AttributeValueMemberBOOL{Value: u.SentUnknown})
+	if u.SentAt.IsZero() {
+		drop(attrSentAt)
+	} else {
+		put(attrSentAt, numberAttr(u.SentAt.UnixMilli()))
+	}
 	optional(attrError, u.Error)
 	optional(attrExternalID, u.ExternalID)
 	optional(attrExternalURL, u.ExternalURL)

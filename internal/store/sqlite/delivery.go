@@ -18,7 +18,9 @@ import (
 // due_at (epoch seconds) is when the row may next be claimed: the backoff's
 // end while pending, the second after the lease while delivering, NULL once
 // final; the partial index holds only live rows. deliveries_state serves the
-// operator's listing by state.
+// operator's listing by state. sent_at (epoch milliseconds) is the start of
+// the last send whose outcome is unknown, NULL when none is; a database
+// made before it existed gains the column at open (migrateDeliveries).
 const deliverySchema = `
 CREATE TABLE IF NOT EXISTS deliveries (
 	ticket_id       TEXT PRIMARY KEY REFERENCES tickets (ticket_id),
@@ -26,6 +28,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	attempts        INTEGER NOT NULL DEFAULT 0,
 	lookup_failures INTEGER NOT NULL DEFAULT 0,
 	sent_unknown    INTEGER NOT NULL DEFAULT 0,
+	sent_at         INTEGER,
 	due_at          INTEGER,
 	lease_until     INTEGER,
 	lease_owner     TEXT,
@@ -37,6 +40,28 @@ CREATE TABLE IF NOT EXISTS deliveries (
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
 `
+
+// migrateDeliveries adds to a deliveries table made before it existed
+// the sent_at column, which CREATE TABLE IF NOT EXISTS leaves out. The
+// check and the change run in one write transaction, so two processes
+// opening the same file add it once.
+func migrateDeliveries(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('deliveries') WHERE name = 'sent_at'`).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE deliveries ADD COLUMN sent_at INTEGER`); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
 
 var (
 	_ delivery.Store          = (*Store)(nil)
@@ -54,7 +79,7 @@ func insertDelivery(ctx context.Context, tx *sql.Tx, t core.Ticket) error {
 	return mapError(err)
 }
 
-const deliveryColumns = `d.ticket_id, d.state, d.attempts, d.lookup_failures, d.sent_unknown, d.due_at,
+const deliveryColumns = `d.ticket_id, d.state, d.attempts, d.lookup_failures, d.sent_unknown, d.sent_at, d.due_at,
 	d.lease_until, d.lease_owner, d.error, d.external_id, d.external_url, d.delivered_at`
 
 type scanner interface{ Scan(dest ...any) error }
@@ -64,16 +89,19 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 		r                                    delivery.Record
 		state                                string
 		unknown                              bool
-		due, lease                           sql.NullInt64
+		sentAt, due, lease                   sql.NullInt64
 		owner, msg, extID, extURL, delivered sql.NullString
 	)
-	dest := append([]any{&r.TicketID, &state, &r.Attempts, &r.LookupFailures, &unknown, &due,
+	dest := append([]any{&r.TicketID, &state, &r.Attempts, &r.LookupFailures, &unknown, &sentAt, &due,
 		&lease, &owner, &msg, &extID, &extURL, &delivered}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return delivery.Record{}, err
 	}
 	r.State, r.SentUnknown = delivery.State(state), unknown
 	r.LeaseOwner, r.Error, r.ExternalID, r.ExternalURL = owner.String, msg.String, extID.String, extURL.String
+	if sentAt.Valid {
+		r.SentAt = time.UnixMilli(sentAt.Int64)
+	}
 	if due.Valid {
 		r.DueAt = time.Unix(due.Int64, 0)
 	}
@@ -212,7 +240,10 @@ func (s *Store) Record(ctx context.Context, id, owner string, u delivery.Update)
 // writeUpdate writes u on the row of id where cond holds, and returns how
 // many rows it changed.
 func (s *Store) writeUpdate(ctx context.Context, id string, u delivery.Update, cond string, condArgs ...any) (int64, error) {
-	var due, delivered any
+	var due, delivered, sentAt any
+	if !u.SentAt.IsZero() {
+		sentAt = u.SentAt.UnixMilli()
+	}
 	if u.State == delivery.StatePending {
 		due = u.DueAt.Unix()
 	}
@@ -223,11 +254,11 @@ func (s *Store) writeUpdate(ctx context.Context, id string, u delivery.Update, c
 		return 0, err
 	}
 	defer s.unlockWrites()
-	args := append([]any{string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, due, nullString(u.Error),
+	args := append([]any{string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, sentAt, due, nullString(u.Error),
 		nullString(u.ExternalID), nullString(u.ExternalURL), delivered, id}, condArgs...)
 	//nolint:gosec // cond is one of this file's constant conditions; every value is bound
 	res, err := s.db.ExecContext(ctx, `UPDATE deliveries SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
-		due_at = ?, lease_until = NULL, lease_owner = NULL, error = ?, external_id = ?, external_url = ?, delivered_at = ?
+		sent_at = ?, due_at = ?, lease_until = NULL, lease_owner = NULL, error = ?, external_id = ?, external_url = ?, delivered_at = ?
 		WHERE ticket_id = ? AND `+cond, args...)
 	if err != nil {
 		return 0, mapError(err)

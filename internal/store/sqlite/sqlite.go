@@ -133,6 +133,10 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, mapError(err))
 	}
+	if err := migrateDeliveries(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, mapError(err))
+	}
 	if _, err := s.Purge(ctx, opt.Now()); err != nil {
 		_ = db.Close()
 		return nil, err

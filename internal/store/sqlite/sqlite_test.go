@@ -274,6 +274,68 @@ func TestDeliveryMigrationOnExistingFile(t *testing.T) {
 	}
 }
 
+// A deliveries table made without sent_at gains it at open: its rows read
+// with no send start, and a send start is kept from then on.
+func TestDeliverySentAtMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "before-sent-at.sqlite")
+	s := open(t, path)
+	now := time.Now()
+	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
+		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, err := s.Create(ctx, op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
+		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	// The table as it was made before sent_at existed, with a ticket that
+	// may be in the helpdesk.
+	if _, err := s.DB().ExecContext(ctx, `DROP INDEX deliveries_due; DROP INDEX deliveries_state; DROP TABLE deliveries;
+		CREATE TABLE deliveries (
+			ticket_id       TEXT PRIMARY KEY REFERENCES tickets (ticket_id),
+			state           TEXT NOT NULL CHECK (state IN ('pending', 'delivering', 'delivered', 'failed', 'unknown')),
+			attempts        INTEGER NOT NULL DEFAULT 0,
+			lookup_failures INTEGER NOT NULL DEFAULT 0,
+			sent_unknown    INTEGER NOT NULL DEFAULT 0,
+			due_at          INTEGER,
+			lease_until     INTEGER,
+			lease_owner     TEXT,
+			error           TEXT,
+			external_id     TEXT,
+			external_url    TEXT,
+			delivered_at    TEXT
+		) WITHOUT ROWID;
+		INSERT INTO deliveries (ticket_id, state, attempts, sent_unknown, due_at) VALUES ('old', 'pending', 1, 1, ?)`, now.Unix()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	r, err := s.Delivery(ctx, "old")
+	if err != nil || r.State != delivery.StatePending || !r.SentUnknown || !r.SentAt.IsZero() || r.Attempts != 1 {
+		t.Fatalf("old row: %+v, %v", r, err)
+	}
+	lease := delivery.CeilSecond(now.Add(delivery.DefaultLease))
+	if _, err := s.Claim(ctx, "old", "w", now, lease); err != nil {
+		t.Fatal(err)
+	}
+	sentAt := time.UnixMilli(now.UnixMilli() + 1)
+	if err := s.Record(ctx, "old", "w", delivery.Update{State: delivery.StatePending, Attempts: 2, SentUnknown: true,
+		SentAt: sentAt, DueAt: lease}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Delivery(ctx, "old"); err != nil || !r.SentAt.Equal(sentAt) {
+		t.Fatalf("after the migration: %+v, %v; want sent at %v", r, err, sentAt)
+	}
+	// Opening again leaves the migrated table as it is.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := open(t, path).Delivery(ctx, "old"); err != nil || !r.SentAt.Equal(sentAt) {
+		t.Fatalf("reopened: %+v, %v", r, err)
+	}
+}
+
 // A worker process killed before, during and after its send: the next
 // worker finishes the ticket, and the helpdesk holds it once.
 func TestDeliveryWorkerKilled(t *testing.T) {
