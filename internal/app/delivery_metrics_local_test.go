@@ -26,8 +26,9 @@ import (
 // TestLocalPrometheusDeliveries: four tickets through the local server on
 // SQLite with the fake helpdesk behind it: one delivered, one refused
 // (failed), one told to come back in an hour (retried, then waiting) and
-// one whose sends end in a bad gateway and whose final lookup fails
-// (retried, then unknown). GET /metrics shows exactly those counts, the
+// one whose sends end in a bad gateway and whose lookups after the last
+// send fail until they run out (retried after each send and after the
+// first failed lookup, then unknown). GET /metrics shows exactly those counts, the
 // lag of the delivered ticket, the one ticket still waiting, and no
 // ticket id.
 func TestLocalPrometheusDeliveries(t *testing.T) {
@@ -40,6 +41,7 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 4, Fault: fakehelpdesk.Fault{Status: 502}})
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 5, Fault: fakehelpdesk.Fault{Status: 502}})
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 2, Fault: fakehelpdesk.Fault{Status: 500}})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 3, Fault: fakehelpdesk.Fault{Status: 500}})
 
 	cfg := localConfig(t, metricsHookKey)
 	cfg.Delivery = &config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token,
@@ -80,7 +82,7 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 		{"Come back in an hour", map[string]float64{"deliveries_total{state=delivered}": 1, "deliveries_total{state=failed}": 1,
 			"deliveries_total{state=retried}": 1}},
 		{"Lost in the gateway", map[string]float64{"deliveries_total{state=delivered}": 1, "deliveries_total{state=failed}": 1,
-			"deliveries_total{state=retried}": 2, "deliveries_total{state=unknown}": 1}},
+			"deliveries_total{state=retried}": 4, "deliveries_total{state=unknown}": 1}},
 	}
 	for i, s := range steps {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/callback",

@@ -125,6 +125,15 @@ func (e *Env) Release(id string, due time.Time) {
 	e.claimAndRecord(id, delivery.Update{State: delivery.StatePending, Attempts: 1, DueAt: due})
 }
 
+// ReleaseUnknown claims id and records it pending until due after one send
+// whose outcome is unknown and whose outcome window closed an hour before
+// e.Now: the next worker looks it up before anything else.
+func (e *Env) ReleaseUnknown(id string, due time.Time) {
+	e.T.Helper()
+	e.claimAndRecord(id, delivery.Update{State: delivery.StatePending, Attempts: 1, SentUnknown: true,
+		SentAt: SentAt(e.Now.Add(-time.Hour)), DueAt: due})
+}
+
 // Finish claims id and records it in the final state st (failed or
 // unknown after 3 sends, or delivered). An unknown ticket's last unknown
 // send started at SentAt(e.Now).
