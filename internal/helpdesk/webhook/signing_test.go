@@ -85,7 +85,7 @@ func TestSignedByTheConvention(t *testing.T) {
 // own timestamp and so its own signature, each valid; the idempotency key
 // and webhook-id stay the ticket id.
 func TestResendSignedAfresh(t *testing.T) {
-	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{RejectReplays: true})
 	at := s.Now()
 	clock := func() time.Time { return at }
 	c, err := webhook.New(webhook.Config{URL: s.WebhookURL(), Secret: s.Config().Secret, Now: func() time.Time { return clock() }})

@@ -385,4 +385,3 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatalf("ticket without id: %v", se)
 	}
 }
-
