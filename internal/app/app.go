@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,6 +24,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
@@ -177,7 +177,7 @@ func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (h
 		}()
 		// Kind and host only: the URL's path or query and the credentials
 		// may hold secrets.
-		logger.Info("delivering tickets", slog.String("kind", d.Kind), slog.String("host", urlHost(d.URL)))
+		logger.Info("delivering tickets", slog.String("kind", d.Kind), slog.String("url", httpsend.RedactRaw(d.URL)))
 		cs = append(cs, closerFunc(func() error {
 			stop()
 			<-done
@@ -300,14 +300,6 @@ func (nopCloser) Close() error { return nil }
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
-
-func urlHost(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Host
-}
 
 // Serve serves h on addr until ctx is cancelled, then shuts down
 // gracefully: requests in flight finish (and their commits with them)

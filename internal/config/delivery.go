@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 )
 
 // Delivery is the destination tickets are delivered to: the config file's
@@ -20,7 +21,7 @@ type Delivery struct {
 	URL         string        // https, or http for a loopback host
 	Email       string        // zendesk: the agent the API token belongs to
 	Token       string        // zendesk: the API token; never printed
-	Secret      string        // webhook: the HMAC-SHA256 key; never printed
+	Secret      string        // webhook: the Standard Webhooks secret, whsec_ and base64; never printed
 	Lookup      bool          // webhook: the endpoint answers lookups by idempotency key
 	MaxAttempts int           // sends per ticket; 0 means DefaultDeliveryMaxAttempts
 	Timeout     time.Duration // per helpdesk call; 0 means DefaultDeliveryTimeout
@@ -59,7 +60,7 @@ const (
 
 // Validate checks the destination: kind zendesk or webhook, an https URL
 // (http only for loopback hosts), the credentials the kind needs and none
-// of the other kind's, max_attempts 1..100 and timeout 100ms..20s (zero:
+// of the other kind's (a webhook secret that webhook.DecodeSecret reads), max_attempts 1..100 and timeout 100ms..20s (zero:
 // the default). Errors name the file's field and never show a credential.
 func (d Delivery) Validate() error {
 	switch d.Kind {
@@ -93,6 +94,11 @@ func (d Delivery) Validate() error {
 	}
 	if d.SweepConcurrency != 0 && (d.SweepConcurrency < 1 || d.SweepConcurrency > MaxDeliverySweepConcurrency) {
 		return fmt.Errorf("config: DELIVERY_SWEEP_CONCURRENCY: %d is not from 1 to %d", d.SweepConcurrency, MaxDeliverySweepConcurrency)
+	}
+	if d.Kind == DeliveryWebhook {
+		if _, err := webhook.DecodeSecret(d.Secret); err != nil {
+			return fmt.Errorf("config: delivery.secret: %w", err)
+		}
 	}
 	return nil
 }

@@ -22,11 +22,11 @@ func TestDeliveryBlock(t *testing.T) {
 		t.Fatalf("delivery = %+v, want %+v", c.Delivery, want)
 	}
 	c, err = ParseFile([]byte(`{"hook_key":"k","delivery":{"kind":"webhook","url":"http://127.0.0.1:9/hook?x=1",
-		"secret":"s3","lookup":true,"max_attempts":3,"timeout":"2s"}}`))
+		"secret":"whsec_c2VjcmV0LXMz","lookup":true,"max_attempts":3,"timeout":"2s"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = Delivery{Kind: "webhook", URL: "http://127.0.0.1:9/hook?x=1", Secret: "s3", Lookup: true, MaxAttempts: 3, Timeout: 2 * time.Second}
+	want = Delivery{Kind: "webhook", URL: "http://127.0.0.1:9/hook?x=1", Secret: "whsec_c2VjcmV0LXMz", Lookup: true, MaxAttempts: 3, Timeout: 2 * time.Second}
 	if c.Delivery == nil || *c.Delivery != want {
 		t.Fatalf("delivery = %+v, want %+v", c.Delivery, want)
 	}
@@ -37,20 +37,20 @@ func TestDeliveryBlock(t *testing.T) {
 
 func TestDeliveryBlockRefused(t *testing.T) {
 	const zd = `"kind":"zendesk","url":"https://acme.zendesk.com","email":"a@b.c","token":"tok-SECRET"`
-	const wh = `"kind":"webhook","url":"https://hooks.example/in","secret":"sec-SECRET"`
+	const wh = `"kind":"webhook","url":"https://hooks.example/in","secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"`
 	tests := []struct{ block, want string }{
-		{`{"url":"https://x.example","secret":"s"}`, "delivery.kind"},
+		{`{"url":"https://x.example","secret":"whsec_c2VjcmV0"}`, "delivery.kind"},
 		{`{"kind":"jira","url":"https://x.example"}`, "delivery.kind"},
 		{`{"kind":"zendesk","url":"https://acme.zendesk.com","email":"a@b.c"}`, "email and token"},
 		{`{"kind":"zendesk","url":"https://acme.zendesk.com","token":"tok-SECRET"}`, "email and token"},
-		{`{` + zd + `,"secret":"sec-SECRET"}`, "for kind webhook"},
+		{`{` + zd + `,"secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"}`, "for kind webhook"},
 		{`{"kind":"webhook","url":"https://hooks.example/in"}`, "needs secret"},
 		{`{` + wh + `,"token":"tok-SECRET"}`, "for kind zendesk"},
-		{`{"kind":"webhook","secret":"sec-SECRET"}`, "delivery.url"},
-		{`{"kind":"webhook","url":"http://hooks.example/in","secret":"sec-SECRET"}`, "must be https"},
-		{`{"kind":"webhook","url":"ftp://127.0.0.1/in","secret":"sec-SECRET"}`, "must be https"},
-		{`{"kind":"webhook","url":"https://user:pw-SECRET@hooks.example/in","secret":"sec-SECRET"}`, "user info"},
-		{`{"kind":"webhook","url":"/relative","secret":"sec-SECRET"}`, "delivery.url"},
+		{`{"kind":"webhook","secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"}`, "delivery.url"},
+		{`{"kind":"webhook","url":"http://hooks.example/in","secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"}`, "must be https"},
+		{`{"kind":"webhook","url":"ftp://127.0.0.1/in","secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"}`, "must be https"},
+		{`{"kind":"webhook","url":"https://user:pw-SECRET@hooks.example/in","secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"}`, "user info"},
+		{`{"kind":"webhook","url":"/relative","secret":"whsec_SECRETSECRETSECRETSECRETSECRETSE"}`, "delivery.url"},
 		{`{` + wh + `,"max_attempts":0}`, "delivery.max_attempts"},
 		{`{` + wh + `,"max_attempts":101}`, "delivery.max_attempts"},
 		{`{` + wh + `,"max_attempts":2.5}`, "delivery.max_attempts"},
@@ -74,14 +74,14 @@ func TestDeliveryBlockRefused(t *testing.T) {
 
 func TestDeliveryLoopbackHTTP(t *testing.T) {
 	for _, u := range []string{"http://127.0.0.1:8080/hook", "http://localhost/hook", "http://[::1]:9/x", "http://LOCALHOST/x"} {
-		if err := (Delivery{Kind: "webhook", URL: u, Secret: "s"}).Validate(); err != nil {
+		if err := (Delivery{Kind: "webhook", URL: u, Secret: "whsec_c2VjcmV0"}).Validate(); err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
 	}
 }
 
 func TestDeliveryNeverShowsCredentials(t *testing.T) {
-	d := Delivery{Kind: "zendesk", URL: "https://acme.zendesk.com/?t=q-SECRET", Email: "a@b.c", Token: "tok-SECRET", Secret: "sec-SECRET"}
+	d := Delivery{Kind: "zendesk", URL: "https://acme.zendesk.com/?t=q-SECRET", Email: "a@b.c", Token: "tok-SECRET", Secret: "whsec_SECRETSECRETSECRETSECRETSECRETSE"}
 	var logged strings.Builder
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("x", "delivery", d)
 	for _, s := range []string{d.String(), fmt.Sprintf("%v %+v %#v %s", d, d, d, d), logged.String()} {
@@ -124,7 +124,7 @@ func TestDeliveryFromEnv(t *testing.T) {
 		calls := 0
 		d, ok, err := DeliveryFromEnv(denv(map[string]string{
 			"DELIVERY_KIND": "webhook", "DELIVERY_URL": "http://127.0.0.1:9/hook",
-			"DELIVERY_SECRET_PARAMETER": "/aivax/delivery", "DELIVERY_SECRET": `{"secret":"from-env"}`,
+			"DELIVERY_SECRET_PARAMETER": "/aivax/delivery", "DELIVERY_SECRET": `{"secret":"whsec_ZnJvbS1lbnY="}`,
 			"DELIVERY_LOOKUP": "true", "DELIVERY_MAX_ATTEMPTS": "3", "DELIVERY_TIMEOUT": "2s",
 			"DELIVERY_SWEEP_CONCURRENCY": "4",
 		}), func(name string) (string, error) {
@@ -132,12 +132,12 @@ func TestDeliveryFromEnv(t *testing.T) {
 			if name != "/aivax/delivery" {
 				t.Errorf("parameter name %q", name)
 			}
-			return `{"secret":"from-ssm"}` + "\n", nil
+			return `{"secret":"whsec_ZnJvbS1zc20="}` + "\n", nil
 		})
 		if err != nil || !ok {
 			t.Fatalf("ok=%t err=%v", ok, err)
 		}
-		if d.Secret != "from-ssm" || !d.Lookup || d.MaxAttempts != 3 || d.Timeout != 2*time.Second || d.SweepConcurrency != 4 || calls != 1 {
+		if d.Secret != "whsec_ZnJvbS1zc20=" || !d.Lookup || d.MaxAttempts != 3 || d.Timeout != 2*time.Second || d.SweepConcurrency != 4 || calls != 1 {
 			t.Errorf("got %+v after %d parameter reads", d, calls)
 		}
 	})
@@ -146,20 +146,20 @@ func TestDeliveryFromEnv(t *testing.T) {
 		vars        map[string]string
 	}{
 		{"unknown kind", "DELIVERY_KIND", map[string]string{"DELIVERY_KIND": "jira"}},
-		{"no url", "DELIVERY_URL", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`}},
-		{"http not loopback", "must be https", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "http://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`}},
+		{"no url", "DELIVERY_URL", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`}},
+		{"http not loopback", "must be https", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "http://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`}},
 		{"no secret", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook"}},
-		{"secret not json", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `s3cr3t-value`}},
-		{"wrong credentials for kind", "zendesk needs", map[string]string{"DELIVERY_KIND": "zendesk", "DELIVERY_URL": "https://acme.zendesk.com", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`}},
-		{"unknown credential field", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"x","pasword":"s3cr3t-value"}`}},
-		{"attempts zero", "DELIVERY_MAX_ATTEMPTS", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_MAX_ATTEMPTS": "0"}},
-		{"attempts too many", "DELIVERY_MAX_ATTEMPTS", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_MAX_ATTEMPTS": "101"}},
-		{"timeout too long", "timeout", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_TIMEOUT": "1m"}},
-		{"timeout not a duration", "DELIVERY_TIMEOUT", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_TIMEOUT": "10"}},
-		{"lookup not bool", "DELIVERY_LOOKUP", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_LOOKUP": "yes please"}},
-		{"sweep concurrency zero", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_SWEEP_CONCURRENCY": "0"}},
-		{"sweep concurrency too many", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_SWEEP_CONCURRENCY": "257"}},
-		{"sweep concurrency not a number", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3t-value"}`, "DELIVERY_SWEEP_CONCURRENCY": "lots"}},
+		{"secret not json", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `s3cr3tvalue00000`}},
+		{"wrong credentials for kind", "zendesk needs", map[string]string{"DELIVERY_KIND": "zendesk", "DELIVERY_URL": "https://acme.zendesk.com", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`}},
+		{"unknown credential field", "DELIVERY_SECRET", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"x","pasword":"s3cr3tvalue00000"}`}},
+		{"attempts zero", "DELIVERY_MAX_ATTEMPTS", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_MAX_ATTEMPTS": "0"}},
+		{"attempts too many", "DELIVERY_MAX_ATTEMPTS", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_MAX_ATTEMPTS": "101"}},
+		{"timeout too long", "timeout", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_TIMEOUT": "1m"}},
+		{"timeout not a duration", "DELIVERY_TIMEOUT", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_TIMEOUT": "10"}},
+		{"lookup not bool", "DELIVERY_LOOKUP", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_LOOKUP": "yes please"}},
+		{"sweep concurrency zero", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_SWEEP_CONCURRENCY": "0"}},
+		{"sweep concurrency too many", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_SWEEP_CONCURRENCY": "257"}},
+		{"sweep concurrency not a number", "DELIVERY_SWEEP_CONCURRENCY", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET": `{"secret":"s3cr3tvalue00000"}`, "DELIVERY_SWEEP_CONCURRENCY": "lots"}},
 		{"parameter fails", "DELIVERY_SECRET_PARAMETER", map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://tickets.example/hook", "DELIVERY_SECRET_PARAMETER": "/p"}},
 	}
 	for _, c := range bad {
@@ -181,8 +181,8 @@ func TestDeliveryFromEnv(t *testing.T) {
 func TestDeliveryValidate(t *testing.T) {
 	ok := []Delivery{
 		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "a@b", Token: "t"},
-		{Kind: "webhook", URL: "http://localhost:8080/hook", Secret: "s", Lookup: true, MaxAttempts: 100, Timeout: 20 * time.Second},
-		{Kind: "webhook", URL: "http://[::1]:8080/hook", Secret: "s", MaxAttempts: 1},
+		{Kind: "webhook", URL: "http://localhost:8080/hook", Secret: "whsec_c2VjcmV0", Lookup: true, MaxAttempts: 100, Timeout: 20 * time.Second},
+		{Kind: "webhook", URL: "http://[::1]:8080/hook", Secret: "whsec_c2VjcmV0", MaxAttempts: 1},
 	}
 	for _, d := range ok {
 		if err := d.Validate(); err != nil {
@@ -190,16 +190,16 @@ func TestDeliveryValidate(t *testing.T) {
 		}
 	}
 	bad := []Delivery{
-		{Kind: "", URL: "https://x.example", Secret: "s"},
+		{Kind: "", URL: "https://x.example", Secret: "whsec_c2VjcmV0"},
 		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "a@b"},
 		{Kind: "zendesk", URL: "https://acme.zendesk.com", Email: "a@b", Token: "t", Lookup: true},
 		{Kind: "webhook", URL: "https://x.example"},
-		{Kind: "webhook", URL: "ftp://x.example", Secret: "s"},
-		{Kind: "webhook", URL: "http://10.0.0.1/hook", Secret: "s"},
-		{Kind: "webhook", URL: "https://x.example", Secret: "s", MaxAttempts: 101},
-		{Kind: "webhook", URL: "https://x.example", Secret: "s", MaxAttempts: -1},
-		{Kind: "webhook", URL: "https://x.example", Secret: "s", Timeout: -time.Second},
-		{Kind: "webhook", URL: "https://x.example", Secret: "s", Timeout: 21 * time.Second},
+		{Kind: "webhook", URL: "ftp://x.example", Secret: "whsec_c2VjcmV0"},
+		{Kind: "webhook", URL: "http://10.0.0.1/hook", Secret: "whsec_c2VjcmV0"},
+		{Kind: "webhook", URL: "https://x.example", Secret: "whsec_c2VjcmV0", MaxAttempts: 101},
+		{Kind: "webhook", URL: "https://x.example", Secret: "whsec_c2VjcmV0", MaxAttempts: -1},
+		{Kind: "webhook", URL: "https://x.example", Secret: "whsec_c2VjcmV0", Timeout: -time.Second},
+		{Kind: "webhook", URL: "https://x.example", Secret: "whsec_c2VjcmV0", Timeout: 21 * time.Second},
 	}
 	for _, d := range bad {
 		if err := d.Validate(); err == nil {
@@ -230,5 +230,26 @@ func TestDeliveryLogsNoCredentials(t *testing.T) {
 		if !strings.Contains(out, d.Kind) {
 			t.Errorf("the kind should still show:\n%s", out)
 		}
+	}
+}
+
+// TestDeliverySecretMustDecode: a webhook secret that is not whsec_ and
+// base64 stops the program at start, with an error naming the field and
+// not the value, from the config file and from the environment alike.
+func TestDeliverySecretMustDecode(t *testing.T) {
+	for _, bad := range []string{"plain-shared-secret", "whsec_not base64!", "whsec_"} {
+		err := Delivery{Kind: "webhook", URL: "https://hooks.example/in", Secret: bad}.Validate()
+		if err == nil || !strings.Contains(err.Error(), "delivery.secret") || (len(bad) > 6 && strings.Contains(err.Error(), bad)) {
+			t.Errorf("%q: %v", bad, err)
+		}
+		env := map[string]string{"DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://hooks.example/in",
+			"DELIVERY_SECRET": `{"secret":"` + bad + `"}`}
+		_, ok, err := DeliveryFromEnv(func(k string) string { return env[k] }, nil)
+		if ok || err == nil || !strings.Contains(err.Error(), "secret") || (len(bad) > 6 && strings.Contains(err.Error(), bad)) {
+			t.Errorf("env %q: %v %v", bad, ok, err)
+		}
+	}
+	if err := (Delivery{Kind: "webhook", URL: "https://hooks.example/in", Secret: "c2VjcmV0"}).Validate(); err != nil {
+		t.Errorf("a secret without the optional prefix: %v", err)
 	}
 }

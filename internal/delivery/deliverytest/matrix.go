@@ -324,7 +324,7 @@ func newDest(t *testing.T, f *fakehelpdesk.Server, kind string) (delivery.Destin
 		create, lookup = fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup
 		d, err = zendesk.New(zendesk.Config{URL: f.URL(), Email: fc.Email, Token: fc.Token, Timeout: matrixTimeout})
 	default:
-		d, err = webhook.New(webhook.Config{URL: f.WebhookURL(), Secret: fc.Secret, Lookup: kind == destWebhook, Timeout: matrixTimeout})
+		d, err = webhook.New(webhook.Config{URL: f.WebhookURL(), Secret: fc.Secret, Lookup: kind == destWebhook, Timeout: matrixTimeout, Now: f.Now})
 	}
 	if err != nil {
 		t.Fatal(err)

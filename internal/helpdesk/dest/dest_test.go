@@ -1,7 +1,11 @@
 package dest_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +52,38 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		if err == nil || d != nil {
 			t.Errorf("%v: got %v, %v; want nil and an error", cfg, d, err)
 		}
+	}
+}
+
+// TestSlackURLNeverLogged: a destination built from a configuration whose
+// webhook URL carries secrets in its path and query (Slack style) logs,
+// prints and fails with scheme, host and first path segment only, and
+// never with the signing secret, as the cold-start lines and the engine's
+// step lines show it.
+func TestSlackURLNeverLogged(t *testing.T) {
+	const path, query = "/services/T000/B000/XXXXSECRET", "?token=abc"
+	fake := fakehelpdesk.New(t, fakehelpdesk.Config{WebhookPath: path})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: fakehelpdesk.CommitThenStatus(502)})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookLookup, Fault: fakehelpdesk.Unavailable("3")})
+	cfg := config.Delivery{Kind: "webhook", URL: fake.URL() + path + query, Secret: fake.Config().Secret, Lookup: true, Timeout: time.Second}
+	d, err := dest.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&out, nil))
+	log.Info("delivery destination", slog.Any("delivery", cfg), slog.Any("destination", d))
+	_, sendErr := d.Send(context.Background(), delivery.Ticket{ID: "t-1", Title: "x", CreatedAt: time.Now()})
+	_, _, lookErr := d.Lookup(context.Background(), "t-1")
+	log.Info("step", slog.Any("send", sendErr), slog.Any("lookup", lookErr))
+	fmt.Fprintf(&out, "%v %+v %v %v\n", cfg, d, sendErr, lookErr)
+	text := out.String()
+	for _, secret := range []string{"T000", "B000", "XXXXSECRET", "token=abc", fake.Config().Secret} {
+		if strings.Contains(text, secret) {
+			t.Fatalf("%q leaked:\n%s", secret, text)
+		}
+	}
+	if sendErr == nil || lookErr == nil || !strings.Contains(text, fake.URL()+"/services/*") {
+		t.Fatalf("not what the test means to check (%v, %v):\n%s", sendErr, lookErr, text)
 	}
 }

@@ -72,7 +72,7 @@ func TestWebhookTimestampTolerance(t *testing.T) {
 // a replay, answered 409 and counted, and creates nothing; the same body
 // signed a second later is a legitimate resend.
 func TestWebhookReplay(t *testing.T) {
-	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{RejectReplays: true})
 	c := newClient(t, s, 5*time.Second)
 	body := `{"ticket_id":"k"}`
 	at := s.Now()
@@ -209,5 +209,18 @@ func TestCloseDropsHeldCreates(t *testing.T) {
 	s.Close()
 	if s.Held("k") != 0 {
 		t.Fatalf("held %d after Close", s.Held("k"))
+	}
+}
+
+// TestReplaysCountedByDefault: without RejectReplays a replay is served
+// (the key replays the first answer) and counted.
+func TestReplaysCountedByDefault(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, 5*time.Second)
+	at := s.Now()
+	want(t, c.signedCreate("k", "k", `{}`, at), 201, "WH-1")
+	want(t, c.signedCreate("k", "k", `{}`, at), 201, "WH-1")
+	if s.Replays() != 1 || s.Total() != 1 {
+		t.Fatalf("replays %d, total %d", s.Replays(), s.Total())
 	}
 }

@@ -16,8 +16,8 @@
 // webhook-timestamp and webhook-signature ("v1,<base64 HMAC-SHA256 of
 // {id}.{timestamp}.{data}>" under the decoded whsec_ secret), the timestamp
 // within SignatureTolerance (five minutes) of the fake's clock, else 401. An
-// exact replay (the same id, timestamp and signature seen before) answers
-// 409 and is counted by Replays. POST signs the body bytes, requires
+// exact replay (the same id, timestamp and signature seen before) is counted
+// by Replays and, with Config.RejectReplays, answered 409. POST signs the body bytes, requires
 // Idempotency-Key and that it equal the signed webhook-id (400 otherwise,
 // so a captured request cannot be replayed under a fresh key); the same key
 // replays, another body under the same key answers 422. GET with

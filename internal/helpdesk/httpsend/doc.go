@@ -34,10 +34,14 @@
 //     request, so it did not act on it.
 //   - 409 Conflict: Unknown (the same key is being processed).
 //   - 429 Too Many Requests: NotCreated, with Retry-After.
-//   - other 4xx: Refused.
+//   - 401 Unauthorized, 403 Forbidden, and 404 Not Found on the create URL:
+//     Misconfigured. Our credentials or the URL are wrong, not the ticket.
+//   - other 4xx (400 and 422 among them): Refused.
 //   - 5xx (503 included): Unknown, since a 5xx may come after a commit.
 //
 // Retry-After (seconds or an HTTP-date) is reported on every answer that
-// carries it. Error texts name the method and the URL without its query or
-// user info, never a header, so credentials stay out of errors and logs.
+// carries it. Error texts name the method and the URL as Redact shows it
+// (scheme, host, first path segment; never the rest of the path, the query
+// or user info), never a header, so credentials stay out of errors and
+// logs, including a secret a webhook URL carries in its path.
 package httpsend

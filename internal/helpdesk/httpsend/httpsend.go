@@ -115,7 +115,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
 		return nil, &delivery.SendError{Outcome: delivery.NotCreated,
-			Err: fmt.Errorf("%s %s: %v", r.Method, Redact(r.URL), cause(err))}
+			Err: fmt.Errorf("%s %s: %s", r.Method, Redact(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	req.GetBody = nil
 	req.ContentLength = int64(len(r.Body))
@@ -134,7 +134,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		// the helpdesk did is unknown.
 		return nil, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.StatusCode,
 			RetryAfter: RetryAfter(resp.Header, c.now()),
-			Err:        fmt.Errorf("%s %s: reading the answer: %v", r.Method, Redact(r.URL), cause(err))}
+			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, Redact(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	return &Response{
 		Status:     resp.StatusCode,
@@ -151,7 +151,7 @@ func (c *Client) transportError(r Request, err error, written bool) *delivery.Se
 		outcome = delivery.Unknown
 		what = "no answer"
 	}
-	msg := cause(err).Error()
+	msg := Scrub(cause(err).Error(), r.URL)
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("timed out after %s", c.timeout)
 	}
@@ -159,8 +159,8 @@ func (c *Client) transportError(r Request, err error, written bool) *delivery.Se
 		Err: fmt.Errorf("%s %s: %s: %s", r.Method, Redact(r.URL), what, msg)}
 }
 
-// cause strips a *url.Error, whose text names the whole URL (query
-// included), and keeps what went wrong.
+// cause strips a *url.Error, whose text names the whole URL (path and
+// query included), and keeps what went wrong.
 func cause(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -169,9 +169,52 @@ func cause(err error) error {
 	return err
 }
 
-// Classify turns an answer into a send error, nil for a 2xx. See the
-// package documentation for the table; adapters refine it where their
-// helpdesk says more (Zendesk's 400 IdempotentRequestError).
+// Scrub replaces in msg whatever of u could carry a secret (the whole URL,
+// its path, query and user info) with the redacted URL or "*": a second
+// guard, after cause, for an error text that quotes the URL some other way.
+func Scrub(msg string, u *url.URL) string {
+	if u == nil {
+		return msg
+	}
+	red := Redact(u)
+	for _, s := range []string{u.String(), u.Redacted()} {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, red)
+		}
+	}
+	parts := []string{u.RawQuery, u.Fragment, u.User.String(), pathTail(u.EscapedPath()), pathTail(u.Path)}
+	for p := range strings.SplitSeq(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(p, "=")
+		parts = append(parts, p, v)
+		if uv, err := url.QueryUnescape(v); err == nil {
+			parts = append(parts, uv)
+		}
+	}
+	for _, s := range parts {
+		if len(s) > 1 {
+			msg = strings.ReplaceAll(msg, s, "*")
+		}
+	}
+	return msg
+}
+
+// pathTail is the path after its first segment, "" when there is none.
+func pathTail(p string) string {
+	_, rest, _ := cutFirstSegment(p)
+	return rest
+}
+
+// cutFirstSegment splits "/a/b/c" into "a" and "b/c".
+func cutFirstSegment(p string) (first, rest string, more bool) {
+	p = strings.TrimPrefix(p, "/")
+	first, rest, more = strings.Cut(p, "/")
+	return first, rest, more
+}
+
+// Classify turns the answer to a create into a send error, nil for a 2xx.
+// See the package documentation for the table; adapters refine it where
+// their helpdesk says more (Zendesk's 400 IdempotentRequestError). A
+// lookup's answers are the adapter's to read (404 there means absent).
 func Classify(r Request, resp *Response) *delivery.SendError {
 	s := resp.Status
 	var o delivery.Outcome
@@ -182,6 +225,10 @@ func Classify(r Request, resp *Response) *delivery.SendError {
 		o = delivery.NotCreated
 	case s == http.StatusConflict:
 		o = delivery.Unknown
+	case s == http.StatusUnauthorized, s == http.StatusForbidden, s == http.StatusNotFound:
+		// Our credentials, or the create URL itself, are wrong: nothing
+		// about this ticket.
+		o = delivery.Misconfigured
 	case s >= 400 && s < 500:
 		o = delivery.Refused
 	default: // 1xx left over, 3xx, 5xx and anything unheard of
@@ -193,7 +240,7 @@ func Classify(r Request, resp *Response) *delivery.SendError {
 // StatusError is the send error of an answer with the given outcome.
 func StatusError(r Request, resp *Response, o delivery.Outcome) *delivery.SendError {
 	return &delivery.SendError{Outcome: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
-		Err: fmt.Errorf("%s %s answered %d%s", r.Method, Redact(r.URL), resp.Status, Excerpt(resp.Body))}
+		Err: fmt.Errorf("%s %s answered %d%s", r.Method, Redact(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
 }
 
 // Excerpt is a short single-line quote of an answer's body for an error
@@ -237,14 +284,34 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// Redact is u as error texts show it: scheme, host and path, without user
-// info, query or fragment, which may carry secrets.
+// Redact is u as every log line, error text and stored field shows it:
+// scheme, host (with its port) and the first path segment; the rest of
+// the path becomes "/*", and user info, query and fragment are left out,
+// since any of them may carry a secret (Slack, Zapier and Teams put theirs
+// in the path). So https://hooks.slack.com/services/T0/B0/XYZ?token=abc
+// is https://hooks.slack.com/services/*.
 func Redact(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	v := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-	return v.String()
+	if u.Opaque != "" {
+		return u.Scheme + ":*"
+	}
+	var b strings.Builder
+	if u.Scheme != "" {
+		b.WriteString(u.Scheme + ":")
+	}
+	if u.Host != "" || u.Scheme != "" {
+		b.WriteString("//" + u.Host)
+	}
+	first, _, more := cutFirstSegment(u.EscapedPath())
+	if first != "" || more {
+		b.WriteString("/" + first)
+	}
+	if more {
+		b.WriteString("/*")
+	}
+	return b.String()
 }
 
 // RedactRaw is Redact of a URL not yet parsed, "[unparsable url]" when

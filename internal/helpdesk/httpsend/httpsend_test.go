@@ -296,8 +296,8 @@ func TestClassify(t *testing.T) {
 	}{
 		{200, 0}, {201, 0}, {202, 0}, {204, 0},
 		{301, delivery.Unknown}, {303, delivery.Unknown}, {308, delivery.Unknown},
-		{400, delivery.Refused}, {401, delivery.Refused}, {403, delivery.Refused},
-		{404, delivery.Refused}, {413, delivery.Refused}, {422, delivery.Refused},
+		{400, delivery.Refused}, {401, delivery.Misconfigured}, {403, delivery.Misconfigured},
+		{404, delivery.Misconfigured}, {410, delivery.Refused}, {413, delivery.Refused}, {422, delivery.Refused},
 		{408, delivery.NotCreated}, {429, delivery.NotCreated},
 		{409, delivery.Unknown},
 		{500, delivery.Unknown}, {502, delivery.Unknown}, {503, delivery.Unknown}, {504, delivery.Unknown},
@@ -418,5 +418,66 @@ func TestExcerpt(t *testing.T) {
 	long := httpsend.Excerpt([]byte(strings.Repeat("é", 300)))
 	if len(long) > 210 || !strings.HasSuffix(long, "...") || strings.ContainsRune(long, '\uFFFD') {
 		t.Fatalf("long: %d bytes %q", len(long), long)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://hooks.slack.com/services/T000/B000/XXXXSECRET?token=abc": "https://hooks.slack.com/services/*",
+		"https://u:pw@h.example:8443/hook/a#frag":                         "https://h.example:8443/hook/*",
+		"https://h.example/hook?x=1":                                      "https://h.example/hook",
+		"https://h.example/hook/":                                         "https://h.example/hook/*",
+		"https://h.example":                                               "https://h.example",
+		"https://h.example/":                                              "https://h.example",
+		"http://127.0.0.1:9/a%2Fb/c":                                      "http://127.0.0.1:9/a%2Fb/*",
+		"mailto:someone@example.com":                                      "mailto:*",
+		"%zz":                                                             "[unparsable url]",
+	} {
+		if got := httpsend.RedactRaw(raw); got != want {
+			t.Errorf("RedactRaw(%q) = %q; want %q", raw, got, want)
+		}
+	}
+}
+
+// TestSlackURLNeverInErrors: a URL with a secret in its path and query
+// (a Slack-style webhook) is never quoted whole by an error of Do or
+// Classify: connection refused, timeout, 5xx, and an answer that quotes
+// the URL back.
+func TestSlackURLNeverInErrors(t *testing.T) {
+	const path, query = "/services/T000/B000/XXXXSECRET", "token=abc-secret"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
+		if r.URL.Query().Get("slow") != "" {
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(502)
+		io.WriteString(w, "bad gateway for "+r.URL.String()+" and https://"+r.Host+r.URL.RequestURI())
+	}))
+	t.Cleanup(srv.Close)
+	c := httpsend.New(httpsend.Options{Timeout: 200 * time.Millisecond})
+	var out strings.Builder
+	for _, raw := range []string{
+		srv.URL + path + "?" + query,
+		srv.URL + path + "?" + query + "&slow=1",
+		"http://" + helpdesktest.ClosedAddr(t) + path + "?" + query,
+	} {
+		req := post(t, raw)
+		resp, err := c.Do(context.Background(), req)
+		if err != nil {
+			out.WriteString(err.Error() + "\n")
+			continue
+		}
+		out.WriteString(httpsend.Classify(req, resp).Error() + "\n")
+	}
+	text := out.String()
+	for _, secret := range []string{"T000", "B000", "XXXXSECRET", "abc-secret"} {
+		if strings.Contains(text, secret) {
+			t.Fatalf("%q leaked:\n%s", secret, text)
+		}
+	}
+	if strings.Count(text, "/services/*") < 3 || !strings.Contains(text, "answered 502") ||
+		!strings.Contains(text, "timed out") || !strings.Contains(text, "refused") {
+		t.Fatalf("not the errors the test means to check:\n%s", text)
 	}
 }

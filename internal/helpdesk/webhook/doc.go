@@ -1,17 +1,24 @@
 // Package webhook is the delivery destination for a team's own endpoint: it
 // POSTs each ticket as JSON to the configured URL with the ticket id as the
-// Idempotency-Key header, signed with X-Signature-256 (HMAC-SHA256 of the
-// exact body bytes under the shared secret), and, when the endpoint offers
-// it, looks tickets up with a signed GET carrying idempotency_key.
+// Idempotency-Key header, signed by the Standard Webhooks convention
+// (webhook-id: the ticket id, webhook-timestamp: the unix second of this
+// send, webhook-signature: "v1," and the base64 HMAC-SHA256 of
+// "{id}.{timestamp}.{body}" under the decoded whsec_ secret), and, when the
+// endpoint offers it, looks tickets up with a GET carrying idempotency_key
+// and the same three headers, signed over "idempotency_key=<id>".
 //
 // The body is built from the ticket alone, fields in a fixed order and
 // created_at as RFC 3339 UTC seconds, so every resend of a ticket carries
-// the same bytes and the same signature, and a receiver that deduplicates
-// by key and body sees the same request.
+// the same bytes; each send is signed afresh with its own timestamp, so a
+// receiver that rejects stale timestamps and replays accepts a resend.
 //
-// Answers: any 2xx is delivered; when its body is a JSON object, "id"
-// (string or number) becomes the external id, defaulting to the ticket id,
-// and "url" the external URL. 409 means the key is being processed
-// (Unknown); 400 and 422 are permanent refusals; everything else is
-// classified by httpsend.
+// Answers to a send: any 2xx is delivered; when its body is a JSON object,
+// "id" (string or number) becomes the external id, defaulting to the
+// ticket id, and "url" the external URL. 409 means the key is being
+// processed (Unknown); 401, 403 and 404 mean the secret or the URL is wrong
+// (Misconfigured); 400 and 422 are permanent refusals; everything else is
+// classified by httpsend. Answers to a lookup: 200 with a JSON object is
+// found, 404 absent, and anything else (an empty 2xx, a JSON array, text,
+// another status) a *delivery.SendError: Misconfigured for 401 and 403,
+// Unknown otherwise, with the status, Retry-After and a clipped body.
 package webhook

@@ -22,6 +22,7 @@ func Example() {
 		URL:    endpoint.WebhookURL(), // https://tickets.example/hook in production
 		Secret: endpoint.Config().Secret,
 		Lookup: true,
+		Now:    endpoint.Now, // the endpoint's clock, which the example moves on
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -35,6 +36,7 @@ func Example() {
 	if errors.As(err, &se) {
 		fmt.Println("send:", se.Outcome, se.Status, se.RetryAfter)
 	}
+	endpoint.Advance(se.RetryAfter) // the engine waits as asked, then resends, signed afresh
 	r, err := dest.Send(context.Background(), t)
 	fmt.Println("resend:", r.ExternalID, err)
 	fmt.Println("tickets held:", endpoint.Held(t.ID))

@@ -5,13 +5,15 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
@@ -20,12 +22,37 @@ import (
 
 // Config is a webhook destination.
 type Config struct {
-	URL     string        // https (http only for loopback); may carry a query
-	Secret  string        // the HMAC-SHA256 key; never printed
+	URL string // https (http only for loopback); may carry a query
+	// Secret is the Standard Webhooks signing secret: "whsec_" (optional)
+	// and base64; the HMAC key is its decoding. Never printed.
+	Secret  string
 	Lookup  bool          // the endpoint answers GET ?idempotency_key=
 	Timeout time.Duration // per call; 0 means httpsend.DefaultTimeout
-	// Now is the clock Retry-After dates are read against; nil: time.Now.
+	// Now is the clock of webhook-timestamp and of Retry-After dates;
+	// nil: time.Now.
 	Now func() time.Time
+}
+
+// SecretPrefix starts a Standard Webhooks secret; it is optional.
+const SecretPrefix = "whsec_"
+
+// DecodeSecret is the HMAC key of a Standard Webhooks secret: the standard
+// base64 after an optional "whsec_", as the convention's libraries read
+// it. This is the one rule for secrets: the configuration and New both
+// apply it, so a secret that does not decode stops the program at start.
+// Its errors never quote the secret.
+func DecodeSecret(secret string) ([]byte, error) {
+	if secret == "" {
+		return nil, errors.New("required")
+	}
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
+	if err != nil {
+		return nil, errors.New("not " + SecretPrefix + " followed by base64 (value not shown); make one with: echo \"" + SecretPrefix + "$(head -c 32 /dev/urandom | base64)\"")
+	}
+	if len(key) == 0 {
+		return nil, errors.New(SecretPrefix + " is followed by no key (value not shown)")
+	}
+	return key, nil
 }
 
 // String shows the configuration without the secret or the URL's query.
@@ -47,6 +74,8 @@ func (c Config) LogValue() slog.Value {
 type Client struct {
 	cfg  Config
 	u    *url.URL
+	key  []byte
+	now  func() time.Time
 	http *httpsend.Client
 }
 
@@ -58,13 +87,22 @@ func New(c Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	if c.Secret == "" {
-		return nil, errors.New("webhook: secret is required")
+	if u.Query().Has("idempotency_key") {
+		return nil, fmt.Errorf("webhook: url %q: its query must not carry idempotency_key, which lookups add", httpsend.Redact(u))
+	}
+	key, err := DecodeSecret(c.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: secret: %w", err)
 	}
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("webhook: timeout %s is negative", c.Timeout)
 	}
-	return &Client{cfg: c, u: u, http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now})}, nil
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Client{cfg: c, u: u, key: key, now: now,
+		http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now})}, nil
 }
 
 // String shows the client without the secret.
@@ -94,12 +132,23 @@ func Body(t delivery.Ticket) ([]byte, error) {
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)})
 }
 
-// Sign is the X-Signature-256 value of data under secret:
-// "sha256=" and the lower-case hex HMAC-SHA256.
-func Sign(secret string, data []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
+// Sign is the Standard Webhooks webhook-signature of data for message id
+// at the unix second of at, under key (DecodeSecret's bytes): "v1," and the
+// standard base64 of HMAC-SHA256 over "{id}.{unix seconds}.{data}".
+func Sign(key []byte, id string, at time.Time, data []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + strconv.FormatInt(at.Unix(), 10) + "."))
 	m.Write(data)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// sign sets the three Standard Webhooks headers for data under id, with
+// this moment as the timestamp: every send and lookup is signed afresh.
+func (c *Client) sign(h http.Header, id string, data []byte) {
+	at := c.now()
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", strconv.FormatInt(at.Unix(), 10))
+	h.Set("webhook-signature", Sign(c.key, id, at, data))
 }
 
 // Send posts the ticket once.
@@ -117,14 +166,15 @@ func (c *Client) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt,
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
 	h.Set("Idempotency-Key", t.ID)
-	h.Set("X-Signature-256", Sign(c.cfg.Secret, b))
+	c.sign(h, t.ID, b)
 	req := httpsend.Request{Method: http.MethodPost, URL: c.u, Header: h, Body: b}
 	resp, err := c.http.Do(ctx, req)
 	if err != nil {
 		return delivery.Receipt{}, err
 	}
-	// 409 is Unknown; 400, 422 and the other 4xx but 408 and 429 are
-	// refusals: httpsend's table is this destination's.
+	// 409 is Unknown; 401, 403 and 404 are Misconfigured; 400, 422 and
+	// the other 4xx but 408 and 429 are refusals: httpsend's table is this
+	// destination's.
 	if se := httpsend.Classify(req, resp); se != nil {
 		return delivery.Receipt{}, se
 	}
@@ -149,19 +199,41 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 	u.ForceQuery = false
 	h := http.Header{}
 	h.Set("Accept", "application/json")
-	h.Set("X-Signature-256", Sign(c.cfg.Secret, []byte(param)))
+	c.sign(h, id, []byte("idempotency_key="+id)) // the parameter's text, unescaped
 	req := httpsend.Request{Method: http.MethodGet, URL: &u, Header: h}
 	resp, err := c.http.Do(ctx, req)
 	if err != nil {
 		return delivery.Receipt{}, false, fmt.Errorf("webhook lookup: %w", err)
 	}
 	switch {
-	case resp.Status >= 200 && resp.Status < 300:
+	case resp.Status == http.StatusOK && isObject(resp.Body):
 		return receipt(id, resp.Body), true, nil
 	case resp.Status == http.StatusNotFound:
 		return delivery.Receipt{}, false, nil
 	}
-	return delivery.Receipt{}, false, fmt.Errorf("webhook lookup: %w", httpsend.StatusError(req, resp, delivery.Unknown))
+	return delivery.Receipt{}, false, fmt.Errorf("webhook lookup: %w", lookupError(req, resp))
+}
+
+// lookupError is the error of a lookup answered with neither found (200
+// and a JSON object) nor absent (404): Misconfigured for 401 and 403,
+// Unknown otherwise (an empty or non-object 2xx, 429, 5xx, ...), with the
+// status, Retry-After and a clipped body.
+func lookupError(req httpsend.Request, resp *httpsend.Response) *delivery.SendError {
+	o := delivery.Unknown
+	if resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden {
+		o = delivery.Misconfigured
+	}
+	se := httpsend.StatusError(req, resp, o)
+	if resp.Status >= 200 && resp.Status < 300 {
+		se.Err = fmt.Errorf("%w, which is neither found (200 and a JSON object) nor absent (404)", se.Err)
+	}
+	return se
+}
+
+// isObject reports whether b is a JSON object.
+func isObject(b []byte) bool {
+	var obj map[string]json.RawMessage
+	return json.Unmarshal(b, &obj) == nil && obj != nil
 }
 
 // receipt reads a 2xx body: a JSON object's "id" (string or number) and

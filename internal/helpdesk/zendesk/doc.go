@@ -13,7 +13,11 @@
 // may list several tickets under one external id; the oldest (by
 // created_at, then id) is the one that counts.
 //
-// HTTP behaviour and the classification of failures are httpsend's.
+// HTTP behaviour and the classification of failed sends are httpsend's
+// (401, 403 and 404 on the create URL: Misconfigured). A lookup answered
+// with anything but 200 and a tickets list is a *delivery.SendError:
+// Misconfigured for 401 and 403, Unknown otherwise (429 and 503 with their
+// Retry-After).
 // Credentials are never part of an error text or of the Client's printed
 // or logged form.
 package zendesk

@@ -28,17 +28,17 @@ type Config struct {
 	Now func() time.Time
 }
 
-// String shows the configuration without the token.
+// String shows the configuration without the token, the URL redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", c.URL, c.Email, httpsend.Redacted(c.Token), c.Timeout)
+	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", httpsend.RedactRaw(c.URL), c.Email, httpsend.Redacted(c.Token), c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the token either.
 func (c Config) GoString() string { return c.String() }
 
-// LogValue logs the configuration without the token.
+// LogValue logs the configuration without the token, the URL redacted.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", c.URL),
+	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", httpsend.RedactRaw(c.URL)),
 		slog.String("email", c.Email), slog.String("token", httpsend.Redacted(c.Token)),
 		slog.Duration("timeout", c.Timeout))
 }
@@ -143,7 +143,7 @@ func (c *Client) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt,
 	}
 	if err := json.Unmarshal(resp.Body, &out); err != nil || out.Ticket == nil {
 		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.Status,
-			Err: fmt.Errorf("zendesk: answer %d without a readable ticket%s", resp.Status, httpsend.Excerpt(resp.Body))}
+			Err: fmt.Errorf("zendesk: answer %d without a readable ticket%s", resp.Status, httpsend.Scrub(httpsend.Excerpt(resp.Body), req.URL))}
 	}
 	id, err := out.Ticket.idString()
 	if err != nil {
@@ -165,17 +165,25 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", err)
 	}
 	if resp.Status != http.StatusOK {
-		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", httpsend.StatusError(req, resp, delivery.Unknown))
+		// 401 and 403: our token is refused, whatever the ticket; 429 and
+		// 503 carry their Retry-After; the rest is an unknown answer.
+		o := delivery.Unknown
+		if resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden {
+			o = delivery.Misconfigured
+		}
+		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", httpsend.StatusError(req, resp, o))
 	}
 	var out struct {
 		Tickets *[]zTicket `json:"tickets"`
 	}
 	if err := json.Unmarshal(resp.Body, &out); err != nil || out.Tickets == nil {
-		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: answer without a tickets list%s", httpsend.Excerpt(resp.Body))
+		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", &delivery.SendError{Outcome: delivery.Unknown,
+			Status: resp.Status, Err: fmt.Errorf("answer without a tickets list%s", httpsend.Scrub(httpsend.Excerpt(resp.Body), req.URL))})
 	}
 	best, err := oldest(*out.Tickets)
 	if err != nil {
-		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %v", err)
+		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", &delivery.SendError{Outcome: delivery.Unknown,
+			Status: resp.Status, Err: err})
 	}
 	if best == "" {
 		return delivery.Receipt{}, false, nil

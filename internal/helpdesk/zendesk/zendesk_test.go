@@ -154,15 +154,58 @@ func TestReusedKeyWithAnotherBody(t *testing.T) {
 	}
 }
 
-func TestUnauthorizedIsRefused(t *testing.T) {
+// TestUnauthorizedIsMisconfigured: a token Zendesk refuses is about the
+// destination, not the ticket: Misconfigured on a send and on a lookup
+// alike, never Refused (which would fail the ticket for good).
+func TestUnauthorizedIsMisconfigured(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c, err := zendesk.New(zendesk.Config{URL: s.URL(), Email: s.Config().Email, Token: "wrong-token-42"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
-		t.Fatalf("got %v", se)
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
+		t.Fatalf("send: %v", se)
+	}
+	_, found, err := c.Lookup(context.Background(), ticket.ID)
+	if se := helpdesktest.SendError(t, err); found || se.Outcome != delivery.Misconfigured || se.Status != 401 {
+		t.Fatalf("lookup: %v %v", found, se)
+	}
+}
+
+// TestRevokedToken: the right token, revoked at the helpdesk, then
+// restored: Misconfigured while revoked, and nothing created.
+func TestRevokedToken(t *testing.T) {
+	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	c := newClient(t, s, 0)
+	s.SetRevoked(true)
+	_, err := c.Send(context.Background(), ticket)
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 401 {
+		t.Fatalf("send: %v", se)
+	}
+	_, _, err = c.Lookup(context.Background(), ticket.ID)
+	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured {
+		t.Fatalf("lookup: %v", se)
+	}
+	s.SetRevoked(false)
+	if _, err := c.Send(context.Background(), ticket); err != nil || s.Held(ticket.ID) != 1 {
+		t.Fatalf("restored: %v, held %d", err, s.Held(ticket.ID))
+	}
+}
+
+// TestSendStatuses: 403 and a 404 on the create URL are Misconfigured;
+// 400 and 422 refuse the ticket; 429 creates nothing.
+func TestSendStatuses(t *testing.T) {
+	for status, want := range map[int]delivery.Outcome{
+		403: delivery.Misconfigured, 404: delivery.Misconfigured,
+		400: delivery.Refused, 422: delivery.Refused, 429: delivery.NotCreated, 500: delivery.Unknown,
+	} {
+		s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: fakehelpdesk.Fault{Status: status, Body: `{"error":"x"}`}})
+		_, err := newClient(t, s, 0).Send(context.Background(), ticket)
+		if se := helpdesktest.SendError(t, err); se.Outcome != want || se.Status != status {
+			t.Errorf("%d: %v; want %s", status, se, want)
+		}
 	}
 }
 
@@ -239,7 +282,8 @@ func TestLookupTakesTheOldest(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c := newClient(t, s, 0)
 	ctx := context.Background()
-	if _, err := c.Send(ctx, ticket); err != nil { // id 1001 at the clock's start
+	start := s.Now()
+	if _, err := c.Send(ctx, ticket); err != nil { // id 1001 at start
 		t.Fatal(err)
 	}
 	s.Advance(3 * time.Hour) // the key has expired: a resend makes a second ticket
@@ -250,13 +294,13 @@ func TestLookupTakesTheOldest(t *testing.T) {
 	if err != nil || !found || r.ExternalID != "1001" {
 		t.Fatalf("got %+v %v %v; want 1001", r, found, err)
 	}
-	older := s.AddZendeskTicket(ticket.ID, fakehelpdesk.DefaultStart.Add(-time.Minute)) // higher id, older date
+	older := s.AddZendeskTicket(ticket.ID, start.Add(-time.Minute)) // higher id, older date
 	r, _, _ = c.Lookup(ctx, ticket.ID)
 	if r.ExternalID != fmt.Sprint(older) {
 		t.Fatalf("got %s; want the oldest by date, %d", r.ExternalID, older)
 	}
-	s.AddZendeskTicket("tie", fakehelpdesk.DefaultStart)
-	s.AddZendeskTicket("tie", fakehelpdesk.DefaultStart)
+	s.AddZendeskTicket("tie", start)
+	s.AddZendeskTicket("tie", start)
 	r, _, _ = c.Lookup(ctx, "tie")
 	if r.ExternalID != fmt.Sprint(older+1) {
 		t.Fatalf("tie: got %s; want the lower id %d", r.ExternalID, older+1)
@@ -289,6 +333,21 @@ func TestLookupFailures(t *testing.T) {
 				t.Fatalf("got %v", se)
 			}
 		}},
+		{"429", fakehelpdesk.TooManyRequests("7"), func(t *testing.T, err error) {
+			if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 429 || se.RetryAfter != 7*time.Second {
+				t.Fatalf("got %v", se)
+			}
+		}},
+		{"500", fakehelpdesk.Fault{Status: 500, Body: `{"error":"InternalError"}`}, func(t *testing.T, err error) {
+			if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 500 {
+				t.Fatalf("got %v", se)
+			}
+		}},
+		{"403", fakehelpdesk.Refuse(403), func(t *testing.T, err error) {
+			if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 403 {
+				t.Fatalf("got %v", se)
+			}
+		}},
 		{"404", fakehelpdesk.Refuse(404), nil},
 		{"drop", fakehelpdesk.Drop(), nil},
 		{"not json", fakehelpdesk.Fault{Status: 200, Body: `<html>`}, nil},
@@ -304,6 +363,9 @@ func TestLookupFailures(t *testing.T) {
 			if err == nil || found || r != (delivery.Receipt{}) || errors.Is(err, delivery.ErrNoLookup) {
 				t.Fatalf("got %+v %v %v; want a failed lookup", r, found, err)
 			}
+			// Every failed lookup is a SendError, whether the helpdesk
+			// answered or not: the engine reads its Outcome and RetryAfter.
+			helpdesktest.SendError(t, err)
 			if tc.check != nil {
 				tc.check(t, err)
 			}
