@@ -36,24 +36,36 @@ type opsStore struct {
 	n   int
 	// stdin is what the command reads on its standard input.
 	stdin string
+	// where is how the command names the store it acts on.
+	where string
 }
 
 func newOpsStore(t *testing.T, kind string) *opsStore {
 	t.Helper()
+	return newOpsStoreIn(t, kind, "us-east-1")
+}
+
+// newOpsStoreIn is newOpsStore with the file's store.region (dynamodb; ""
+// leaves it to the SDK's chain).
+func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
+	t.Helper()
 	var sc config.Store
+	var where string
 	switch kind {
 	case "sqlite":
 		sc = config.Store{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")}
+		where = "SQLite file " + sc.Path
 	case "dynamodb":
 		endpoint := testenv.DynamoDB(t)
-		sc = config.Store{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: "us-east-1"}
+		sc = config.Store{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: region}
+		where = "DynamoDB table " + sc.Table + " in region "
 	}
 	st, closer, err := app.OpenStore(context.Background(), sc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = closer.Close() })
-	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Store)}
+	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Store), where: where}
 	o.svc = &core.Service{Store: st, Users: memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
 		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) }}
@@ -122,14 +134,16 @@ func TestDeliveriesCommand(t *testing.T) {
 				}
 			}
 
-			// Refused transitions: one line naming the state, nothing changed.
+			// Refused transitions: the store the command was about to act
+			// on, then one line naming the state; nothing changed.
 			for _, args := range [][]string{
 				{"retry", unknown1}, {"retry", pending},
 				{"resolve", "-external-id", "1", failed}, {"resolve", "-resend", pending},
 			} {
 				code, _, stderr := o.run(args...)
-				if code != 1 || !strings.Contains(stderr, "refused") || strings.Count(stderr, "\n") != 1 {
-					t.Fatalf("%v: %d %q, want exit 1 and one line saying refused", args, code, stderr)
+				lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+				if code != 1 || len(lines) != 2 || !strings.HasPrefix(lines[0], "store: "+o.where) || !strings.Contains(lines[1], "refused") {
+					t.Fatalf("%v: %d %q, want exit 1, the store, and one line saying refused", args, code, stderr)
 				}
 			}
 			if code, _, stderr := o.run("show", "no-such-ticket"); code != 1 || !strings.Contains(stderr, "no such ticket") {
@@ -165,11 +179,12 @@ func TestDeliveriesCommand(t *testing.T) {
 				r.ExternalURL != "https://acme.zendesk.test/agent/tickets/8812" {
 				t.Fatalf("after resolve: %+v", r)
 			}
-			// resolve as to be sent again.
+			// resolve as to be sent again: what is known of earlier sends
+			// stays, so the engine looks the ticket up before it sends.
 			if code, _, stderr := o.run("resolve", "-resend", unknown2); code != 0 {
 				t.Fatalf("resolve resend: %d %s", code, stderr)
 			}
-			if r, _ := o.ds.Delivery(context.Background(), unknown2); r.State != delivery.StatePending || r.Attempts != 0 || r.SentUnknown {
+			if r, _ := o.ds.Delivery(context.Background(), unknown2); r.State != delivery.StatePending || r.Attempts != 0 || !r.SentUnknown {
 				t.Fatalf("after resolve -resend: %+v", r)
 			}
 			if code, stdout, _ := o.run("list", "-state", "unknown"); code != 0 || strings.Count(stdout, "\n") != 1 {
@@ -402,5 +417,20 @@ func TestDeliveriesRedactURLs(t *testing.T) {
 		if (args[0] != "retry" && code != 0) || !strings.Contains(out, redacted) {
 			t.Errorf("%v: exit %d, want the URL as %s in\n%s", args, code, redacted, out)
 		}
+	}
+}
+
+// The operator's command names the table and the region the SDK's chain
+// resolves (AWS_REGION here; no store.region in the file) before it
+// changes anything: with a table of the same name in another region, the
+// person sees which one they are about to change.
+func TestDeliveriesNamesTheStoreAndRegionFirst(t *testing.T) {
+	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_REGION": "eu-north-1"})
+	o := newOpsStoreIn(t, "dynamodb", "")
+	failed := o.ticket(delivery.StateFailed)
+	code, _, stderr := o.run("retry", failed)
+	first, _, _ := strings.Cut(stderr, "\n")
+	if want := "store: " + o.where + "eu-north-1 at "; code != 0 || !strings.HasPrefix(first, want) {
+		t.Fatalf("retry: %d, first line %q, want it to start %q\n%s", code, first, want, stderr)
 	}
 }

@@ -41,6 +41,10 @@ const DeliveriesUsage = `usage: callback -config config.json deliveries COMMAND
   resolve -resend TICKET_ID
           an unknown ticket is NOT in the helpdesk (a person checked): send it
           again, back to pending, due now, attempts reset
+A ticket that an earlier send may have created is looked up first after a
+retry or a resend, and sent again only if the helpdesk still does not hold
+it once that send can no longer arrive. Every change first names the store
+it acts on (the SQLite file, or the DynamoDB table and its region).
 `
 
 // maxBulk bounds the tickets one bulk retry reads and changes; a larger
@@ -214,7 +218,7 @@ func writeJSONLines(w io.Writer, recs []delivery.Record) error {
 	for _, r := range recs {
 		if err := enc.Encode(listed{TicketID: r.TicketID, State: string(r.State), Attempts: r.Attempts,
 			LookupFailures: r.LookupFailures, MayBeInHelpdesk: r.SentUnknown, Error: shown(r.Error),
-			ExternalID: r.ExternalID, ExternalURL: shownURL(r.ExternalURL), DueAt: jsonStamp(r.DueAt),
+			ExternalID: r.ExternalID, ExternalURL: r.ExternalURL, DueAt: jsonStamp(r.DueAt),
 			LeaseUntil: jsonStamp(r.LeaseUntil), DeliveredAt: jsonStamp(r.DeliveredAt)}); err != nil {
 			return err
 		}
@@ -339,7 +343,7 @@ func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Wr
 		{"may_be_in_helpdesk", fmt.Sprint(r.SentUnknown)},
 		{"error", dash(shown(r.Error))},
 		{"external_id", dash(r.ExternalID)},
-		{"external_url", dash(shownURL(r.ExternalURL))},
+		{"external_url", dash(r.ExternalURL)},
 		{"due_at", stamp(r.DueAt)},
 		{"lease_until", stamp(r.LeaseUntil)},
 		{"delivered_at", stamp(r.DeliveredAt)},
@@ -412,11 +416,3 @@ func shown(s string) string {
 	})
 }
 
-// shownURL is a stored URL as the command prints it (httpsend.RedactRaw);
-// "" stays "".
-func shownURL(u string) string {
-	if u == "" {
-		return ""
-	}
-	return httpsend.RedactRaw(u)
-}
