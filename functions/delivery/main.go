@@ -1,7 +1,7 @@
 // Command delivery is the delivery function: fed by the tickets table's
 // DynamoDB stream and by a scheduled sweep, it delivers each pending
-// ticket to the configured helpdesk. This file only wires: read
-// configuration once, build clients once, start.
+// ticket to the configured helpdesk. This file only wires: configuration,
+// then the composition root (internal/app), then start.
 package main
 
 import (
@@ -12,12 +12,17 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app"
-	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/config"
 )
 
 func main() {
-	logger := app.LambdaLogger()
-	h, err := deliverylambda.FromEnv(context.Background(), os.Getenv, logger)
+	logger := app.LambdaLogger(config.LogLevel(config.Env))
+	cfg, err := config.DeliveryFromEnv(config.Env)
+	if err != nil {
+		logger.Error("start failed", slog.Any("error", err))
+		os.Exit(1)
+	}
+	h, err := app.DeliveryHandler(context.Background(), cfg, logger)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)

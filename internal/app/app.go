@@ -1,5 +1,10 @@
-// Package app assembles the product from its parts: configuration in,
-// an http.Handler out. functions/callback/main.go only calls it.
+// Package app is the composition root: the one place that builds each
+// binary's graph from its configuration. CallbackHandler is the callback
+// function's, LocalServer the local server's (RunLocal its command line),
+// DeliveryHandler the delivery function's; each builds its graph in one
+// function, decorators applied in one visible order, nothing changed after
+// construction. functions/*/main.go only read the configuration, call one
+// of them and start.
 package app
 
 import (
@@ -17,198 +22,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
-
-// LambdaHandler builds the deployed function's handler: the hook key
-// (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, the
-// store, the user cache. It runs once, at cold start.
-func LambdaHandler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
-	}
-	hookKey := cfg.HookKey
-	if cfg.HookKeyParameter != "" {
-		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {
-			return nil, err
-		}
-	}
-	return lambdaHandler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger)
-}
-
-// lambdaHandler builds the deployed handler on a DynamoDB client: the
-// store, the user cache, and EMF metrics in each request's log line.
-func lambdaHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
-	auth, err := authenticator(hookKey, false, cfg.Common, logger)
-	if err != nil {
-		return nil, err
-	}
-	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace}
-	if err := rec.Check(); err != nil {
-		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
-	}
-	store := dynamo.New(client, cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
-	users := usercache.New(metrics.TimedStore{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize)
-	h := handler(cfg.Common, store, users, auth, logger)
-	h.Service.Deliver = cfg.Deliver // the outbox: written pending by the same transaction
-	return h.Instrument(rec), nil
-}
-
-// readParameter reads the hook key's SSM parameter (ssmparam.Read: one
-// trailing line break trimmed, the value never in an error).
-func readParameter(ctx context.Context, c ssmparam.Getter, name string) (string, error) {
-	key, err := ssmparam.Read(ctx, c, name)
-	if err != nil {
-		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
-	}
-	return key, nil
-}
-
-// authenticator fails closed: no hook key and no explicit insecure switch
-// means every callback is refused.
-func authenticator(hookKey string, insecure bool, c config.Common, logger *slog.Logger) (httpapi.Authenticator, error) {
-	switch {
-	case insecure:
-		logger.Warn("insecure_no_auth is set: callbacks are NOT authenticated; use this only on loopback")
-		return nonce.Off{}, nil
-	case hookKey == "":
-		logger.Error("no hook key configured: every callback is refused (fail closed)")
-		return nonce.Refuse{}, nil
-	}
-	v, err := nonce.New(hookKey, c.MinCost, c.MaxCost)
-	if err != nil {
-		return nil, fmt.Errorf("hook key: %w", err)
-	}
-	return v, nil
-}
-
-func handler(c config.Common, store core.Store, users core.Users, auth httpapi.Authenticator, logger *slog.Logger) *httpapi.Handler {
-	return &httpapi.Handler{
-		Service: &core.Service{
-			Store: store, Users: users, Policy: c.Policy, Retention: c.Retention,
-			NewID: uuid.NewString,
-		},
-		Auth:      auth,
-		MaxBody:   c.MaxBodyBytes,
-		Logger:    logger,
-		PublicURL: c.PublicURL,
-	}
-}
-
-// LocalHandler builds the local server's handler on the configured store.
-// With a delivery block, the service writes every new ticket pending, and a
-// delivery worker runs on the same store until ctx ends: woken after each
-// commit, polling for due tickets, and resuming at once whatever a previous
-// process left pending or delivering. With metrics_listen, Prometheus
-// serves /metrics there, with the callbacks and the worker's deliveries
-// (each step's result, the lag of delivered tickets, the tickets waiting).
-// The returned closer stops, in order, the metrics
-// listener, the worker (its deliveries in flight finish first) and the
-// store.
-func LocalHandler(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
-	auth, err := authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	users := memstore.Users{}
-	for id, u := range cfg.Users {
-		users[id] = core.User{ExternalID: id, TenantID: u.TenantID, UserID: u.UserID, Disabled: u.Disabled}
-	}
-	var dst delivery.Destination
-	if cfg.Delivery != nil {
-		if dst, err = dest.New(*cfg.Delivery); err != nil {
-			return nil, nil, err
-		}
-	}
-	store, storeCloser, err := OpenStore(ctx, cfg.Store, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	h := handler(cfg.Common, store, users, auth, logger)
-	var rec metrics.Recorder
-	var metricsSrv io.Closer
-	if cfg.MetricsListen != "" {
-		if rec, metricsSrv, err = servePrometheus(cfg.MetricsListen, logger); err != nil {
-			_ = storeCloser.Close()
-			return nil, nil, err
-		}
-	}
-	var cs closers
-	if metricsSrv != nil {
-		// The metrics server closes first: after the callback server, so
-		// the last requests are counted.
-		cs = append(cs, metricsSrv)
-	}
-	if dst != nil {
-		ds, ok := store.(delivery.Store)
-		if !ok {
-			_ = append(cs, storeCloser).Close()
-			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
-		}
-		d := *cfg.Delivery // zero MaxAttempts and Timeout are the engine's and adapters' defaults
-		w := &delivery.Worker{Log: logger, Engine: &delivery.Engine{Store: ds, Destination: dst,
-			MaxAttempts: d.MaxAttempts, Lease: delivery.LeaseFor(d.Timeout), CallTimeout: d.Timeout, Log: logger}}
-		if rec != nil {
-			observeDeliveries(w, rec, cfg.Store.Kind)
-		}
-		h.Service.Store = delivery.NotifyOnCommit(store, w.Notify)
-		h.Service.Deliver = true
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = w.Run(wctx)
-		}()
-		// Kind and host only: the URL's path or query and the credentials
-		// may hold secrets.
-		logger.Info("delivering tickets", slog.String("kind", d.Kind), slog.String("url", httpsend.RedactRaw(d.URL)))
-		cs = append(cs, closerFunc(func() error {
-			stop()
-			<-done
-			logger.Info("delivery worker stopped")
-			return nil
-		}))
-	}
-	cs = append(cs, storeCloser)
-	if rec == nil {
-		return h, cs, nil
-	}
-	return h.Instrument(rec), cs, nil
-}
-
-// dynamoCountEvery spaces the local worker's counts of waiting tickets on
-// DynamoDB, where each count is a Query: once a minute, as the deployed
-// scheduled sweep counts. On SQLite a count is one read of an index, made
-// after every sweep.
-const dynamoCountEvery = time.Minute
-
-// observeDeliveries reports w's steps and its counts of waiting tickets to
-// rec (the local server's Prometheus).
-func observeDeliveries(w *delivery.Worker, rec metrics.Recorder, storeKind string) {
-	w.Engine.Observer = delivery.ObserverFunc(func(ctx context.Context, s delivery.Step) {
-		rec.Delivery(ctx, metrics.Delivery{State: string(s.Result), Lag: s.Lag})
-	})
-	w.Waiting = func(ctx context.Context, n int) { rec.TicketsWaiting(ctx, n) }
-	if storeKind == "dynamodb" {
-		w.CountEvery = dynamoCountEvery
-	}
-}
 
 // closers closes each in order and returns the first error.
 type closers []io.Closer

@@ -16,18 +16,10 @@ import (
 // invocation is traced, its xrayTraceId (internal/lambdaurl passes both).
 // Lines are JSON whatever AWS_LAMBDA_LOG_FORMAT says (docs/contract.md,
 // Logs and metrics, wants JSON everywhere, and EMF needs it);
-// AWS_LAMBDA_LOG_LEVEL sets the level.
-func LambdaLogger() *slog.Logger {
+// level is its level (config.LogLevel: AWS_LAMBDA_LOG_LEVEL).
+func LambdaLogger(level slog.Level) *slog.Logger {
 	return slog.New(invocationHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
-		Level: lambdaLevel(os.Getenv("AWS_LAMBDA_LOG_LEVEL")), ReplaceAttr: lambdacontext.ReplaceAttr})})
-}
-
-func lambdaLevel(v string) slog.Level {
-	var l slog.Level
-	if l.UnmarshalText([]byte(v)) != nil {
-		return slog.LevelInfo
-	}
-	return l
+		Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})})
 }
 
 // invocationHandler adds the invocation's ids to each line logged with a

@@ -6,7 +6,6 @@ package config
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,42 +18,44 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-// Common is what both configurations set.
+// Common is what both configurations set. A zero value of a setting whose
+// default belongs to another package means that package's default: the
+// package that applies a setting owns its default, and this one only
+// reads and bounds what is written.
 type Common struct {
 	Policy       opkey.Policy
 	Retention    time.Duration
-	MaxBodyBytes int64
+	MaxBodyBytes int64 // 0: httpapi.DefaultMaxBody
 	MinCost      int
 	MaxCost      int
 	PublicURL    string
 }
 
-// Lambda is the configuration of the deployed function.
+// Lambda is the configuration of the deployed callback function.
 type Lambda struct {
 	Common
 	TableName        string
-	HookKeyParameter string // SSM SecureString name; wins over HookKey
+	HookKeyParameter string        // SSM SecureString name; wins over HookKey
 	HookKey          string
-	UserCacheTTL     time.Duration
-	UserCacheSize    int
-	CallTimeout      time.Duration
-	MetricsNamespace string // CloudWatch namespace of the EMF metrics; "" for the default
-	Deliver          bool   // DELIVERY_KIND names a destination: new tickets are written pending (DeliveryKindFromEnv)
+	UserCacheTTL     time.Duration // 0: usercache.DefaultTTL
+	UserCacheSize    int           // 0: usercache.DefaultSize
+	CallTimeout      time.Duration // each DynamoDB call; 0: dynamo.DefaultCallTimeout
+	MetricsNamespace string        // CloudWatch namespace of the EMF metrics; "": emf.DefaultNamespace
+	// Deliver: DELIVERY_KIND names a destination, so new tickets are
+	// written pending for the delivery function.
+	Deliver bool
 }
 
-// Defaults this package applies itself. The other defaults belong to the
-// package that applies them, and the settings below read them from there:
-// httpapi.DefaultMaxBody, nonce.DefaultMinCost and nonce.DefaultMaxCost,
-// usercache.DefaultTTL and usercache.DefaultSize, dynamo.DefaultCallTimeout.
+// Defaults this package applies itself (nonce.DefaultMinCost and
+// nonce.DefaultMaxCost are the domain's, read from there). The other
+// defaults belong to the package that applies them, and a zero setting
+// leaves them to it: httpapi.DefaultMaxBody, usercache.DefaultTTL and
+// usercache.DefaultSize, dynamo.DefaultCallTimeout, emf.DefaultNamespace,
+// and the delivery ones (see Destination).
 const (
 	DefaultRetention = 24 * time.Hour
 	// MinRetention is the shortest deduplication window accepted: agents
@@ -108,7 +109,7 @@ var (
 		return nil
 	}}
 	maxBodySetting = setting[Common]{key{"MAX_BODY_BYTES", "max_body_bytes", true}, func(c *Common, v string) error {
-		n, err := integer(v, httpapi.DefaultMaxBody, minMaxBody, maxMaxBody)
+		n, err := integer(v, 0, minMaxBody, maxMaxBody)
 		c.MaxBodyBytes = int64(n)
 		return err
 	}}
@@ -154,19 +155,23 @@ var lambdaSettings = []*setting[Lambda]{
 		return nil
 	}},
 	{key{env: "METRICS_NAMESPACE"}, func(c *Lambda, v string) error {
-		c.MetricsNamespace = cmp.Or(v, emf.DefaultNamespace)
+		c.MetricsNamespace = v
 		return nil
 	}},
 	{key{env: "USER_CACHE_TTL"}, func(c *Lambda, v string) (err error) {
-		c.UserCacheTTL, err = duration(v, usercache.DefaultTTL)
+		c.UserCacheTTL, err = duration(v, 0)
 		return err
 	}},
 	{key{env: "USER_CACHE_SIZE"}, func(c *Lambda, v string) (err error) {
-		c.UserCacheSize, err = integer(v, usercache.DefaultSize, minUserCacheSize, maxUserCacheSize)
+		c.UserCacheSize, err = integer(v, 0, minUserCacheSize, maxUserCacheSize)
 		return err
 	}},
 	{key{env: "STORE_CALL_TIMEOUT"}, func(c *Lambda, v string) (err error) {
-		c.CallTimeout, err = duration(v, dynamo.DefaultCallTimeout)
+		c.CallTimeout, err = duration(v, 0)
+		return err
+	}},
+	{key{env: "DELIVERY_KIND"}, func(c *Lambda, v string) (err error) {
+		c.Deliver, err = deliveryKind(v)
 		return err
 	}},
 }
@@ -212,7 +217,8 @@ func readCommon(src source) (Common, error) {
 	return c, nil
 }
 
-// FromEnv reads the Lambda configuration through getenv (os.Getenv).
+// FromEnv reads the callback function's configuration through getenv
+// (Env, or a map's in tests).
 func FromEnv(getenv func(string) string) (Lambda, error) {
 	var c Lambda
 	src := envSource(getenv)
@@ -257,7 +263,7 @@ type Local struct {
 	HookKey        string
 	InsecureNoAuth bool
 	Users          map[string]User
-	Delivery       *Delivery // nil: no destination, tickets are not delivered
+	Delivery       *Destination // nil: no destination, tickets are not delivered
 }
 
 // Store chooses the local server's store.
@@ -285,7 +291,7 @@ type localFile struct {
 	HookKey        string          `json:"hook_key"`
 	InsecureNoAuth bool            `json:"insecure_no_auth"`
 	Users          map[string]User `json:"users"`
-	Delivery       *Delivery       `json:"delivery"`
+	Delivery       *Destination    `json:"delivery"`
 }
 
 // splitFile decodes one JSON value of the file: the members of
@@ -453,7 +459,7 @@ func ParseFile(b []byte) (Local, error) {
 		return c, fmt.Errorf("config: hook_key is %d bytes; BCrypt uses at most %d", len(c.HookKey), nonce.MaxKeyLen)
 	case c.HookKey != "" && c.InsecureNoAuth:
 		return c, errors.New("config: insecure_no_auth: set either hook_key or insecure_no_auth, not both")
-	case c.InsecureNoAuth && !httpsend.IsLoopback(host):
+	case c.InsecureNoAuth && !isLoopback(host):
 		return c, fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", c.Listen)
 	}
 	for id, u := range c.Users {
@@ -488,4 +494,14 @@ func metricsListen(addr, listen string) (string, error) {
 		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)
 	}
 	return addr, nil
+}
+
+// isLoopback reports whether host names this machine: "localhost" or a
+// loopback IP address, the hosts insecure_no_auth may listen on.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

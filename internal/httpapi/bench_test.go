@@ -52,6 +52,19 @@ func overheadHandler() *httpapi.Handler {
 	}
 }
 
+// instrumentedHandler is overheadHandler with metrics on rec, wired as the
+// composition root wires them: the timed store, the handler's Metrics
+// hook, and metrics.Collect around the handler.
+func instrumentedHandler(rec metrics.Recorder) http.Handler {
+	return metrics.Collect(&httpapi.Handler{
+		Service: &core.Service{Store: metrics.TimedStore{Store: memstore.New(), Recorder: rec}, Users: users,
+			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, NewID: uuid.NewString},
+		Auth:    nonce.Off{},
+		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Metrics: rec,
+	})
+}
+
 // serveOK posts body to h's /callback and fails tb unless the answer is 200.
 func serveOK(tb testing.TB, h http.Handler, body string) {
 	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
@@ -63,10 +76,9 @@ func serveOK(tb testing.TB, h http.Handler, body string) {
 }
 
 func benchmarkHandlerOverhead(b *testing.B, prefix string, rec metrics.Recorder) {
-	hh := overheadHandler()
-	var h http.Handler = hh
+	var h http.Handler = overheadHandler()
 	if rec != nil {
-		h = hh.Instrument(rec)
+		h = instrumentedHandler(rec)
 	}
 	benchmarkNewKey(b, prefix+"new_key", h, "bench-")
 	b.Run(prefix+"repeat_key", func(b *testing.B) {

@@ -44,17 +44,10 @@ type Handler struct {
 	PublicURL string
 	// Metrics, when set, is told of each request once, where its line is
 	// logged; the attribute it returns goes into that line (the Lambda's
-	// Embedded Metric Format rides on it).
+	// Embedded Metric Format rides on it). The store calls it counts are
+	// those of a metrics.TimedStore under Service, collected per request
+	// by metrics.Collect around the handler.
 	Metrics metrics.Recorder
-}
-
-// Instrument reports h's requests and store calls to rec: it sets
-// h.Metrics, times h.Service.Store, and returns h wrapped so that each
-// request's context collects its store calls (metrics.Collect).
-func (h *Handler) Instrument(rec metrics.Recorder) http.Handler {
-	h.Service.Store = metrics.TimedStore{Store: h.Service.Store, Recorder: rec}
-	h.Metrics = rec
-	return metrics.Collect(h)
 }
 
 // ServeHTTP routes, recovers from panics with a 500, and logs one line.

@@ -14,7 +14,7 @@ func TestHandlerAllocsWithMetrics(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	h := overheadHandler().Instrument(&emf.Recorder{})
+	h := instrumentedHandler(&emf.Recorder{})
 	body := callBody(core.CreateTicket, "user-a", "allocs", `{"title":"Cannot sign in","priority":"high"}`)
 	serve := func() { serveOK(t, h, body) }
 	serve() // the create; the runs below repeat it, the costlier path

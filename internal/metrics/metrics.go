@@ -116,8 +116,8 @@ func closed(v string, set []string, other string) string {
 	return other
 }
 
-// Delivery is one delivery attempt's end.
-type Delivery struct {
+// DeliveryStep is one delivery attempt's end (the delivery engine's Step, as metrics count it).
+type DeliveryStep struct {
 	State string // one of DeliveryStates
 	// Lag is the time from the ticket's commit to its delivery; only for
 	// StateDelivered.
@@ -126,7 +126,7 @@ type Delivery struct {
 
 // Check refuses a state outside DeliveryStates: a label takes only
 // values of its closed set.
-func (d Delivery) Check() error {
+func (d DeliveryStep) Check() error {
 	if closed(d.State, DeliveryStates, "") == "" {
 		// The value itself is not repeated: it may be anything.
 		return fmt.Errorf("metrics: a delivery state is not one of %v", DeliveryStates)
@@ -145,7 +145,7 @@ type Recorder interface {
 	// StoreCall records one store call made for the request of ctx.
 	StoreCall(ctx context.Context, d time.Duration)
 	// Delivery records the end of one delivery attempt.
-	Delivery(ctx context.Context, d Delivery) slog.Attr
+	Delivery(ctx context.Context, d DeliveryStep) slog.Attr
 	// TicketsWaiting records how many tickets wait to be delivered.
 	TicketsWaiting(ctx context.Context, n int) slog.Attr
 }

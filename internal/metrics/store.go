@@ -8,10 +8,15 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
-// TimedStore times each call to a core.Store (and, when Users is set, to
-// the core.Users it reads users from) and reports it to Recorder.
+// TimedStore times each call to a core.Store and reports it to Recorder.
 type TimedStore struct {
 	Store    core.Store
+	Recorder Recorder
+}
+
+// TimedUsers times each read of a core.Users and reports it to Recorder,
+// as a store call.
+type TimedUsers struct {
 	Users    core.Users
 	Recorder Recorder
 }
@@ -33,7 +38,7 @@ func (s TimedStore) Ticket(ctx context.Context, id string) (core.Ticket, error) 
 }
 
 // User times the read.
-func (s TimedStore) User(ctx context.Context, externalID string) (core.User, error) {
+func (s TimedUsers) User(ctx context.Context, externalID string) (core.User, error) {
 	start := time.Now()
 	u, err := s.Users.User(ctx, externalID)
 	s.Recorder.StoreCall(ctx, time.Since(start))

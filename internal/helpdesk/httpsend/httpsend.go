@@ -333,36 +333,55 @@ func Redacted(s string) string {
 	return "[redacted]"
 }
 
+// SettingError is a setting a destination's constructor refused. Field
+// is the constructor's name for it ("url", "email", "token", "secret"),
+// so that the composition root can name the setting as its configuration
+// calls it; the text names the field already and never shows a
+// credential.
+type SettingError struct {
+	Field string
+	Err   error
+}
+
+func (e *SettingError) Error() string { return e.Err.Error() }
+func (e *SettingError) Unwrap() error { return e.Err }
+
+// Refused is the SettingError of field, with text.
+func Refused(field, text string) *SettingError {
+	return &SettingError{Field: field, Err: errors.New(text)}
+}
+
 // CheckURL parses a destination URL: absolute, https unless its host is a
 // loopback address (localhost, 127.0.0.0/8, ::1) for local tests, and free
-// of user info (credentials belong in the configuration's own fields).
+// of user info (credentials belong in the configuration's own fields). Its
+// errors are SettingErrors of "url".
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("url: not a URL: %v", cause(err))
+		return nil, Refused("url", fmt.Sprintf("url: not a URL: %v", cause(err)))
 	}
 	if u.User != nil {
-		return nil, errors.New("url: must not carry user info; put credentials in their own fields")
+		return nil, Refused("url", "url: must not carry user info; put credentials in their own fields")
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, fmt.Errorf("url: %q has no host", Redact(u))
+		return nil, Refused("url", fmt.Sprintf("url: %q has no host", Redact(u)))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("url: %q has a bad port", Redact(u))
+			return nil, Refused("url", fmt.Sprintf("url: %q has a bad port", Redact(u)))
 		}
 	}
 	if u.Fragment != "" {
-		return nil, fmt.Errorf("url: %q must not have a fragment", Redact(u))
+		return nil, Refused("url", fmt.Sprintf("url: %q must not have a fragment", Redact(u)))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
 		if !IsLoopback(u.Hostname()) {
-			return nil, fmt.Errorf("url: %q must be https (http is allowed only for loopback hosts)", Redact(u))
+			return nil, Refused("url", fmt.Sprintf("url: %q must be https (http is allowed only for loopback hosts)", Redact(u)))
 		}
 	default:
-		return nil, fmt.Errorf("url: %q must be https", Redact(u))
+		return nil, Refused("url", fmt.Sprintf("url: %q must be https", Redact(u)))
 	}
 	return u, nil
 }

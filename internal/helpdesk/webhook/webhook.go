@@ -38,12 +38,12 @@ const SecretPrefix = "whsec_"
 
 // DecodeSecret is the HMAC key of a Standard Webhooks secret: the standard
 // base64 after an optional "whsec_", as the convention's libraries read
-// it. This is the one rule for secrets: the configuration and New both
-// apply it, so a secret that does not decode stops the program at start.
-// Its errors never quote the secret.
+// it. This is the one rule for secrets, applied by New, which runs at
+// start, so a secret that does not decode stops the program there. Its
+// errors never quote the secret.
 func DecodeSecret(secret string) ([]byte, error) {
 	if secret == "" {
-		return nil, errors.New("required")
+		return nil, errors.New("required (a webhook needs secret to sign its requests)")
 	}
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SecretPrefix))
 	if err != nil {
@@ -81,18 +81,20 @@ type Client struct {
 
 var _ delivery.Destination = (*Client)(nil)
 
-// New checks c and returns a Client.
+// New checks c and returns a Client. The URL and secret rules live here
+// alone; a refused URL or secret is an *httpsend.SettingError.
 func New(c Config) (*Client, error) {
 	u, err := httpsend.CheckURL(c.URL)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	if u.Query().Has("idempotency_key") {
-		return nil, fmt.Errorf("webhook: url %q: its query must not carry idempotency_key, which lookups add", httpsend.Redact(u))
+		return nil, fmt.Errorf("webhook: %w", httpsend.Refused("url",
+			fmt.Sprintf("url %q: its query must not carry idempotency_key, which lookups add", httpsend.Redact(u))))
 	}
 	key, err := DecodeSecret(c.Secret)
 	if err != nil {
-		return nil, fmt.Errorf("webhook: secret: %w", err)
+		return nil, fmt.Errorf("webhook: %w", &httpsend.SettingError{Field: "secret", Err: fmt.Errorf("secret: %w", err)})
 	}
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("webhook: timeout %s is negative", c.Timeout)

@@ -53,20 +53,21 @@ type Client struct {
 
 var _ delivery.Destination = (*Client)(nil)
 
-// New checks c and returns a Client.
+// New checks c and returns a Client. The URL and credential rules live
+// here alone; a refused URL, email or token is an *httpsend.SettingError.
 func New(c Config) (*Client, error) {
 	u, err := httpsend.CheckURL(c.URL)
 	if err != nil {
 		return nil, fmt.Errorf("zendesk: %w", err)
 	}
 	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("zendesk: url %q must not have a query", httpsend.Redact(u))
+		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", httpsend.Redact(u))))
 	}
 	if strings.TrimSpace(c.Email) == "" {
-		return nil, errors.New("zendesk: email is required")
+		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("email", "email is required (Zendesk authenticates with email and token)"))
 	}
 	if c.Token == "" {
-		return nil, errors.New("zendesk: token is required")
+		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("token", "token is required (Zendesk authenticates with email and token)"))
 	}
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("zendesk: timeout %s is negative", c.Timeout)

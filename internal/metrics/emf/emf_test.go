@@ -142,9 +142,9 @@ func TestGoldenRecorderLines(t *testing.T) {
 		slog.String("function", ""), slog.String("outcome", "unauthenticated"),
 		rec.Callback(context.Background(), metrics.Callback{Outcome: "unauthenticated", Duration: 30 * time.Millisecond})), []byte("\n")))
 	out = append(out, bytes.TrimSuffix(line(t, "delivery",
-		rec.Delivery(context.Background(), metrics.Delivery{State: metrics.StateDelivered, Lag: 2500 * time.Millisecond})), []byte("\n")))
+		rec.Delivery(context.Background(), metrics.DeliveryStep{State: metrics.StateDelivered, Lag: 2500 * time.Millisecond})), []byte("\n")))
 	out = append(out, bytes.TrimSuffix(line(t, "delivery",
-		rec.Delivery(context.Background(), metrics.Delivery{State: metrics.StateUnknown})), []byte("\n")))
+		rec.Delivery(context.Background(), metrics.DeliveryStep{State: metrics.StateUnknown})), []byte("\n")))
 	out = append(out, bytes.TrimSuffix(line(t, "outbox",
 		rec.TicketsWaiting(context.Background(), 7)), []byte("\n")))
 	for _, l := range out {
@@ -364,7 +364,7 @@ func TestNoIdentifiersInMetrics(t *testing.T) {
 		if len(data) == 0 {
 			t.Fatalf("case %d: no metric extracted from %s", i, full)
 		}
-		d := metrics.Delivery{State: pick(r, metrics.DeliveryStates), Lag: time.Second}
+		d := metrics.DeliveryStep{State: pick(r, metrics.DeliveryStates), Lag: time.Second}
 		dl := line(t, "delivery", rec.Delivery(context.Background(), d))
 		ddata, err := emftest.Parse(dl)
 		if err != nil {

@@ -186,14 +186,14 @@ func (r *Recorder) StoreCall(ctx context.Context, d time.Duration) {
 // Delivery returns deliveries_total by state and, for a delivered ticket,
 // delivery_lag_seconds. It writes the "state" member itself: the line
 // that carries it must not write another.
-func (r *Recorder) Delivery(_ context.Context, d metrics.Delivery) slog.Attr {
+func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr {
 	if err := d.Check(); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}
 	return r.attr(r.deliveryEvent(d))
 }
 
-func (r *Recorder) deliveryEvent(d metrics.Delivery) Event {
+func (r *Recorder) deliveryEvent(d metrics.DeliveryStep) Event {
 	dirs := []Directive{{Dimensions: deliveryStateSet,
 		Metrics: []Metric{{Name: metrics.Deliveries, Unit: Count, Values: []float64{1}}}}}
 	if d.State == metrics.StateDelivered {
@@ -273,7 +273,7 @@ func Emitted() map[string][][]string {
 		add(r.callbackEvent(sh, 0, []float64{0}))
 	}
 	for _, s := range metrics.DeliveryStates {
-		add(r.deliveryEvent(metrics.Delivery{State: s}))
+		add(r.deliveryEvent(metrics.DeliveryStep{State: s}))
 	}
 	add(r.waitingEvent(0))
 	return out

@@ -99,7 +99,7 @@ func (r *Recorder) StoreCall(_ context.Context, d time.Duration) {
 
 // Delivery counts the attempt's end by state and observes the lag of a
 // delivered ticket. A state outside metrics.DeliveryStates is refused.
-func (r *Recorder) Delivery(_ context.Context, d metrics.Delivery) slog.Attr {
+func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr {
 	if err := d.Check(); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}

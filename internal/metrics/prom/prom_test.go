@@ -22,7 +22,7 @@ import (
 func TestDeliveries(t *testing.T) {
 	r := prom.New()
 	ctx := context.Background()
-	for _, d := range []metrics.Delivery{
+	for _, d := range []metrics.DeliveryStep{
 		{State: metrics.StateDelivered, Lag: 2 * time.Second},
 		{State: metrics.StateDelivered, Lag: 4 * time.Second},
 		{State: metrics.StateRetried},
@@ -34,7 +34,7 @@ func TestDeliveries(t *testing.T) {
 			t.Errorf("Delivery(%+v) returned %v; Prometheus adds nothing to the line", d, a)
 		}
 	}
-	if a := r.Delivery(ctx, metrics.Delivery{State: "0b6f7d0e-2f0a-4c61-9d4e-4a1f3c0f4b8e"}); a.Key != "metrics_error" ||
+	if a := r.Delivery(ctx, metrics.DeliveryStep{State: "0b6f7d0e-2f0a-4c61-9d4e-4a1f3c0f4b8e"}); a.Key != "metrics_error" ||
 		strings.Contains(a.Value.String(), "0b6f7d0e") {
 		t.Errorf("a state outside the set: %v, want a metrics_error that does not repeat it", a)
 	}
