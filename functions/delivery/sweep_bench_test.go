@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -47,7 +46,7 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 			fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
 			fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: delay}})
 			fc := fake.Config()
-			dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token})
+			dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,7 +66,7 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 						b.Fatalf("create: %v %v", out.Kind, out.Err)
 					}
 				}
-				h := deliverylambda.New(delivery.Engine{Lease: delivery.LeaseFor(config.DefaultDeliveryTimeout)}, store, dst, slog.New(slog.DiscardHandler))
+				h := deliverylambda.New(delivery.Engine{Lease: delivery.LeaseFor(delivery.DefaultCallTimeout)}, store, dst, slog.New(slog.DiscardHandler))
 				ctx, cancel := context.WithTimeout(context.Background(), invocation)
 				b.StartTimer()
 				start := time.Now()

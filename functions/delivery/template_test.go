@@ -15,6 +15,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -126,14 +127,14 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 	timeout, _ := strconv.Atoi(fmt.Sprint(at(t, tp, p+".Timeout")))
 	fnTimeout := time.Duration(timeout) * time.Second
 	claims := func(call time.Duration) time.Duration { return fnTimeout - delivery.LeaseFor(call) - call }
-	if c := claims(config.DefaultDeliveryTimeout); c < 45*time.Second || c > time.Minute {
+	if c := claims(delivery.DefaultCallTimeout); c < 45*time.Second || c > time.Minute {
 		t.Errorf("Timeout %d: the sweep claims for %s at the default call timeout; want 45 s to a minute", timeout, c)
 	}
 	if c := claims(config.MaxDeliveryTimeout); c < 20*time.Second {
 		t.Errorf("Timeout %d: the sweep claims for %s at the longest call timeout; want at least 20 s", timeout, c)
 	}
 	eq(t, tp, p+".EventInvokeConfig.MaximumRetryAttempts", "0")
-	eq(t, tp, "Parameters.DeliverySweepConcurrency.Default", strconv.Itoa(config.DefaultDeliverySweepConcurrency))
+	eq(t, tp, "Parameters.DeliverySweepConcurrency.Default", strconv.Itoa(deliverylambda.DefaultSweepConcurrency))
 	eq(t, tp, "Parameters.DeliverySweepConcurrency.MinValue", "1")
 	eq(t, tp, "Parameters.DeliverySweepConcurrency.MaxValue", strconv.Itoa(config.MaxDeliverySweepConcurrency))
 	env := p + ".Environment.Variables"

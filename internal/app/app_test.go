@@ -185,7 +185,7 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 func TestLocalCreatesTheStoreFolder(t *testing.T) {
 	cfg := localConfig(t, "k")
 	cfg.Store.Path = filepath.Join(t.TempDir(), "missing", "dir", "tickets.sqlite")
-	_, closer, err := LocalHandler(context.Background(), cfg, discard())
+	_, closer, err := LocalServer(context.Background(), cfg, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestLocalRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := localConfig(t, "k")
 			tc.mutate(&cfg)
-			h, closer, err := LocalHandler(context.Background(), cfg, discard())
+			h, closer, err := LocalServer(context.Background(), cfg, discard())
 			if err == nil {
 				if closer != nil {
 					_ = closer.Close()

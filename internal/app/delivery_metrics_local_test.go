@@ -44,7 +44,7 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 3, Fault: fakehelpdesk.Fault{Status: 500}})
 
 	cfg := localConfig(t, metricsHookKey)
-	cfg.Delivery = &config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token,
+	cfg.Delivery = &config.Destination{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token,
 		MaxAttempts: 2, Timeout: 2 * time.Second}
 	h, _, logs, metricsURL := localWithMetrics(t, cfg)
 	srv := httptest.NewServer(h)

@@ -90,7 +90,7 @@ func localDynamoCallback(t *testing.T, endpoint string) {
 		Users:          map[string]config.User{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		InsecureNoAuth: true,
 	}
-	h, closer, err := LocalHandler(context.Background(), cfg, discard())
+	h, closer, err := LocalServer(context.Background(), cfg, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

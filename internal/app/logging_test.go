@@ -56,12 +56,3 @@ func TestInvocationHandler(t *testing.T) {
 		t.Errorf("line outside a request: %v", lines[2])
 	}
 }
-
-func TestLambdaLevel(t *testing.T) {
-	for in, want := range map[string]slog.Level{"": slog.LevelInfo, "DEBUG": slog.LevelDebug, "WARN": slog.LevelWarn,
-		"ERROR": slog.LevelError, "TRACE": slog.LevelInfo, "nonsense": slog.LevelInfo} {
-		if got := lambdaLevel(in); got != want {
-			t.Errorf("lambdaLevel(%q) = %v, want %v", in, got, want)
-		}
-	}
-}

@@ -13,10 +13,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
@@ -80,7 +82,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 		Common:           config.Common{Policy: opkey.PolicyArguments, Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
 	logger := slog.New(invocationHandler{slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})})
-	h, err := lambdaHandler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), metricsHookKey, logger)
+	h, err := callbackHandler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), metricsHookKey, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,11 @@ func TestLambdaEMFCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hOff := handler(cfgOff.Common, storeOff, usercache.New(storeOff, cfg.UserCacheTTL, cfg.UserCacheSize), auth, discard())
+	hOff := &httpapi.Handler{
+		Service: &core.Service{Store: storeOff, Users: usercache.New(storeOff, cfg.UserCacheTTL, cfg.UserCacheSize),
+			Policy: cfg.Policy, Retention: cfg.Retention, NewID: uuid.NewString},
+		Auth: auth, MaxBody: cfg.MaxBodyBytes, Logger: discard(), PublicURL: cfg.PublicURL,
+	}
 
 	invoke := lambdaurl.Wrap(h)
 	invokeOff := lambdaurl.Wrap(hOff)

@@ -48,7 +48,7 @@ func post(t *testing.T, url, hookKey, body string) (int, map[string]any) {
 
 func TestLocalSQLite(t *testing.T) {
 	const key = "local-demo-hook-key"
-	h, closer, err := LocalHandler(context.Background(), localConfig(t, key), discard())
+	h, closer, err := LocalServer(context.Background(), localConfig(t, key), discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type Common struct {
 type Lambda struct {
 	Common
 	TableName        string
-	HookKeyParameter string        // SSM SecureString name; wins over HookKey
+	HookKeyParameter string // SSM SecureString name; wins over HookKey
 	HookKey          string
 	UserCacheTTL     time.Duration // 0: usercache.DefaultTTL
 	UserCacheSize    int           // 0: usercache.DefaultSize

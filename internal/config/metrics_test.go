@@ -2,8 +2,6 @@ package config
 
 import (
 	"testing"
-
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 )
 
 func TestMetricsListen(t *testing.T) {
@@ -44,7 +42,5 @@ func TestMetricsNamespaceFromEnv(t *testing.T) {
 	if c.MetricsNamespace != "Team/Callbacks" {
 		t.Errorf("MetricsNamespace %q", c.MetricsNamespace)
 	}
-	if c, _ := FromEnv(env(map[string]string{"TABLE_NAME": "t"})); c.MetricsNamespace != emf.DefaultNamespace {
-		t.Errorf("unset METRICS_NAMESPACE: %q, want %q", c.MetricsNamespace, emf.DefaultNamespace)
-	}
+	// Unset, it is emf.DefaultNamespace: see TestDefaultsAreTheOwners.
 }

@@ -1,23 +1,26 @@
-package config
+package config_test
 
 import (
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
 )
 
-// readmeEnvTable returns the rows of the README's table of Lambda
-// environment variables: the names of each row and its default cell.
-func readmeEnvTable(t *testing.T) [][2]string {
+// readmeEnvTable returns the rows of the README's table of environment
+// variables under heading ("Lambda environment", "Delivery environment"):
+// the names of each row and its default cell.
+func readmeEnvTable(t *testing.T, heading string) [][2]string {
 	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(b), "\nLambda environment")
+	_, after, ok := strings.Cut(string(b), "\n"+heading)
 	if !ok {
-		t.Fatal(`README.md has no "Lambda environment" table`)
+		t.Fatalf(`README.md has no %q table`, heading)
 	}
 	var rows [][2]string
 	inTable := false
@@ -36,7 +39,7 @@ func readmeEnvTable(t *testing.T) [][2]string {
 		rows = append(rows, [2]string{cells[0], strings.TrimSpace(cells[2])})
 	}
 	if len(rows) == 0 {
-		t.Fatal("README.md: the Lambda environment table has no rows")
+		t.Fatalf("README.md: the %s table has no rows", heading)
 	}
 	return rows
 }
@@ -50,24 +53,22 @@ var (
 
 // TestReadmeStatesTheDefaults: each default the README's configuration
 // table states is the one the code applies (setting a variable to it
-// changes nothing), TABLE_NAME is required, and every variable FromEnv
-// reads has a row.
+// changes nothing: the same configuration in effect, see effective),
+// TABLE_NAME is required, and every variable FromEnv reads has a row.
 func TestReadmeStatesTheDefaults(t *testing.T) {
 	minimal := map[string]string{"TABLE_NAME": "tickets"}
-	want, err := FromEnv(env(minimal))
+	want, err := config.FromEnv(lookup(minimal))
 	if err != nil {
 		t.Fatal(err)
 	}
+	want = effective(want)
 	ours := map[string]bool{}
-	for _, s := range lambdaSettings {
-		ours[s.env] = true
-	}
-	for _, s := range commonSettings {
-		ours[s.env] = true
+	for _, name := range config.EnvNames() {
+		ours[name] = true
 	}
 	listed := map[string]bool{}
 	checked := 0
-	for _, row := range readmeEnvTable(t) {
+	for _, row := range readmeEnvTable(t, "Lambda environment") {
 		var names []string
 		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
 			names = append(names, m[1])
@@ -76,7 +77,7 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 		cell := row[1]
 		if cell == "required" {
 			for _, name := range names {
-				if _, err := FromEnv(env(map[string]string{})); err == nil || !strings.Contains(err.Error(), name) {
+				if _, err := config.FromEnv(lookup(map[string]string{})); err == nil || !strings.Contains(err.Error(), name) {
 					t.Errorf("README: %s is required, but FromEnv without it says %v", name, err)
 				}
 			}
@@ -97,7 +98,8 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 				continue
 			}
 			vars := map[string]string{"TABLE_NAME": "tickets", name: v}
-			got, err := FromEnv(env(vars))
+			got, err := config.FromEnv(lookup(vars))
+			got = effective(got)
 			if err != nil {
 				t.Errorf("README says %s defaults to %s, which the code refuses: %v", name, v, err)
 			} else if got != want {
@@ -106,9 +108,14 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 			checked++
 		}
 	}
+	for _, row := range readmeEnvTable(t, "Delivery environment") { // DELIVERY_KIND's row
+		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
+			listed[m[1]] = true
+		}
+	}
 	for name := range ours {
 		if !listed[name] {
-			t.Errorf("README's Lambda environment table has no row for %s", name)
+			t.Errorf("README's Lambda (or Delivery) environment table has no row for %s", name)
 		}
 	}
 	if checked < 7 {

@@ -17,11 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/dest"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -80,7 +79,7 @@ func newFixture(t *testing.T, wrap func(delivery.Store) delivery.Store) *fixture
 func zendeskFor(t *testing.T, fake *fakehelpdesk.Server) delivery.Destination {
 	t.Helper()
 	c := fake.Config()
-	dst, err := dest.New(config.Delivery{Kind: "zendesk", URL: fake.URL(), Email: c.Email, Token: c.Token, Timeout: 2 * time.Second})
+	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: c.Email, Token: c.Token, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,35 +166,6 @@ func TestResultsAreTheMetricStates(t *testing.T) {
 	}
 }
 
-// TestFromEnvMetricsNamespace: the delivery function's metrics go under
-// METRICS_NAMESPACE; a namespace CloudWatch would refuse stops it at start.
-func TestFromEnvMetricsNamespace(t *testing.T) {
-	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
-	fc := fake.Config()
-	vars := map[string]string{"TABLE_NAME": table, "DELIVERY_KIND": "zendesk", "DELIVERY_URL": fake.URL(),
-		"DELIVERY_SECRET": `{"email":"` + fc.Email + `","token":"` + fc.Token + `"}`, "METRICS_NAMESPACE": "Acme/Helpdesk"}
-	logs := &testenv.Buffer{}
-	h, err := deliverylambda.FromEnv(context.Background(), func(k string) string { return vars[k] }, slog.New(slog.NewJSONHandler(logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Handle(context.Background(), json.RawMessage(`{"detail-type":"Scheduled Event"}`)); err != nil {
-		t.Fatal(err)
-	}
-	_, data := emfLines(t, logs.String())
-	if len(data) != 1 || len(data[0]) != 1 || data[0][0].Namespace != "Acme/Helpdesk" || data[0][0].Key() != "tickets_waiting{}" || data[0][0].Values[0] != 0 {
-		t.Fatalf("sweep metrics %+v, want tickets_waiting 0 under Acme/Helpdesk\n%s", data, logs.String())
-	}
-
-	vars["METRICS_NAMESPACE"] = "AWS/Lambda"
-	if _, err := deliverylambda.FromEnv(context.Background(), func(k string) string { return vars[k] }, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "METRICS_NAMESPACE") {
-		t.Fatalf("FromEnv with a reserved namespace: %v, want an error naming METRICS_NAMESPACE", err)
-	}
-}
-
 // TestSweepCountsOnce: the scheduled sweep counts the waiting tickets with
 // one call per run (a Query that counts on the index of live deliveries),
 // beside the one that finds the due tickets; the stream never counts

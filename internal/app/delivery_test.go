@@ -1,28 +1,39 @@
-package deliverylambda_test
+package app
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
-// TestFromEnvReadsTheParameterOnce: with DELIVERY_SECRET_PARAMETER and
-// DELIVERY_SECRET both set, the credentials come from the SSM parameter,
-// read once at start; the handler delivers with them, and neither the
-// token from SSM nor the one from the environment is logged.
-func TestFromEnvReadsTheParameterOnce(t *testing.T) {
+// deliveryFromEnv is the delivery function's start: the configuration
+// from vars, then the composition root.
+func deliveryFromEnv(vars map[string]string, log *slog.Logger) (*deliverylambda.Handler, error) {
+	cfg, err := config.DeliveryFromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		return nil, err
+	}
+	return DeliveryHandler(context.Background(), cfg, log)
+}
+
+// TestDeliveryHandlerReadsTheParameterOnce: with DELIVERY_SECRET_PARAMETER
+// and DELIVERY_SECRET both set, the credentials come from the SSM
+// parameter, read once at start; the handler delivers with them, and
+// neither the token from SSM nor the one from the environment is logged.
+func TestDeliveryHandlerReadsTheParameterOnce(t *testing.T) {
 	const ssmToken, envToken = "TOKEN-FROM-SSM", "TOKEN-FROM-ENV"
 	endpoint := testenv.DynamoDB(t)
 	table := testenv.CreateTable(t, endpoint)
@@ -36,7 +47,7 @@ func TestFromEnvReadsTheParameterOnce(t *testing.T) {
 		"DELIVERY_SECRET":           `{"email":"agent@acme.com","token":"` + envToken + `"}`,
 	}
 	logs := &testenv.Buffer{}
-	h, err := deliverylambda.FromEnv(context.Background(), func(k string) string { return vars[k] }, slog.New(slog.NewJSONHandler(logs, nil)))
+	h, err := deliveryFromEnv(vars, slog.New(slog.NewJSONHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +70,10 @@ func TestFromEnvReadsTheParameterOnce(t *testing.T) {
 	}
 }
 
-// TestFromEnvRefuses: no table, no destination, or a parameter SSM does
-// not have stop the function at start with an error naming the setting.
-func TestFromEnvRefuses(t *testing.T) {
+// TestDeliveryHandlerRefuses: no table, no destination, or a parameter SSM
+// does not have stop the function at start with an error naming the
+// setting.
+func TestDeliveryHandlerRefuses(t *testing.T) {
 	var asked atomic.Int32
 	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_SSM": testenv.FakeSSM(t, "/other", "{}", &asked)})
 	for name, c := range map[string]struct {
@@ -74,7 +86,7 @@ func TestFromEnvRefuses(t *testing.T) {
 		"bad secret kind": {map[string]string{"TABLE_NAME": "t", "DELIVERY_KIND": "webhook", "DELIVERY_URL": "https://x.example/hook", "DELIVERY_SECRET": `{"email":"a","token":"SECRET-VALUE"}`}, "webhook needs"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := deliverylambda.FromEnv(context.Background(), func(k string) string { return c.vars[k] }, slog.New(slog.DiscardHandler))
+			_, err := deliveryFromEnv(c.vars, slog.New(slog.DiscardHandler))
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "SECRET-VALUE") {
 				t.Errorf("error %v, want one naming %s and no credential", err, c.want)
 			}
@@ -82,51 +94,41 @@ func TestFromEnvRefuses(t *testing.T) {
 	}
 }
 
-// TestStreamCallsPerTicket: delivering a pending ticket from the stream
-// costs exactly two DynamoDB calls, the claim and the result.
-func TestStreamCallsPerTicket(t *testing.T) {
-	fx, counted, calls := countingFixture(t)
+// TestDeliveryHandlerMetricsNamespace: the delivery function's metrics go
+// under METRICS_NAMESPACE; a namespace CloudWatch would refuse stops it at
+// start.
+func TestDeliveryHandlerMetricsNamespace(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	env := fx.env
-	var recs []rec
-	const n = 5
-	for i := range n {
-		id := env.Create(`{"title":"Count me"}`)
-		recs = append(recs, rec{seq: string(rune('a' + i)), name: "INSERT", image: fx.image(t, "TICKET#"+id)})
+	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
+	fc := fake.Config()
+	vars := map[string]string{"TABLE_NAME": table, "DELIVERY_KIND": "zendesk", "DELIVERY_URL": fake.URL(),
+		"DELIVERY_SECRET": `{"email":"` + fc.Email + `","token":"` + fc.Token + `"}`, "METRICS_NAMESPACE": "Acme/Helpdesk"}
+	logs := &testenv.Buffer{}
+	h, err := deliveryFromEnv(vars, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	dst := zendeskFor(t, fake)
-	h := deliverylambda.New(delivery.Engine{}, counted, dst, slog.New(slog.DiscardHandler))
-	calls.Store(0)
-	out, err := h.Handle(context.Background(), batch(t, recs...))
-	if err != nil || len(failures(t, out)) != 0 {
-		t.Fatalf("%v %v", out, err)
+	if _, err := h.Handle(context.Background(), json.RawMessage(`{"detail-type":"Scheduled Event"}`)); err != nil {
+		t.Fatal(err)
 	}
-	if fake.Total() != n {
-		t.Fatalf("helpdesk holds %d, want %d", fake.Total(), n)
-	}
-	if got := calls.Load(); got != 2*n {
-		t.Errorf("%d DynamoDB calls for %d delivered tickets, want %d (claim and result)", got, n, 2*n)
-	}
-	t.Logf("a stream batch of %d pending tickets, delivered: %d DynamoDB requests", n, calls.Load()) // read back by make bench
-
-	// Records the handler ignores cost nothing: the same tickets, now
-	// delivered, and an item that is not a ticket.
-	var ignored []rec
-	for i, r := range recs {
-		var img map[string]any
-		if err := json.Unmarshal(r.image, &img); err != nil {
-			t.Fatal(err)
+	var data [][]emftest.Datum
+	for l := range strings.Lines(logs.String()) {
+		d, err := emftest.Parse([]byte(l))
+		if err != nil {
+			t.Fatalf("line refused by the format: %v\n%s", err, l)
 		}
-		ignored = append(ignored, rec{seq: fmt.Sprint("m", i), name: "MODIFY",
-			image: fx.image(t, img["pk"].(map[string]any)["S"].(string))})
+		if d != nil {
+			data = append(data, d)
+		}
 	}
-	ignored = append(ignored, rec{seq: "u", name: "INSERT", image: json.RawMessage(`{"pk":{"S":"USER#x"},"delivery_state":{"S":"pending"}}`)})
-	calls.Store(0)
-	if out, err := h.Handle(context.Background(), batch(t, ignored...)); err != nil || len(failures(t, out)) != 0 {
-		t.Fatalf("%v %v", out, err)
+	if len(data) != 1 || len(data[0]) != 1 || data[0][0].Namespace != "Acme/Helpdesk" || data[0][0].Key() != "tickets_waiting{}" || data[0][0].Values[0] != 0 {
+		t.Fatalf("sweep metrics %+v, want tickets_waiting 0 under Acme/Helpdesk\n%s", data, logs.String())
 	}
-	t.Logf("a stream batch of %d records that are not pending tickets: %d DynamoDB requests", len(ignored), calls.Load()) // read back by make bench
-	if got := calls.Load(); got != 0 {
-		t.Errorf("%d DynamoDB calls for records that are not pending tickets, want 0", got)
+
+	vars["METRICS_NAMESPACE"] = "AWS/Lambda"
+	if _, err := deliveryFromEnv(vars, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "METRICS_NAMESPACE") {
+		t.Fatalf("DeliveryHandler with a reserved namespace: %v, want an error naming METRICS_NAMESPACE", err)
 	}
 }
