@@ -415,4 +415,3 @@ func shown(s string) string {
 		return httpsend.RedactRaw(trimmed) + u[len(trimmed):]
 	})
 }
-
