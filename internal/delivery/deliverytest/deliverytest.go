@@ -54,10 +54,13 @@ type Env struct {
 
 var users = memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}}
 
-// NewEnv returns an Env over s at a fixed time; deliver says whether a
-// destination is configured.
+// NewEnv returns an Env over s whose clock moves only when the test moves
+// it, starting a quarter second into the current second (so that rounding
+// to whole seconds shows); deliver says whether a destination is
+// configured. The start is today's, never a fixed date: the kill test's
+// child worker and DynamoDB run on the real clock.
 func NewEnv(t *testing.T, s Outbox, deliver bool) *Env {
-	e := &Env{T: t, Store: s, Now: time.Date(2026, 12, 1, 3, 0, 0, 250e6, time.UTC),
+	e := &Env{T: t, Store: s, Now: time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond),
 		run: fmt.Sprintf("%x", time.Now().UnixNano())}
 	e.svc = &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
 		Now: func() time.Time { return e.Now }, Deliver: deliver,
