@@ -33,9 +33,13 @@ tools:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+## vet, unit and lint also cover the benchreport module (the generator of
+## docs/benchmarks.md), a module of its own so that the service's go.mod
+## does not list its dependency.
 vet:
 	go vet ./...
 	go vet -tags $(LAMBDA_TAGS) ./...
+	cd benchreport && go vet ./...
 
 ## cfnlint: cfn-lint (the linter `sam validate --lint` runs) on template.yaml,
 ## when it is installed; optional, so a machine without it skips the step.
@@ -46,6 +50,7 @@ cfnlint:
 ## unit: the suite under the race detector, load tests aside.
 unit:
 	go test -race -count=1 -skip '^TestLoad' ./...
+	cd benchreport && go test -race -count=1 ./...
 
 ## load: the multi-process load guarantees, one package at a time so that
 ## they do not compete with the rest of the suite for two cores.
@@ -63,6 +68,7 @@ fuzz-long:
 
 lint:
 	$(BIN)/golangci-lint run ./...
+	cd benchreport && $(BIN)/golangci-lint run ./...
 
 vuln:
 	$(BIN)/govulncheck -db file://$(CURDIR)/.cache/vulndb ./...
@@ -86,10 +92,13 @@ build-DeliveryFunction:
 ## bench: benchmarks, load and cold-start runs; writes docs/benchmarks.md.
 ## Refuses a tree with uncommitted changes (BENCHFLAGS=-allow-dirty flags the
 ## document instead); BENCH_BASE=<revision> adds a before/after comparison.
+## The generator is the benchreport module: built into dist/ and run from the
+## repository root, so the paths given to it are relative to the root.
 BENCH_BASE ?=
 BENCHFLAGS ?=
 bench: tools
-	go run ./cmd/benchreport -out docs/benchmarks.md $(if $(BENCH_BASE),-base $(BENCH_BASE)) $(BENCHFLAGS)
+	go -C benchreport build -o $(CURDIR)/dist/benchreport .
+	dist/benchreport -out docs/benchmarks.md $(if $(BENCH_BASE),-base $(BENCH_BASE)) $(BENCHFLAGS)
 
 ## dynamodb-local: DynamoDB Local in the foreground on port 8000. -sharedDb:
 ## one database whatever the access key, so tables made with the AWS CLI's

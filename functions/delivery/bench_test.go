@@ -15,7 +15,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
@@ -41,13 +41,13 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	table, streamARN := streamTable(b, client)
 	store := dynamo.New(client, table, dynamo.Options{})
 	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: deliverytest.BenchHelpdeskDelay}})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: benchtest.HelpdeskDelay}})
 	fc := fake.Config()
 	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
 	if err != nil {
 		b.Fatal(err)
 	}
-	timed := deliverytest.NewTimedStore(store)
+	timed := benchtest.NewDeliveryTimer(store)
 	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
 
 	n := 0

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
@@ -41,7 +41,7 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 		b.Fatalf("template.yaml: DeliveryFunction Timeout: %v", err)
 	}
 	invocation := time.Duration(timeout) * time.Second
-	for _, delay := range []time.Duration{deliverytest.BenchHelpdeskDelay, 1500 * time.Millisecond} {
+	for _, delay := range []time.Duration{benchtest.HelpdeskDelay, 1500 * time.Millisecond} {
 		b.Run("create="+delay.String(), func(b *testing.B) {
 			fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
 			fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: delay}})

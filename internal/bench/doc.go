@@ -20,6 +20,6 @@
 //     and the package initialisation (results.ColdStart, JSON) to the file
 //     the variable names.
 //
-// `make bench` (cmd/benchreport) runs all of them and writes
-// docs/benchmarks.md through package report.
+// `make bench` (the benchreport module at the repository root) runs all of
+// them and writes docs/benchmarks.md.
 package bench

@@ -1,7 +1,9 @@
 // Package results holds what the throughput and cold-start tests of
 // internal/bench measured, as the JSON files they write and the report
-// reads (internal/bench/report). It imports nothing outside the standard
-// library, so the benchmarks build at any revision they are copied into.
+// reads (package report of the benchreport module). It imports nothing
+// outside the standard library, so the benchmarks build at any revision
+// they are copied into, and the benchreport module needs no more of the
+// service than this package.
 package results
 
 import (

@@ -1,7 +1,10 @@
 // Package deliverytest is the conformance suite every delivery.Store
 // passes, run on each real store (SQLite on a temp file, DynamoDB Local)
 // and on the in-memory one: tickets are created through core.Service, so
-// the outbox written by the callback's transaction is checked too.
+// the outbox written by the callback's transaction is checked too. Kill
+// runs a real worker process on the store and kills it around its send.
+// The suite uses no helpdesk adapter: its destinations are its own; the
+// failure matrix over the real adapters is package matrixtest.
 package deliverytest
 
 import (
@@ -22,9 +25,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
-// Store is a store that takes callbacks, delivers their tickets and lets a
-// person settle them.
-type Store interface {
+// Outbox is the store under the suite: it takes callbacks, delivers their
+// tickets and lets a person settle them.
+type Outbox interface {
 	core.Store
 	delivery.Store
 	delivery.Admin
@@ -32,17 +35,17 @@ type Store interface {
 
 // Harness opens a store on fresh, empty storage.
 type Harness struct {
-	Open func(t *testing.T) Store
+	Open func(t *testing.T) Outbox
 	// Corrupt, when set, overwrites a stored field of ticket id other than
 	// its arguments (raw SQL, PutItem) with text that does not parse, as a
 	// bad hand edit or a damaged file would.
-	Corrupt func(t *testing.T, s Store, id string)
+	Corrupt func(t *testing.T, s Outbox, id string)
 }
 
 // Env creates tickets through the real service over a store.
 type Env struct {
 	T     *testing.T
-	Store Store
+	Store Outbox
 	Now   time.Time
 	svc   *core.Service
 	seq   atomic.Int64
@@ -51,10 +54,13 @@ type Env struct {
 
 var users = memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}}
 
-// NewEnv returns an Env over s at a fixed time; deliver says whether a
-// destination is configured.
-func NewEnv(t *testing.T, s Store, deliver bool) *Env {
-	e := &Env{T: t, Store: s, Now: time.Date(2026, 12, 1, 3, 0, 0, 250e6, time.UTC),
+// NewEnv returns an Env over s whose clock moves only when the test moves
+// it, starting a quarter second into the current second (so that rounding
+// to whole seconds shows); deliver says whether a destination is
+// configured. The start is today's, never a fixed date: the kill test's
+// child worker and DynamoDB run on the real clock.
+func NewEnv(t *testing.T, s Outbox, deliver bool) *Env {
+	e := &Env{T: t, Store: s, Now: time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond),
 		run: fmt.Sprintf("%x", time.Now().UnixNano())}
 	e.svc = &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
 		Now: func() time.Time { return e.Now }, Deliver: deliver,

@@ -173,7 +173,7 @@ func (h *helpdesk) count(key string) int {
 // time the ticket is left delivering, and the next worker, once the lease
 // has run out, finishes it without a second helpdesk ticket. env names the
 // store for the worker process (see KillMain).
-func Kill(t *testing.T, s Store, env ...string) {
+func Kill(t *testing.T, s Outbox, env ...string) {
 	for _, stage := range []string{"before", "during", "after"} {
 		t.Run("killed "+stage+" the send", func(t *testing.T) {
 			e := NewEnv(t, s, true)

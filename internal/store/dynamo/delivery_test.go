@@ -14,7 +14,9 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -24,11 +26,11 @@ import (
 // deliveryHarness opens a fresh table per test; Corrupt writes a
 // created_at no ticket can be read with.
 var deliveryHarness = deliverytest.Harness{
-	Open: func(t *testing.T) deliverytest.Store {
+	Open: func(t *testing.T) deliverytest.Outbox {
 		s, _ := newTable(t)
 		return s
 	},
-	Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
+	Corrupt: func(t *testing.T, s deliverytest.Outbox, id string) {
 		ts := s.(tableStore)
 		_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 			TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
@@ -212,7 +214,7 @@ func TestEnsureDeliveryIndexOnExistingTable(t *testing.T) {
 // failure mode: every ticket reaches the helpdesk at most once and ends as
 // the mode says.
 func TestDeliveryFailureMatrix(t *testing.T) {
-	deliverytest.Matrix(t, deliveryHarness)
+	matrixtest.Run(t, deliveryHarness)
 }
 
 // BenchmarkDeliveryLocalWorker: the local server's worker on DynamoDB
@@ -221,5 +223,5 @@ func TestDeliveryFailureMatrix(t *testing.T) {
 func BenchmarkDeliveryLocalWorker(b *testing.B) {
 	endpoint := testenv.DynamoDB(b)
 	table := testenv.CreateTable(b, endpoint)
-	deliverytest.BenchLocalWorker(b, dynamo.New(testenv.DynamoClient(b, endpoint), table, dynamo.Options{}))
+	benchtest.LocalWorker(b, dynamo.New(testenv.DynamoClient(b, endpoint), table, dynamo.Options{}))
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 )
 
@@ -18,5 +18,5 @@ func BenchmarkDeliveryLocalWorker(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	deliverytest.BenchLocalWorker(b, s)
+	benchtest.LocalWorker(b, s)
 }

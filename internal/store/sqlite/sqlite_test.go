@@ -11,6 +11,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
@@ -225,10 +226,10 @@ func TestRestartInNewProcess(t *testing.T) {
 
 func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliverytest.Harness{
-		Open: func(t *testing.T) deliverytest.Store {
+		Open: func(t *testing.T) deliverytest.Outbox {
 			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
 		},
-		Corrupt: func(t *testing.T, s deliverytest.Store, id string) {
+		Corrupt: func(t *testing.T, s deliverytest.Outbox, id string) {
 			if err := s.(*sqlite.Store).ExecForTest(context.Background(),
 				`UPDATE tickets SET created_at = 'yesterday' WHERE ticket_id = ?`, id); err != nil {
 				t.Fatal(err)
@@ -347,8 +348,8 @@ func TestDeliveryWorkerKilled(t *testing.T) {
 // failure mode: every ticket reaches the helpdesk at most once and ends as
 // the mode says.
 func TestDeliveryFailureMatrix(t *testing.T) {
-	deliverytest.Matrix(t, deliverytest.Harness{
-		Open: func(t *testing.T) deliverytest.Store {
+	matrixtest.Run(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Outbox {
 			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
 		},
 	})

@@ -1,5 +1,5 @@
 // Package report turns the measurements of `make bench` into
-// docs/benchmarks.md. cmd/benchreport runs the benchmarks and tests with
+// docs/benchmarks.md. Command benchreport runs the benchmarks and tests with
 // `go test -json` into a directory of raw results; [Load] reads that
 // directory (benchmark lines through golang.org/x/perf/benchfmt, medians
 // and before/after comparisons through golang.org/x/perf/benchmath, the

@@ -14,11 +14,11 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md from testdata/run")
 
 // The recorded results in testdata/run come from one short real run
-// (go run ./cmd/benchreport -count 2 -cell 300ms -coldstart-runs 1 -base
+// (benchreport -count 2 -cell 300ms -coldstart-runs 1 -base
 // HEAD -keep ...): `go test -json` streams and the JSON of the throughput
 // and cold-start tests. The document rendered from them must stay the
 // golden one; a change to the template or the arithmetic shows up here as
-// a diff to review (go test -run TestGolden -update ./internal/bench/report).
+// a diff to review (go test -run TestGolden -update ./report, in benchreport/).
 func TestGolden(t *testing.T) {
 	rp, err := Load(filepath.Join("testdata", "run"))
 	if err != nil {

@@ -1,4 +1,4 @@
-package deliverytest
+package matrixtest
 
 import (
 	"path/filepath"

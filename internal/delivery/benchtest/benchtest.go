@@ -1,4 +1,8 @@
-package deliverytest
+// Package benchtest holds what the delivery benchmarks of the stores and of
+// the delivery function share: the fake helpdesk's answer delay, a store
+// wrapper timing each ticket from commit to delivered, and the local
+// worker benchmark each store runs. Only benchmarks import it.
+package benchtest
 
 import (
 	"context"
@@ -11,31 +15,32 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
-// BenchHelpdeskDelay is how long the fake helpdesk takes to answer each
+// HelpdeskDelay is how long the fake helpdesk takes to answer each
 // create in the delivery benchmarks.
-const BenchHelpdeskDelay = 50 * time.Millisecond
+const HelpdeskDelay = 50 * time.Millisecond
 
-// TimedStore wraps a delivery.Store and notes when each ticket's
+// DeliveryTimer wraps a delivery.Store and notes when each ticket's
 // delivered state was recorded, for the delivery benchmarks' latency.
-type TimedStore struct {
+type DeliveryTimer struct {
 	delivery.Store
 	mu   sync.Mutex
 	done map[string]time.Time
 }
 
-// NewTimedStore wraps s.
-func NewTimedStore(s delivery.Store) *TimedStore {
-	return &TimedStore{Store: s, done: map[string]time.Time{}}
+// NewDeliveryTimer wraps s.
+func NewDeliveryTimer(s delivery.Store) *DeliveryTimer {
+	return &DeliveryTimer{Store: s, done: map[string]time.Time{}}
 }
 
 // Record implements delivery.Store, noting the time of a delivered state.
-func (s *TimedStore) Record(ctx context.Context, id, owner string, u delivery.Update) error {
+func (s *DeliveryTimer) Record(ctx context.Context, id, owner string, u delivery.Update) error {
 	err := s.Store.Record(ctx, id, owner, u)
 	if err == nil && u.State == delivery.StateDelivered {
 		s.mu.Lock()
@@ -46,7 +51,7 @@ func (s *TimedStore) Record(ctx context.Context, id, owner string, u delivery.Up
 }
 
 // Delivered counts the tickets recorded delivered so far.
-func (s *TimedStore) Delivered() int {
+func (s *DeliveryTimer) Delivered() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.done)
@@ -55,7 +60,7 @@ func (s *TimedStore) Delivered() int {
 // Report reports b.N tickets delivered over elapsed: tickets per second,
 // the latency from each ticket's commit (committed) to its delivered
 // record (p50, p99), and calls, the helpdesk calls made, per ticket.
-func (s *TimedStore) Report(b *testing.B, committed map[string]time.Time, elapsed time.Duration, calls int) {
+func (s *DeliveryTimer) Report(b *testing.B, committed map[string]time.Time, elapsed time.Duration, calls int) {
 	b.Helper()
 	s.mu.Lock()
 	lat := make([]time.Duration, 0, len(committed))
@@ -70,22 +75,22 @@ func (s *TimedStore) Report(b *testing.B, committed map[string]time.Time, elapse
 	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
 }
 
-// BenchLocalWorker: b.N callbacks commit tickets on s, back to back, while
+// LocalWorker: b.N callbacks commit tickets on s, back to back, while
 // the in-process worker (as the local server runs it: woken by each
 // commit, up to 32 sends at once) delivers them through the real webhook
 // adapter to the fake helpdesk, which answers each create after
-// BenchHelpdeskDelay. Reports tickets delivered per second, the latency
+// HelpdeskDelay. Reports tickets delivered per second, the latency
 // from commit to delivered (p50, p99), and helpdesk calls per ticket.
-func BenchLocalWorker(b *testing.B, s Store) {
+func LocalWorker(b *testing.B, s deliverytest.Outbox) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: BenchHelpdeskDelay}})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: HelpdeskDelay}})
 	dest, err := webhook.New(webhook.Config{URL: fake.WebhookURL(), Secret: fake.Config().Secret, Lookup: true})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts := NewTimedStore(s)
+	ts := NewDeliveryTimer(s)
 	w := &delivery.Worker{Engine: &delivery.Engine{Store: ts, Destination: dest}, Concurrency: 32}
 	stopped := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(stopped) }()

@@ -1,4 +1,8 @@
-package deliverytest
+// Package matrixtest is the delivery failure matrix: the real engine over a
+// real store, through the real Zendesk and webhook adapters, against the
+// fake helpdesk under each failure mode it scripts. Each store's tests run
+// it; tickets are created through the conformance suite's Env.
+package matrixtest
 
 import (
 	"context"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
@@ -340,7 +345,7 @@ type figure struct {
 	steps            int
 }
 
-// Matrix runs the real engine over a store opened by h against the fake
+// Run runs the real engine over a store opened by h against the fake
 // helpdesk, through the real Zendesk and webhook adapters, under each
 // failure mode the fake scripts: every ticket ends as the mode says, the
 // fake never holds a ticket twice, a permanent refusal fails after one
@@ -349,7 +354,7 @@ type figure struct {
 // the helpdesk calls each ticket took, per mode and destination, and when
 // the environment names a file in results.DeliveryMatrixEnv (make bench
 // does), writes them there as results.DeliveryMatrix.
-func Matrix(t *testing.T, h Harness) {
+func Run(t *testing.T, h deliverytest.Harness) {
 	ctx := context.Background()
 	s := h.Open(t)
 	var (
@@ -366,7 +371,7 @@ func Matrix(t *testing.T, h Harness) {
 				f := fakehelpdesk.New(t, fakehelpdesk.Config{})
 				d, create, lookup := newDest(t, f, kind)
 				m.setup(f, create, lookup)
-				e := NewEnv(t, s, true)
+				e := deliverytest.NewEnv(t, s, true)
 				id := e.Create(fmt.Sprintf(`{"title":%q,"description":"matrix"}`, m.name))
 				t0 := e.Now
 				eng := &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
@@ -461,7 +466,7 @@ func Matrix(t *testing.T, h Harness) {
 	t.Run("duplicate wake-ups of one ticket send once", func(t *testing.T) {
 		f := fakehelpdesk.New(t, fakehelpdesk.Config{})
 		d, create, _ := newDest(t, f, destZendesk)
-		e := NewEnv(t, s, true)
+		e := deliverytest.NewEnv(t, s, true)
 		id := e.Create(`{"title":"woken twice"}`)
 		eng := &delivery.Engine{Store: s, Destination: d, Now: func() time.Time { return e.Now }}
 		var wins, refused atomic.Int64
@@ -493,7 +498,7 @@ func Matrix(t *testing.T, h Harness) {
 		rs := h.Open(t) // a store of its own: the workers sweep everything due
 		f := fakehelpdesk.New(t, fakehelpdesk.Config{})
 		d, create, _ := newDest(t, f, destWebhook)
-		e := NewEnv(t, rs, true)
+		e := deliverytest.NewEnv(t, rs, true)
 		var ids []string
 		for i := range 12 {
 			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"race %d"}`, i)))

@@ -1,10 +1,12 @@
 // Command benchreport is `make bench`: it runs the benchmarks, the load
-// and the cold-start measurements with `go test -json`, keeps their raw
-// output in a directory, and writes docs/benchmarks.md from it through
-// package internal/bench/report.
+// and the cold-start measurements of the service module (the repository
+// root) with `go test -json`, keeps their raw output in a directory, and
+// writes docs/benchmarks.md from it through package report. It is a module
+// of its own, so that the service's go.mod does not list golang.org/x/perf;
+// `make bench` builds it and runs it from the repository root.
 //
-//	go run ./cmd/benchreport [-out docs/benchmarks.md] [-count 5] [-base REV] [-keep DIR]
-//	go run ./cmd/benchreport -from DIR [-out FILE]   # render recorded results only
+//	benchreport [-out docs/benchmarks.md] [-count 5] [-base REV] [-keep DIR]
+//	benchreport -from DIR [-out FILE]   # render recorded results only
 //
 // It refuses a working tree with uncommitted changes (the report names the
 // revision it measured) unless -allow-dirty is given, and then the document
@@ -28,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/bench/report"
+	"github.com/aivax-examples/idempotent-callback/benchreport/report"
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 )
 
