@@ -12,21 +12,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
-
-// ticketPrefix is the partition key prefix of ticket items.
-const ticketPrefix = "TICKET#"
 
 // DefaultConcurrency bounds the tickets of one stream batch delivered at
 // once (a batch holds at most 10).
@@ -91,7 +87,7 @@ type envelope struct {
 }
 
 // streamRecord is the part of an events.DynamoDBEventRecord the handler
-// reads; the new image stays raw, for attributevalue.UnmarshalMapJSON.
+// reads; the new image stays raw, for dynamo.PendingTicketID.
 type streamRecord struct {
 	EventName string `json:"eventName"`
 	Change    struct {
@@ -241,23 +237,12 @@ func ticketOf(raw json.RawMessage) (id, seq string, err error) {
 	if seq == "" {
 		return "", "", errors.New("record has no dynamodb.SequenceNumber")
 	}
-	if len(r.Change.NewImage) == 0 || string(r.Change.NewImage) == "null" {
-		return "", seq, nil // a removal, or a stream without new images
-	}
-	item, err := attributevalue.UnmarshalMapJSON(r.Change.NewImage)
-	if err != nil {
+	id, pending, err := dynamo.PendingTicketID(r.Change.NewImage)
+	switch {
+	case err != nil:
 		return "", seq, fmt.Errorf("NewImage: %w", err)
-	}
-	var t struct {
-		PK    string `dynamodbav:"pk"`
-		State string `dynamodbav:"delivery_state"`
-	}
-	if err := attributevalue.UnmarshalMap(item, &t); err != nil {
-		return "", seq, fmt.Errorf("NewImage: %w", err)
-	}
-	id, isTicket := strings.CutPrefix(t.PK, ticketPrefix)
-	if !isTicket || id == "" || t.State != string(delivery.StatePending) {
-		return "", seq, nil
+	case !pending:
+		return "", seq, nil // another item or state, a removal, or a stream without new images
 	}
 	return id, seq, nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
 // Metric names, shared by CloudWatch and Prometheus. Durations are in
@@ -56,21 +57,28 @@ const (
 	LabelState    = "state"
 )
 
-// Delivery states counted by Deliveries. Retried is an attempt that ended
-// with the ticket back in pending, to be sent again. Misconfigured is an
-// attempt the destination refused for our credentials or URL (401, 403,
-// 404 on create): the ticket stays pending, and every ticket fails the
-// same way until someone fixes the destination.
+// Delivery states counted by Deliveries: the names of delivery.Results.
+// Retried is an attempt that ended with the ticket back in pending, to be
+// sent again. Misconfigured is an attempt the destination refused for our
+// credentials or URL (401, 403, 404 on create): the ticket stays pending,
+// and every ticket fails the same way until someone fixes the destination.
 const (
-	StateDelivered     = "delivered"
-	StateFailed        = "failed"
-	StateUnknown       = "unknown"
-	StateRetried       = "retried"
-	StateMisconfigured = "misconfigured"
+	StateDelivered     = string(delivery.ResultDelivered)
+	StateFailed        = string(delivery.ResultFailed)
+	StateUnknown       = string(delivery.ResultUnknown)
+	StateRetried       = string(delivery.ResultRetried)
+	StateMisconfigured = string(delivery.ResultMisconfigured)
 )
 
-// DeliveryStates are the values of the state label.
-var DeliveryStates = []string{StateDelivered, StateFailed, StateUnknown, StateRetried, StateMisconfigured}
+// DeliveryStates are the values of the state label: delivery.Results, in
+// their order.
+var DeliveryStates = func() []string {
+	s := make([]string, len(delivery.Results))
+	for i, r := range delivery.Results {
+		s[i] = string(r)
+	}
+	return s
+}()
 
 // Outcomes are the values of the outcome label: the response table's
 // status names (internal/httpapi/respond.go) plus the catalogue.
