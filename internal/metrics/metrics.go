@@ -21,6 +21,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // Metric names, shared by CloudWatch and Prometheus. Durations are in
@@ -80,13 +81,9 @@ var DeliveryStates = func() []string {
 	return s
 }()
 
-// Outcomes are the values of the outcome label: the response table's
-// status names (internal/httpapi/respond.go) plus the catalogue.
-var Outcomes = []string{
-	"created", "deduplicated", "found", "in_progress", "busy", "rejected",
-	"unauthenticated", "forbidden", "bad_request", "too_large", "not_found",
-	"method_not_allowed", "internal", "catalogue",
-}
+// Outcomes are the values of the outcome label: the names of the
+// callback's response table (internal/httpapi/outcome).
+var Outcomes = outcome.Names()
 
 // Codes are the values of the code label.
 var Codes = []string{
@@ -106,13 +103,13 @@ type Callback struct {
 // Labels returns the label values of c: function only when it names a
 // function of the catalogue (a caller can send any name, so anything else
 // is "", i.e. absent), outcome and code only from their closed sets.
-func (c Callback) Labels() (function, outcome, code string) {
+func (c Callback) Labels() (function, outcomeName, code string) {
 	if _, ok := core.LookupFunction(c.Function); ok {
 		function = c.Function
 	}
-	outcome = closed(c.Outcome, Outcomes, "internal")
+	outcomeName = closed(c.Outcome, Outcomes, outcome.Internal.Name)
 	code = closed(c.Code, Codes, "")
-	return function, outcome, code
+	return function, outcomeName, code
 }
 
 func closed(v string, set []string, other string) string {
