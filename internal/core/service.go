@@ -149,7 +149,7 @@ func checkRequestID(c Call) (Outcome, bool) {
 // answers from the operation that already holds the key.
 func (s *Service) create(ctx context.Context, fn *Function, user User, key, fingerprint, canonical string) Outcome {
 	now := s.now()
-	result := Result{Status: "created", TicketID: s.NewID()}
+	result := Result{Status: KindCreated.String(), TicketID: s.NewID()}
 	stored, err := json.Marshal(result)
 	if err != nil {
 		return Outcome{Kind: KindInternal, Err: err}

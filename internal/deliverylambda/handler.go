@@ -80,6 +80,9 @@ type SweepResult struct {
 	Moved int `json:"moved"` // tickets moved on by one step
 }
 
+// scheduledEvent is the detail-type of EventBridge's scheduled events.
+const scheduledEvent = "Scheduled Event"
+
 // envelope is what tells the two events apart.
 type envelope struct {
 	DetailType string            `json:"detail-type"`
@@ -106,7 +109,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		return nil, fmt.Errorf("delivery: event is not a JSON object: %w", err)
 	}
 	switch {
-	case env.DetailType == "Scheduled Event":
+	case env.DetailType == scheduledEvent:
 		res, err := h.Sweep(ctx)
 		if err != nil {
 			return nil, err
@@ -115,7 +118,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	case env.Records != nil:
 		return h.Stream(ctx, env.Records), nil
 	}
-	return nil, errors.New(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": "Scheduled Event")`)
+	return nil, fmt.Errorf(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": %q)`, scheduledEvent)
 }
 
 // Sweep moves on the tickets that are due or whose lease ran out, up to
