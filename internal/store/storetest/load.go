@@ -45,7 +45,7 @@ func CheckExactlyOnce(t *testing.T, procs, n int, s Counter, env ...string) map[
 	for id := range ids[kindCreated] {
 		created = id
 	}
-	if len(ids[kindDeduplicated]) != 1 || !ids[kindDeduplicated][kindCreated] {
+	if len(ids[kindDeduplicated]) != 1 || !ids[kindDeduplicated][created] {
 		t.Fatalf("deduplicated answers carried %d ticket ids, want only %s", len(ids[kindDeduplicated]), created)
 	}
 	if got := count(t, s) - before; got != 1 {
