@@ -41,8 +41,9 @@ type Function struct {
 	schema json.RawMessage
 }
 
-// defaultPriority is a ticket's priority when create_ticket got none.
-const defaultPriority = "normal"
+// DefaultPriority is a ticket's priority when create_ticket got none: the
+// schema's default, what get_ticket shows and what the helpdesk receives.
+const DefaultPriority = "normal"
 
 // Function names.
 const (
@@ -65,7 +66,7 @@ var catalogue = mustCatalogue([]Function{
 				Required: true, MinLen: 1, MaxLen: 200, Trim: true, NoControl: true},
 			{Name: "description", Description: "Details of the problem, at most 4000 characters.", MaxLen: 4000},
 			{Name: "priority", Description: "How urgent the problem is; normal when absent.",
-				Enum: []string{"low", "normal", "high", "urgent"}, Default: defaultPriority},
+				Enum: []string{"low", DefaultPriority, "high", "urgent"}, Default: DefaultPriority},
 		},
 	},
 	{

@@ -149,7 +149,7 @@ func checkRequestID(c Call) (Outcome, bool) {
 // answers from the operation that already holds the key.
 func (s *Service) create(ctx context.Context, fn *Function, user User, key, fingerprint, canonical string) Outcome {
 	now := s.now()
-	result := Result{Status: "created", TicketID: s.NewID()}
+	result := Result{Status: KindCreated.String(), TicketID: s.NewID()}
 	stored, err := json.Marshal(result)
 	if err != nil {
 		return Outcome{Kind: KindInternal, Err: err}
@@ -214,16 +214,9 @@ func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 	case t.TenantID != user.TenantID:
 		return notFound // the same answer as a missing ticket
 	}
-	var a struct {
-		Title       string `json:"title"`
-		Description string `json:"description"`
-		Priority    string `json:"priority"`
-	}
-	if err := json.Unmarshal([]byte(t.Arguments), &a); err != nil {
+	a, err := ParseTicketArguments(t.Arguments)
+	if err != nil {
 		return Outcome{Kind: KindInternal, Err: fmt.Errorf("ticket %s arguments unreadable: %v", t.ID, err)}
-	}
-	if a.Priority == "" {
-		a.Priority = defaultPriority
 	}
 	return Outcome{Kind: KindFound, Ticket: &TicketView{
 		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,
@@ -238,7 +231,7 @@ func deliveryView(d *Delivery) *DeliveryView {
 		return nil
 	}
 	v := &DeliveryView{State: d.State}
-	if d.State == "delivered" {
+	if d.State == DeliveryDelivered {
 		v.ExternalID, v.ExternalURL = d.ExternalID, d.ExternalURL
 	}
 	return v

@@ -1,7 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -61,17 +63,46 @@ type Ticket struct {
 	Delivery *Delivery
 }
 
+// TicketArguments are create_ticket's arguments as a ticket carries them.
+type TicketArguments struct {
+	Title       string
+	Description string
+	Priority    string // DefaultPriority when the call had none
+}
+
+// ParseTicketArguments reads a ticket's stored arguments (Ticket.Arguments,
+// the canonical JSON of create_ticket's arguments). It is the one reading
+// of them: get_ticket shows and the helpdesk receives what it returns.
+func ParseTicketArguments(arguments string) (TicketArguments, error) {
+	var a struct {
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Priority    string `json:"priority"`
+	}
+	if err := json.Unmarshal([]byte(arguments), &a); err != nil {
+		return TicketArguments{}, err
+	}
+	return TicketArguments{Title: a.Title, Description: a.Description, Priority: cmp.Or(a.Priority, DefaultPriority)}, nil
+}
+
 // Delivery is what core knows of a ticket's delivery record; the delivery
 // package owns the state machine.
 type Delivery struct {
-	State       string    // "pending", "delivering", "delivered", "failed", "unknown"
+	State       string    // one of internal/delivery's states (delivery.State)
 	DueAt       time.Time // when a worker may first take it, whole seconds
 	ExternalID  string    // the helpdesk's id, once delivered
 	ExternalURL string    // once delivered, when the helpdesk gave one
 }
 
-// DeliveryPending is the state a ticket's delivery is created in.
-const DeliveryPending = "pending"
+// The two delivery states core names itself; internal/delivery's State
+// takes its values of them from here and owns the others.
+const (
+	// DeliveryPending is the state a ticket's delivery is created in.
+	DeliveryPending = "pending"
+	// DeliveryDelivered: the helpdesk has the ticket; get_ticket shows its
+	// id and URL.
+	DeliveryDelivered = "delivered"
+)
 
 // Store performs the writes and reads of the product. Adapters implement it
 // and translate their own errors into ErrBusy and ErrNotFound.

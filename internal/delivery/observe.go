@@ -14,11 +14,12 @@ import (
 // The values are the state label's values of the delivery metrics.
 type Result string
 
-// The results of a step.
+// The results of a step. The three final states are counted by their
+// state's name.
 const (
-	ResultDelivered Result = "delivered"
-	ResultFailed    Result = "failed"
-	ResultUnknown   Result = "unknown"
+	ResultDelivered        = Result(StateDelivered)
+	ResultFailed           = Result(StateFailed)
+	ResultUnknown          = Result(StateUnknown)
 	ResultRetried   Result = "retried"
 	// ResultMisconfigured: the step ended because the destination refused
 	// our credentials or URL (401, 403, 404 on create); the ticket stays

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -17,9 +16,9 @@ type State string
 // them on. Delivered, Failed and Unknown are final; only a person moves an
 // Unknown or Failed ticket on.
 const (
-	StatePending    State = "pending"
+	StatePending    State = core.DeliveryPending // the state a ticket is created in
 	StateDelivering State = "delivering"
-	StateDelivered  State = "delivered"
+	StateDelivered  State = core.DeliveryDelivered
 	StateFailed     State = "failed"
 	StateUnknown    State = "unknown"
 )
@@ -138,22 +137,15 @@ type Store interface {
 }
 
 // NewTicket builds the Ticket a destination receives from the stored
-// ticket's fields; arguments is the canonical JSON of create_ticket's
-// arguments. An absent priority is "normal", as get_ticket shows it.
-func NewTicket(id, operationKey, tenantID, userID, arguments string, createdAt time.Time) (Ticket, error) {
-	var a struct {
-		Title       string `json:"title"`
-		Description string `json:"description"`
-		Priority    string `json:"priority"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &a); err != nil {
+// ticket, its arguments read by core.ParseTicketArguments (an absent
+// priority is core.DefaultPriority, as get_ticket shows it).
+func NewTicket(t core.Ticket) (Ticket, error) {
+	a, err := core.ParseTicketArguments(t.Arguments)
+	if err != nil {
 		return Ticket{}, fmt.Errorf("arguments: %w", err)
 	}
-	if a.Priority == "" {
-		a.Priority = "normal"
-	}
-	return Ticket{ID: id, OperationKey: operationKey, TenantID: tenantID, UserID: userID,
-		Title: a.Title, Description: a.Description, Priority: a.Priority, CreatedAt: createdAt}, nil
+	return Ticket{ID: t.ID, OperationKey: t.OperationKey, TenantID: t.TenantID, UserID: t.UserID,
+		Title: a.Title, Description: a.Description, Priority: a.Priority, CreatedAt: t.CreatedAt}, nil
 }
 
 // CeilSecond rounds t up to a whole second: due times are stored in epoch

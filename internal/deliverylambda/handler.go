@@ -12,20 +12,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
-
-// ticketPrefix is the partition key prefix of ticket items.
-const ticketPrefix = "TICKET#"
 
 // DefaultConcurrency bounds the tickets of one stream batch delivered at
 // once (a batch holds at most 10).
@@ -108,6 +104,9 @@ type SweepResult struct {
 	Moved int `json:"moved"` // tickets moved on by one step
 }
 
+// scheduledEvent is the detail-type of EventBridge's scheduled events.
+const scheduledEvent = "Scheduled Event"
+
 // envelope is what tells the two events apart.
 type envelope struct {
 	DetailType string            `json:"detail-type"`
@@ -115,7 +114,7 @@ type envelope struct {
 }
 
 // streamRecord is the part of an events.DynamoDBEventRecord the handler
-// reads; the new image stays raw, for attributevalue.UnmarshalMapJSON.
+// reads; the new image stays raw, for dynamo.PendingTicketID.
 type streamRecord struct {
 	EventName string `json:"eventName"`
 	Change    struct {
@@ -134,7 +133,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		return nil, fmt.Errorf("delivery: event is not a JSON object: %w", err)
 	}
 	switch {
-	case env.DetailType == "Scheduled Event":
+	case env.DetailType == scheduledEvent:
 		res, err := h.Sweep(ctx)
 		if err != nil {
 			return nil, err
@@ -143,7 +142,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	case env.Records != nil:
 		return h.Stream(ctx, env.Records), nil
 	}
-	return nil, errors.New(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": "Scheduled Event")`)
+	return nil, fmt.Errorf(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": %q)`, scheduledEvent)
 }
 
 // Sweep moves on the tickets that are due or whose lease ran out, up to
@@ -265,23 +264,12 @@ func ticketOf(raw json.RawMessage) (id, seq string, err error) {
 	if seq == "" {
 		return "", "", errors.New("record has no dynamodb.SequenceNumber")
 	}
-	if len(r.Change.NewImage) == 0 || string(r.Change.NewImage) == "null" {
-		return "", seq, nil // a removal, or a stream without new images
-	}
-	item, err := attributevalue.UnmarshalMapJSON(r.Change.NewImage)
-	if err != nil {
+	id, pending, err := dynamo.PendingTicketID(r.Change.NewImage)
+	switch {
+	case err != nil:
 		return "", seq, fmt.Errorf("NewImage: %w", err)
-	}
-	var t struct {
-		PK    string `dynamodbav:"pk"`
-		State string `dynamodbav:"delivery_state"`
-	}
-	if err := attributevalue.UnmarshalMap(item, &t); err != nil {
-		return "", seq, fmt.Errorf("NewImage: %w", err)
-	}
-	id, isTicket := strings.CutPrefix(t.PK, ticketPrefix)
-	if !isTicket || id == "" || t.State != string(delivery.StatePending) {
-		return "", seq, nil
+	case !pending:
+		return "", seq, nil // another item or state, a removal, or a stream without new images
 	}
 	return id, seq, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
 const scheduled = `{"detail-type":"Scheduled Event","source":"aws.events"}`
@@ -22,7 +23,7 @@ const scheduled = `{"detail-type":"Scheduled Event","source":"aws.events"}`
 type failingDue struct{ delivery.Store }
 
 func (failingDue) Due(context.Context, time.Time, int) ([]string, error) {
-	return nil, errors.New("ValidationException: The table does not have the specified index: delivery-due")
+	return nil, errors.New("ValidationException: The table does not have the specified index: " + dynamo.DeliveryDueIndex)
 }
 
 // TestSweepQueryFailsIsAnError: a sweep that cannot query its due tickets
@@ -33,7 +34,7 @@ func TestSweepQueryFailsIsAnError(t *testing.T) {
 	f.env.Now = time.Now()
 	f.env.Create(`{"title":"Never found"}`)
 	out, err := f.h.Handle(context.Background(), json.RawMessage(scheduled))
-	if err == nil || !strings.Contains(err.Error(), "delivery-due") {
+	if err == nil || !strings.Contains(err.Error(), dynamo.DeliveryDueIndex) {
 		t.Fatalf("Handle answered %#v, %v; want an error naming the query's cause", out, err)
 	}
 	var line map[string]any

@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
-	"net/http"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // CatalogueFunction is one entry of GET /functions, in the shape AIVAX's
@@ -30,7 +30,7 @@ func Catalogue(callbackURL string) []CatalogueFunction {
 
 // catalogue is the reply of GET /functions.
 func catalogue(callbackURL string) reply {
-	return reply{response: response{http.StatusOK, "catalogue"}, body: struct {
+	return reply{response: outcome.Catalogue, body: struct {
 		Functions []CatalogueFunction `json:"functions"`
 	}{Catalogue(callbackURL)}}
 }

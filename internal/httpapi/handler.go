@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
@@ -56,7 +57,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rep reply
 	defer func() {
 		if p := recover(); p != nil {
-			rep = write(w, refuse(internalError, panicError{p}))
+			rep = write(w, refuse(outcome.Internal, panicError{p}))
 		}
 		h.log(r.Context(), r, rep, time.Since(start))
 	}()
@@ -64,23 +65,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/callback":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			rep = refuse(methodNotAllowed, nil)
+			rep = refuse(outcome.MethodNotAllowed, nil)
 			break
 		}
 		rep = h.callback(r)
 	case "/functions":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			rep = refuse(methodNotAllowed, nil)
+			rep = refuse(outcome.MethodNotAllowed, nil)
 			break
 		}
 		if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-			rep = refuse(unauthenticated, err)
+			rep = refuse(outcome.Unauthenticated, err)
 			break
 		}
 		rep = catalogue(h.callbackURL(r))
 	default:
-		rep = refuse(notFound, nil)
+		rep = refuse(outcome.NotFound, nil)
 	}
 	rep = write(w, rep)
 }
@@ -95,12 +96,12 @@ func (h *Handler) callback(r *http.Request) reply {
 	}
 	// Step 2: the nonce, before the body is parsed.
 	if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-		return refuse(unauthenticated, err)
+		return refuse(outcome.Unauthenticated, err)
 	}
 	// Step 3: JSON of the documented shape.
 	call, err := ParseCall(body)
 	if err != nil {
-		return refuse(badRequest, err)
+		return refuse(outcome.BadRequest, err)
 	}
 	// Steps 4 to 8.
 	return answer(h.Service.Answer(r.Context(), call))
@@ -112,17 +113,17 @@ func (h *Handler) readBody(r *http.Request) ([]byte, reply, bool) {
 		limit = DefaultMaxBody
 	}
 	if r.ContentLength > limit {
-		return nil, refuse(tooLarge, nil), false
+		return nil, refuse(outcome.TooLarge, nil), false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	switch {
 	case err != nil:
 		if corrupt := base64.CorruptInputError(0); errors.As(err, &corrupt) {
-			return nil, refuse(badRequest, errors.New("base64 body does not decode")), false
+			return nil, refuse(outcome.BadRequest, errors.New("base64 body does not decode")), false
 		}
-		return nil, refuse(badRequest, err), false
+		return nil, refuse(outcome.BadRequest, err), false
 	case int64(len(body)) > limit:
-		return nil, refuse(tooLarge, nil), false
+		return nil, refuse(outcome.TooLarge, nil), false
 	}
 	return body, reply{}, true
 }
@@ -301,7 +302,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		l = slog.Default()
 	}
 	level := slog.LevelInfo
-	if rep.status >= 500 {
+	if rep.Status >= 500 {
 		level = slog.LevelError
 	}
 	o := rep.out
@@ -309,8 +310,8 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		slog.String("path", clipLogged(r.URL.Path)),
 		slog.String("function", clipLogged(o.Function)),
 		slog.String("tenant", o.TenantID),
-		slog.String("outcome", rep.name),
-		slog.Int("http_status", rep.status),
+		slog.String("outcome", rep.Name),
+		slog.Int("http_status", rep.Status),
 		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
 	}
 	if o.Key != "" {
@@ -319,14 +320,14 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 	if o.Code != "" {
 		attrs = append(attrs, slog.String("code", o.Code))
 	}
-	if rep.err != nil && rep.status >= 500 {
+	if rep.err != nil && rep.Status >= 500 {
 		attrs = append(attrs, slog.Any("error", rep.err))
 	}
 	if h.Metrics != nil {
 		// The same function, outcome and code as the line: EMF names these
 		// members as its dimensions.
 		attrs = append(attrs, h.Metrics.Callback(ctx, metrics.Callback{
-			Function: o.Function, Outcome: rep.name, Code: o.Code, Duration: d}))
+			Function: o.Function, Outcome: rep.Name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }

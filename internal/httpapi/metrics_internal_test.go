@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
@@ -11,10 +12,10 @@ import (
 // is a value of the metrics' outcome label, so no outcome is counted as
 // another or dropped from its dimension sets.
 func TestOutcomesAreMetricValues(t *testing.T) {
-	names := []string{"catalogue", badRequest.name, tooLarge.name, unauthenticated.name, notFound.name,
-		methodNotAllowed.name, internalError.name}
-	for _, r := range answers {
-		names = append(names, r.name)
+	names := []string{outcome.Catalogue.Name, outcome.BadRequest.Name, outcome.TooLarge.Name, outcome.Unauthenticated.Name,
+		outcome.NotFound.Name, outcome.MethodNotAllowed.Name, outcome.Internal.Name}
+	for _, r := range outcome.ByKind {
+		names = append(names, r.Name)
 	}
 	for _, n := range names {
 		if !slices.Contains(metrics.Outcomes, n) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // TestAnswers: every row of the response table, and the refusals only
@@ -40,12 +41,12 @@ func TestAnswers(t *testing.T) {
 		{"forbidden", answer(core.Outcome{Kind: core.KindForbidden}), 403, `{"error":"forbidden"}`},
 		{"internal, no detail", answer(core.Outcome{Kind: core.KindInternal, Err: errors.New("SECRET")}), 500, `{"error":"internal"}`},
 		{"unknown kind", answer(core.Outcome{Kind: core.Kind(99)}), 500, `{"error":"internal"}`},
-		{"bad request", refuse(badRequest, errors.New("SECRET")), 400, `{"error":"bad_request"}`},
-		{"too large", refuse(tooLarge, nil), 413, `{"error":"too_large"}`},
-		{"unauthenticated", refuse(unauthenticated, nil), 401, `{"error":"unauthenticated"}`},
-		{"not found", refuse(notFound, nil), 404, `{"error":"not_found"}`},
-		{"method not allowed", refuse(methodNotAllowed, nil), 405, `{"error":"method_not_allowed"}`},
-		{"body that does not encode", reply{response: answers[core.KindFound], body: func() {}}, 500, `{"error":"internal"}`},
+		{"bad request", refuse(outcome.BadRequest, errors.New("SECRET")), 400, `{"error":"bad_request"}`},
+		{"too large", refuse(outcome.TooLarge, nil), 413, `{"error":"too_large"}`},
+		{"unauthenticated", refuse(outcome.Unauthenticated, nil), 401, `{"error":"unauthenticated"}`},
+		{"not found", refuse(outcome.NotFound, nil), 404, `{"error":"not_found"}`},
+		{"method not allowed", refuse(outcome.MethodNotAllowed, nil), 405, `{"error":"method_not_allowed"}`},
+		{"body that does not encode", reply{response: outcome.ByKind[core.KindFound], body: func() {}}, 500, `{"error":"internal"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
@@ -53,8 +54,8 @@ func TestAnswers(t *testing.T) {
 			if w.Code != tc.status || w.Body.String() != tc.body+"\n" {
 				t.Fatalf("answered %d %s; want %d %s", w.Code, w.Body, tc.status, tc.body)
 			}
-			if sent.status != tc.status {
-				t.Fatalf("write reports status %d; sent %d", sent.status, w.Code)
+			if sent.Status != tc.status {
+				t.Fatalf("write reports status %d; sent %d", sent.Status, w.Code)
 			}
 			if ct, cc := w.Header().Get("Content-Type"), w.Header().Get("Cache-Control"); ct != "application/json" || cc != "no-store" {
 				t.Fatalf("headers %q %q", ct, cc)

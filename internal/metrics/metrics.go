@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // Metric names, shared by CloudWatch and Prometheus. Durations are in
@@ -56,29 +58,32 @@ const (
 	LabelState    = "state"
 )
 
-// Delivery states counted by Deliveries. Retried is an attempt that ended
-// with the ticket back in pending, to be sent again. Misconfigured is an
-// attempt the destination refused for our credentials or URL (401, 403,
-// 404 on create): the ticket stays pending, and every ticket fails the
-// same way until someone fixes the destination.
+// Delivery states counted by Deliveries: the names of delivery.Results.
+// Retried is an attempt that ended with the ticket back in pending, to be
+// sent again. Misconfigured is an attempt the destination refused for our
+// credentials or URL (401, 403, 404 on create): the ticket stays pending,
+// and every ticket fails the same way until someone fixes the destination.
 const (
-	StateDelivered     = "delivered"
-	StateFailed        = "failed"
-	StateUnknown       = "unknown"
-	StateRetried       = "retried"
-	StateMisconfigured = "misconfigured"
+	StateDelivered     = string(delivery.ResultDelivered)
+	StateFailed        = string(delivery.ResultFailed)
+	StateUnknown       = string(delivery.ResultUnknown)
+	StateRetried       = string(delivery.ResultRetried)
+	StateMisconfigured = string(delivery.ResultMisconfigured)
 )
 
-// DeliveryStates are the values of the state label.
-var DeliveryStates = []string{StateDelivered, StateFailed, StateUnknown, StateRetried, StateMisconfigured}
+// DeliveryStates are the values of the state label: delivery.Results, in
+// their order.
+var DeliveryStates = func() []string {
+	s := make([]string, len(delivery.Results))
+	for i, r := range delivery.Results {
+		s[i] = string(r)
+	}
+	return s
+}()
 
-// Outcomes are the values of the outcome label: the response table's
-// status names (internal/httpapi/respond.go) plus the catalogue.
-var Outcomes = []string{
-	"created", "deduplicated", "found", "in_progress", "busy", "rejected",
-	"unauthenticated", "forbidden", "bad_request", "too_large", "not_found",
-	"method_not_allowed", "internal", "catalogue",
-}
+// Outcomes are the values of the outcome label: the names of the
+// callback's response table (internal/httpapi/outcome).
+var Outcomes = outcome.Names()
 
 // Codes are the values of the code label.
 var Codes = []string{
@@ -98,13 +103,13 @@ type Callback struct {
 // Labels returns the label values of c: function only when it names a
 // function of the catalogue (a caller can send any name, so anything else
 // is "", i.e. absent), outcome and code only from their closed sets.
-func (c Callback) Labels() (function, outcome, code string) {
+func (c Callback) Labels() (function, outcomeName, code string) {
 	if _, ok := core.LookupFunction(c.Function); ok {
 		function = c.Function
 	}
-	outcome = closed(c.Outcome, Outcomes, "internal")
+	outcomeName = closed(c.Outcome, Outcomes, outcome.Internal.Name)
 	code = closed(c.Code, Codes, "")
-	return function, outcome, code
+	return function, outcomeName, code
 }
 
 func closed(v string, set []string, other string) string {

@@ -258,7 +258,7 @@ func claimedTicket(item map[string]types.AttributeValue) (delivery.Ticket, error
 	if err != nil {
 		return delivery.Ticket{}, err
 	}
-	return delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
+	return delivery.NewTicket(t)
 }
 
 // Record implements delivery.Store with one UpdateItem conditional on the

@@ -3,11 +3,14 @@ package dynamo
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
 // Partition-key prefixes of the three item kinds.
@@ -168,4 +171,35 @@ func trimPrefix(v, prefix string) string {
 		return v[len(prefix):]
 	}
 	return v
+}
+
+// PendingTicketID reads a stream record's new image (its DynamoDB JSON,
+// as the stream delivers it) and returns the ticket's id when the image is
+// a ticket item pending delivery; ok is false for any other item (an
+// operation, a user, a ticket in another state or without delivery) and
+// for an empty or null image (a removal, a stream without new images). An
+// image that does not decode is an error.
+func PendingTicketID(newImage []byte) (id string, ok bool, err error) {
+	if len(newImage) == 0 || string(newImage) == "null" {
+		return "", false, nil
+	}
+	item, err := attributevalue.UnmarshalMapJSON(newImage)
+	if err != nil {
+		return "", false, fmt.Errorf("dynamo: stream image: %w", err)
+	}
+	// An attribute that is absent or NULL reads as ""; one of another
+	// type is an error.
+	var pk, state string
+	for name, dst := range map[string]*string{"pk": &pk, attrState: &state} {
+		if v, present := item[name]; present {
+			if err := attributevalue.Unmarshal(v, dst); err != nil {
+				return "", false, fmt.Errorf("dynamo: stream image: %s: %w", name, err)
+			}
+		}
+	}
+	id, isTicket := strings.CutPrefix(pk, prefixTicket)
+	if !isTicket || id == "" || delivery.State(state) != delivery.StatePending {
+		return "", false, nil
+	}
+	return id, true, nil
 }

@@ -85,7 +85,7 @@ func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.
 	t := s.tickets[id]
 	before := *r
 	r.State, r.LeaseOwner, r.LeaseUntil, r.DueAt = delivery.StateDelivering, owner, leaseUntil, leaseUntil.Add(time.Second)
-	ticket, err := delivery.NewTicket(t.ID, t.OperationKey, t.TenantID, t.UserID, t.Arguments, t.CreatedAt)
+	ticket, err := delivery.NewTicket(t)
 	if err != nil {
 		// Claimed all the same: the engine records it failed.
 		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)

@@ -210,7 +210,8 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 		createdAt, err := time.Parse(time.RFC3339Nano, created)
 		if err != nil {
 			readErr = delivery.Unreadable(id, fmt.Errorf("sqlite: created_at: %w", err))
-		} else if c.Ticket, err = delivery.NewTicket(id, opKey, tenant, user, args, createdAt); err != nil {
+		} else if c.Ticket, err = delivery.NewTicket(core.Ticket{ID: id, OperationKey: opKey,
+			TenantID: tenant, UserID: user, Arguments: args, CreatedAt: createdAt}); err != nil {
 			readErr = delivery.Unreadable(id, err)
 		}
 	}

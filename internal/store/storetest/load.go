@@ -3,6 +3,14 @@ package storetest
 import (
 	"context"
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// The outcome names the checks count (Counts' keys).
+var (
+	kindCreated      = core.KindCreated.String()
+	kindDeduplicated = core.KindDuplicate.String()
 )
 
 // Counter is the store the load checks count tickets in.
@@ -29,16 +37,16 @@ func CheckExactlyOnce(t *testing.T, procs, n int, s Counter, env ...string) map[
 	before := count(t, s)
 	counts := Processes(t, procs, n/procs, n/procs, "same", env...)
 	byOutcome, ids := Summary(counts)
-	if byOutcome["created"] != 1 || byOutcome["deduplicated"] != n-1 || len(byOutcome) != 2 {
+	if byOutcome[kindCreated] != 1 || byOutcome[kindDeduplicated] != n-1 || len(byOutcome) != 2 {
 		t.Fatalf("%d identical callbacks from %d processes: %v; want 1 created, %d deduplicated, nothing else",
 			n, procs, byOutcome, n-1)
 	}
 	var created string
-	for id := range ids["created"] {
+	for id := range ids[kindCreated] {
 		created = id
 	}
-	if len(ids["deduplicated"]) != 1 || !ids["deduplicated"][created] {
-		t.Fatalf("deduplicated answers carried %d ticket ids, want only %s", len(ids["deduplicated"]), created)
+	if len(ids[kindDeduplicated]) != 1 || !ids[kindDeduplicated][created] {
+		t.Fatalf("deduplicated answers carried %d ticket ids, want only %s", len(ids[kindDeduplicated]), created)
 	}
 	if got := count(t, s) - before; got != 1 {
 		t.Fatalf("tickets stored = %d, want 1", got)
@@ -54,8 +62,8 @@ func CheckNoneLost(t *testing.T, procs, n, workers int, s Counter, env ...string
 	before := count(t, s)
 	counts := Processes(t, procs, n/procs, workers, "distinct", env...)
 	byOutcome, ids := Summary(counts)
-	if byOutcome["created"] != n || len(byOutcome) != 1 || len(ids["created"]) != n {
-		t.Fatalf("%d distinct callbacks: %v with %d distinct ids; want %d created", n, byOutcome, len(ids["created"]), n)
+	if byOutcome[kindCreated] != n || len(byOutcome) != 1 || len(ids[kindCreated]) != n {
+		t.Fatalf("%d distinct callbacks: %v with %d distinct ids; want %d created", n, byOutcome, len(ids[kindCreated]), n)
 	}
 	if got := count(t, s) - before; got != n {
 		t.Fatalf("tickets stored = %d, want %d", got, n)
@@ -70,11 +78,11 @@ func CheckRestart(t *testing.T, env ...string) {
 	run := RunID("restart-" + t.Name())
 	first, firstIDs := Summary(Processes(t, 1, 1, 1, "same", append(env, run)...))
 	second, secondIDs := Summary(Processes(t, 1, 1, 1, "same", append(env, run)...))
-	if first["created"] != 1 || second["deduplicated"] != 1 {
+	if first[kindCreated] != 1 || second[kindDeduplicated] != 1 {
 		t.Fatalf("first process %v, second %v; want created then deduplicated", first, second)
 	}
-	for id := range firstIDs["created"] {
-		if !secondIDs["deduplicated"][id] {
+	for id := range firstIDs[kindCreated] {
+		if !secondIDs[kindDeduplicated][id] {
 			t.Fatalf("second process returned %v, want %s", secondIDs, id)
 		}
 	}
