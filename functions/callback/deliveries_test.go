@@ -32,7 +32,7 @@ type opsStore struct {
 	t   *testing.T
 	cfg config.Local
 	svc *core.Service
-	ds  delivery.Store
+	ds  delivery.Outbox
 	n   int
 	// stdin is what the command reads on its standard input.
 	stdin string
@@ -49,15 +49,15 @@ func newOpsStore(t *testing.T, kind string) *opsStore {
 // leaves it to the SDK's chain).
 func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 	t.Helper()
-	var sc config.Store
+	var sc config.StoreSettings
 	var where string
 	switch kind {
 	case "sqlite":
-		sc = config.Store{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")}
+		sc = config.StoreSettings{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")}
 		where = "SQLite file " + sc.Path
 	case "dynamodb":
 		endpoint := testenv.DynamoDB(t)
-		sc = config.Store{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: region}
+		sc = config.StoreSettings{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: region}
 		where = "DynamoDB table " + sc.Table + " in region "
 	}
 	st, closer, err := app.OpenStore(context.Background(), sc, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -65,7 +65,7 @@ func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = closer.Close() })
-	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Store), where: where}
+	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Outbox), where: where}
 	o.svc = &core.Service{Store: st, Users: memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
 		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) }}

@@ -43,7 +43,7 @@ func (cs closers) Close() error {
 
 // OpenStore opens the local configuration's store (SQLite or DynamoDB).
 // The closer closes it.
-func OpenStore(ctx context.Context, cfg config.Store, logger *slog.Logger) (core.Store, io.Closer, error) {
+func OpenStore(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, error) {
 	switch cfg.Kind {
 	case "sqlite":
 		return openSQLite(ctx, cfg.Path, logger)

@@ -171,7 +171,7 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 			Policy: opkey.PolicyArguments, Retention: time.Hour, MaxBodyBytes: 64 << 10, MinCost: 4, MaxCost: 12,
 		},
 		Listen:  "127.0.0.1:0",
-		Store:   config.Store{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")},
+		Store:   config.StoreSettings{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")},
 		HookKey: hookKey,
 		Users: map[string]config.User{
 			"user-a": {TenantID: "tenant-a", UserID: "alice"},

@@ -228,7 +228,7 @@ func writeJSONLines(w io.Writer, recs []delivery.Record) error {
 
 // bulkRun is one bulk retry: the store it acts on and how it asks.
 type bulkRun struct {
-	cfg            config.Store
+	cfg            config.StoreSettings
 	admin          delivery.Admin
 	tickets        core.Store // for each ticket's creation time (-since)
 	since          time.Duration
@@ -314,7 +314,7 @@ func confirmed(r io.Reader) bool {
 // storeName names the store a command acts on: the SQLite file, or the
 // DynamoDB table with its region as the AWS configuration resolves it
 // (and the endpoint when not AWS's own).
-func storeName(ctx context.Context, s config.Store) string {
+func storeName(ctx context.Context, s config.StoreSettings) string {
 	if s.Kind == "dynamodb" {
 		region := s.Region
 		if awsCfg, err := LocalAWSConfig(ctx, s.Region, s.Endpoint, slog.New(slog.DiscardHandler)); err == nil {
@@ -355,7 +355,7 @@ func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Wr
 }
 
 func fail(stderr io.Writer, err error) int {
-	if errors.Is(err, delivery.ErrNotFound) {
+	if errors.Is(err, delivery.ErrNoRecord) {
 		err = fmt.Errorf("%w (the ticket does not exist, or was created with no destination configured)", err)
 	}
 	fmt.Fprintln(stderr, shown(err.Error()))

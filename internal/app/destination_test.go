@@ -169,7 +169,7 @@ func TestDeliverySecretMustDecode(t *testing.T) {
 func TestNewDestination(t *testing.T) {
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	fc := fake.Config()
-	ticket := delivery.Ticket{ID: "t-1", OperationKey: "op", TenantID: "ten", UserID: "u", Title: "Printer",
+	ticket := delivery.HelpdeskTicket{ID: "t-1", OperationKey: "op", TenantID: "ten", UserID: "u", Title: "Printer",
 		Priority: "normal", CreatedAt: time.Unix(1700000000, 0).UTC()}
 	for _, cfg := range []config.Destination{
 		{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token},
@@ -222,7 +222,7 @@ func TestSlackURLNeverLogged(t *testing.T) {
 	var out bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&out, nil))
 	log.Info("delivery destination", slog.Any("delivery", cfg), slog.Any("destination", d))
-	_, sendErr := d.Send(context.Background(), delivery.Ticket{ID: "t-1", Title: "x", CreatedAt: time.Now()})
+	_, sendErr := d.Send(context.Background(), delivery.HelpdeskTicket{ID: "t-1", Title: "x", CreatedAt: time.Now()})
 	_, _, lookErr := d.Lookup(context.Background(), "t-1")
 	log.Info("step", slog.Any("send", sendErr), slog.Any("lookup", lookErr))
 	fmt.Fprintf(&out, "%v %+v %v %v\n", cfg, d, sendErr, lookErr)

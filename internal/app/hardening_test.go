@@ -86,7 +86,7 @@ func localDynamoCallback(t *testing.T, endpoint string) {
 	t.Helper()
 	cfg := config.Local{
 		Common:         config.Common{Policy: "arguments", Retention: 3600e9, MaxBodyBytes: 65536, MinCost: 4, MaxCost: 10},
-		Store:          config.Store{Kind: "dynamodb", Table: "tickets-local", Endpoint: endpoint, Region: "us-east-1"},
+		Store:          config.StoreSettings{Kind: "dynamodb", Table: "tickets-local", Endpoint: endpoint, Region: "us-east-1"},
 		Users:          map[string]config.User{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		InsecureNoAuth: true,
 	}

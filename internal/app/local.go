@@ -120,7 +120,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	}
 	serviceStore := store
 	if dst != nil {
-		ds, ok := store.(delivery.Store)
+		ds, ok := store.(delivery.Outbox)
 		if !ok {
 			_ = append(cs, storeCloser).Close()
 			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
@@ -176,7 +176,7 @@ const dynamoCountEvery = time.Minute
 // max_attempts and timeout are the engine's and the clients' defaults.
 // With rec (the local server's Prometheus), its steps and its counts of
 // waiting tickets are reported there.
-func localWorker(store delivery.Store, dst delivery.Destination, d config.Destination, rec metrics.Recorder, storeKind string, logger *slog.Logger) *delivery.Worker {
+func localWorker(store delivery.Outbox, dst delivery.Destination, d config.Destination, rec metrics.Recorder, storeKind string, logger *slog.Logger) *delivery.Worker {
 	var observer delivery.Observer
 	var waiting func(context.Context, int)
 	if rec != nil {

@@ -259,15 +259,15 @@ type Local struct {
 	Common
 	Listen         string
 	MetricsListen  string // "" means no metrics listener
-	Store          Store
+	Store          StoreSettings
 	HookKey        string
 	InsecureNoAuth bool
 	Users          map[string]User
 	Delivery       *Destination // nil: no destination, tickets are not delivered
 }
 
-// Store chooses the local server's store.
-type Store struct {
+// StoreSettings chooses the local server's store.
+type StoreSettings struct {
 	Kind     string `json:"kind"`     // "sqlite" (default) or "dynamodb"
 	Path     string `json:"path"`     // sqlite
 	Table    string `json:"table"`    // dynamodb
@@ -287,7 +287,7 @@ type User struct {
 type localFile struct {
 	Listen         string          `json:"listen"`
 	MetricsListen  string          `json:"metrics_listen"`
-	Store          Store           `json:"store"`
+	Store          StoreSettings   `json:"store"`
 	HookKey        string          `json:"hook_key"`
 	InsecureNoAuth bool            `json:"insecure_no_auth"`
 	Users          map[string]User `json:"users"`

@@ -170,7 +170,7 @@ func TestParseFileDefaults(t *testing.T) {
 			MinCost: 4, MaxCost: 10,
 		},
 		Listen: "127.0.0.1:3210",
-		Store:  Store{Kind: "sqlite", Path: "tickets.sqlite"},
+		Store:  StoreSettings{Kind: "sqlite", Path: "tickets.sqlite"},
 	}
 	if c.Common != want.Common || c.Listen != want.Listen || c.Store != want.Store ||
 		c.HookKey != "" || c.InsecureNoAuth || len(c.Users) != 0 {
@@ -195,7 +195,7 @@ func TestParseFileAccepted(t *testing.T) {
 		{"dynamodb with table and endpoint",
 			`{"store":{"kind":"dynamodb","table":"tickets","endpoint":"http://127.0.0.1:8000"}}`,
 			func(c Local) bool {
-				return c.Store == Store{Kind: "dynamodb", Table: "tickets", Endpoint: "http://127.0.0.1:8000"}
+				return c.Store == StoreSettings{Kind: "dynamodb", Table: "tickets", Endpoint: "http://127.0.0.1:8000"}
 			}},
 		{"key_policy request", `{"key_policy":"request"}`,
 			func(c Local) bool { return c.Policy == opkey.PolicyRequest }},

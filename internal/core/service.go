@@ -163,7 +163,7 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, key, fing
 		OperationKey: key, Arguments: canonical, CreatedAt: now}
 	if s.Deliver {
 		// Due at once: the second it was created in.
-		t.Delivery = &Delivery{State: DeliveryPending, DueAt: now.Truncate(time.Second)}
+		t.Delivery = &DeliveryStatus{State: DeliveryPending, DueAt: now.Truncate(time.Second)}
 	}
 	existing, err := s.Store.Create(ctx, op, t, now)
 	switch {
@@ -226,7 +226,7 @@ func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
 
 // deliveryView shows a ticket's delivery state, and the helpdesk's id and
 // URL once delivered.
-func deliveryView(d *Delivery) *DeliveryView {
+func deliveryView(d *DeliveryStatus) *DeliveryView {
 	if d == nil || d.State == "" {
 		return nil
 	}

@@ -17,20 +17,20 @@ type User struct {
 	Disabled   bool
 }
 
-// State is an operation's state.
-type State string
+// OperationState is an operation's state.
+type OperationState string
 
 // Operation states. A pending operation is never re-executed or taken over.
 const (
-	StatePending   State = "pending"
-	StateCompleted State = "completed"
+	StatePending   OperationState = "pending"
+	StateCompleted OperationState = "completed"
 )
 
 // Operation is the claim on an operation key and, once completed, the
 // stored result that every repeat replays.
 type Operation struct {
 	Key         string // lower-case hex, no prefix
-	State       State
+	State       OperationState
 	TenantID    string
 	UserID      string
 	Function    string
@@ -60,7 +60,7 @@ type Ticket struct {
 	// sets it to pending when a destination is configured, and the store
 	// writes it in the transaction that creates the ticket (the outbox);
 	// nil for a ticket that is never delivered.
-	Delivery *Delivery
+	Delivery *DeliveryStatus
 }
 
 // TicketArguments are create_ticket's arguments as a ticket carries them.
@@ -85,9 +85,9 @@ func ParseTicketArguments(arguments string) (TicketArguments, error) {
 	return TicketArguments{Title: a.Title, Description: a.Description, Priority: cmp.Or(a.Priority, DefaultPriority)}, nil
 }
 
-// Delivery is what core knows of a ticket's delivery record; the delivery
-// package owns the state machine.
-type Delivery struct {
+// DeliveryStatus is what core knows of a ticket's delivery record; the
+// delivery package owns the state machine.
+type DeliveryStatus struct {
 	State       string    // one of internal/delivery's states (delivery.State)
 	DueAt       time.Time // when a worker may first take it, whole seconds
 	ExternalID  string    // the helpdesk's id, once delivered

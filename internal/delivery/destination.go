@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// Ticket is what a destination receives of a ticket: the stored ticket with
-// its arguments unpacked. ID is the delivery key: it is sent as the
+// HelpdeskTicket is what a destination receives of a ticket: the stored
+// ticket with its arguments unpacked. ID is the delivery key: it is sent as the
 // Idempotency-Key header and as the helpdesk's external id, and it never
 // changes across retries.
-type Ticket struct {
+type HelpdeskTicket struct {
 	ID           string
 	OperationKey string
 	TenantID     string
@@ -33,7 +33,7 @@ type Receipt struct {
 type Destination interface {
 	// Send creates the ticket once. On success it returns the receipt; on
 	// failure the error is a *SendError saying what is known of the outcome.
-	Send(ctx context.Context, t Ticket) (Receipt, error)
+	Send(ctx context.Context, t HelpdeskTicket) (Receipt, error)
 	// Lookup asks the helpdesk whether it holds a ticket under the delivery
 	// key id. It returns (receipt, true, nil) when found, (Receipt{}, false,
 	// nil) when the helpdesk says it is absent, ErrNoLookup when the

@@ -70,7 +70,7 @@ func LeaseFor(timeout time.Duration) time.Duration {
 // the ticket, send, record. It is the same for every runner (the local
 // worker, the stream and the scheduled sweep in Lambda).
 type Engine struct {
-	Store       Store
+	Store       Outbox
 	Destination Destination
 	// MaxAttempts bounds sends per ticket (DefaultMaxAttempts when zero).
 	MaxAttempts int
@@ -262,7 +262,7 @@ func kept(r Record, st State, msg string) Update {
 }
 
 // stepOf describes the recorded update u of ticket t for an Observer.
-func stepOf(t Ticket, u Update) Step {
+func stepOf(t HelpdeskTicket, u Update) Step {
 	s := Step{TicketID: t.ID, Update: u, Result: resultOf(u.State)}
 	if s.Result == ResultDelivered && !t.CreatedAt.IsZero() {
 		s.Lag = max(u.DeliveredAt.Sub(t.CreatedAt), 0)

@@ -31,7 +31,7 @@ type lookupAnswer struct {
 	err   error
 }
 
-func (s *script) Send(_ context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (s *script) Send(_ context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keys = append(s.keys, t.ID)
@@ -103,7 +103,7 @@ func (f *fixture) ticket() string {
 	op := core.Operation{Key: fmt.Sprintf("%064d", f.n), State: core.StateCompleted, ExpiresAt: f.now.Add(time.Hour)}
 	_, err := f.store.Create(context.Background(), op, core.Ticket{ID: id, OperationKey: op.Key,
 		TenantID: "tenant-a", UserID: "alice", Arguments: `{"title":"Printer on fire"}`, CreatedAt: f.now,
-		Delivery: &core.Delivery{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}, f.now)
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}, f.now)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ type blockingDest struct {
 	entered, release chan struct{}
 }
 
-func (b *blockingDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (b *blockingDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	close(b.entered)
 	<-b.release
 	return delivery.Receipt{ExternalID: "late"}, nil
@@ -480,7 +480,7 @@ type gateDest struct {
 	release chan struct{}
 }
 
-func (g *gateDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (g *gateDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	if t.ID == g.hold {
 		close(g.entered)
 		<-g.release
@@ -555,12 +555,12 @@ func TestLeaseFor(t *testing.T) {
 // slowClaimStore's Claim takes advance on the engine's clock, as a claim
 // queued for SQLite's write slot does.
 type slowClaimStore struct {
-	delivery.Store
+	delivery.Outbox
 	advance func()
 }
 
 func (s slowClaimStore) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
-	c, err := s.Store.Claim(ctx, id, owner, now, leaseUntil)
+	c, err := s.Outbox.Claim(ctx, id, owner, now, leaseUntil)
 	s.advance()
 	return c, err
 }
@@ -582,7 +582,7 @@ func (d *callsDest) seen(ctx context.Context) {
 	d.deadline, d.hasDeadline = ctx.Deadline()
 }
 
-func (d *callsDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (d *callsDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	d.seen(ctx)
 	return delivery.Receipt{ExternalID: "x"}, nil
 }
@@ -699,7 +699,7 @@ func TestRetryAfterIsCapped(t *testing.T) {
 // context ends before the helpdesk answers has an unknown outcome.
 type ctxDest struct{ gateDest }
 
-func (g *ctxDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (g *ctxDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	close(g.entered)
 	select {
 	case <-g.release:

@@ -85,7 +85,7 @@ var ErrNoCount = errors.New("delivery: the store cannot count waiting tickets")
 
 // CountWaiting counts the waiting tickets of s, or returns ErrNoCount when
 // s is not a WaitingCounter.
-func CountWaiting(ctx context.Context, s Store) (int, error) {
+func CountWaiting(ctx context.Context, s Outbox) (int, error) {
 	c, ok := s.(WaitingCounter)
 	if !ok {
 		return 0, ErrNoCount

@@ -99,7 +99,7 @@ func TestObserverSeesEachRecordedStep(t *testing.T) {
 }
 
 // lostLease refuses every Record, as when another worker took over.
-type lostLease struct{ delivery.Store }
+type lostLease struct{ delivery.Outbox }
 
 func (lostLease) Record(context.Context, string, string, delivery.Update) error {
 	return delivery.ErrLeaseLost

@@ -45,8 +45,8 @@ type Record struct {
 }
 
 // Core is the record as core shows it (get_ticket's delivery).
-func (r Record) Core() *core.Delivery {
-	return &core.Delivery{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
+func (r Record) Core() *core.DeliveryStatus {
+	return &core.DeliveryStatus{State: string(r.State), DueAt: r.DueAt, ExternalID: r.ExternalID, ExternalURL: r.ExternalURL}
 }
 
 // Update is what a worker records on a ticket it holds under its lease:
@@ -86,7 +86,7 @@ type Update struct {
 // Claimed is what a successful claim returns: the ticket to send and its
 // delivery record as it was just before the claim.
 type Claimed struct {
-	Ticket Ticket
+	Ticket HelpdeskTicket
 	Before Record
 }
 
@@ -97,8 +97,8 @@ var (
 	// ErrLeaseLost: the worker no longer holds the ticket (another worker
 	// took it over after the lease ran out); nothing was recorded.
 	ErrLeaseLost = errors.New("delivery: lease lost")
-	// ErrNotFound: no ticket with a delivery record under this id.
-	ErrNotFound = errors.New("delivery: no such ticket")
+	// ErrNoRecord: no ticket with a delivery record under this id.
+	ErrNoRecord = errors.New("delivery: no such ticket")
 	// ErrUnreadable: the ticket was claimed (the lease is held) but its
 	// arguments or stored fields cannot be read, so it can never be sent.
 	// Claim returns it wrapping the cause, beside a Claimed whose Ticket
@@ -113,9 +113,10 @@ func Unreadable(id string, cause error) error {
 	return fmt.Errorf("%w: ticket %s: %w", ErrUnreadable, id, cause)
 }
 
-// Store is what the engine needs of a store. Every write is conditional, so
+// Outbox is what the engine needs of a store: the tickets waiting to be
+// delivered, with their delivery records. Every write is conditional, so
 // that two workers never hold one ticket at once.
-type Store interface {
+type Outbox interface {
 	// Due returns up to limit ids of tickets that can be claimed at now
 	// (pending and due, or delivering with an expired lease), earliest due
 	// first. It may return a ticket that is no longer claimable; Claim
@@ -139,12 +140,12 @@ type Store interface {
 // NewTicket builds the Ticket a destination receives from the stored
 // ticket, its arguments read by core.ParseTicketArguments (an absent
 // priority is core.DefaultPriority, as get_ticket shows it).
-func NewTicket(t core.Ticket) (Ticket, error) {
+func NewTicket(t core.Ticket) (HelpdeskTicket, error) {
 	a, err := core.ParseTicketArguments(t.Arguments)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("arguments: %w", err)
+		return HelpdeskTicket{}, fmt.Errorf("arguments: %w", err)
 	}
-	return Ticket{ID: t.ID, OperationKey: t.OperationKey, TenantID: t.TenantID, UserID: t.UserID,
+	return HelpdeskTicket{ID: t.ID, OperationKey: t.OperationKey, TenantID: t.TenantID, UserID: t.UserID,
 		Title: a.Title, Description: a.Description, Priority: a.Priority, CreatedAt: t.CreatedAt}, nil
 }
 

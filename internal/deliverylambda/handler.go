@@ -59,7 +59,7 @@ type Handler struct {
 // Embedded Metric Format under the default namespace (see
 // NewWithMetrics). engine supplies the attempts, lease and backoff; its
 // Store, Destination and Observer are replaced.
-func New(engine delivery.Engine, store delivery.Store, dst delivery.Destination, log *slog.Logger) *Handler {
+func New(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination, log *slog.Logger) *Handler {
 	return NewWithMetrics(engine, store, dst, log, &emf.Recorder{})
 }
 
@@ -67,7 +67,7 @@ func New(engine delivery.Engine, store delivery.Store, dst delivery.Destination,
 // logged in one line that also carries its metrics (rec.Delivery), and the
 // scheduled sweep's line carries the count of waiting tickets
 // (rec.TicketsWaiting).
-func NewWithMetrics(engine delivery.Engine, store delivery.Store, dst delivery.Destination, log *slog.Logger, rec metrics.Recorder) *Handler {
+func NewWithMetrics(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination, log *slog.Logger, rec metrics.Recorder) *Handler {
 	return Options{Engine: engine, Store: store, Destination: dst, Log: log, Metrics: rec}.Handler()
 }
 
@@ -77,7 +77,7 @@ type Options struct {
 	// Engine supplies the attempts, lease, call timeout and backoff; its
 	// Store, Destination and Observer are set from the fields below.
 	Engine           delivery.Engine
-	Store            delivery.Store
+	Store            delivery.Outbox
 	Destination      delivery.Destination
 	Log              *slog.Logger
 	Metrics          metrics.Recorder

@@ -61,12 +61,12 @@ func countingFixture(t *testing.T) (f *fixture, counted *dynamo.Store, calls *at
 	return f, counted, calls
 }
 
-func newFixture(t *testing.T, wrap func(delivery.Store) delivery.Store) *fixture {
+func newFixture(t *testing.T, wrap func(delivery.Outbox) delivery.Outbox) *fixture {
 	t.Helper()
 	f, _ := tableFixture(t)
 	f.fake = fakehelpdesk.New(t, fakehelpdesk.Config{Email: "agent@acme.com", Token: token})
 	dst := zendeskFor(t, f.fake)
-	var store delivery.Store = f.store
+	var store delivery.Outbox = f.store
 	if wrap != nil {
 		store = wrap(store)
 	}
@@ -245,7 +245,7 @@ func TestStreamBatch(t *testing.T) {
 }
 
 // failingClaims makes every Claim fail as a throttled store would.
-type failingClaims struct{ delivery.Store }
+type failingClaims struct{ delivery.Outbox }
 
 func (failingClaims) Claim(context.Context, string, string, time.Time, time.Time) (delivery.Claimed, error) {
 	return delivery.Claimed{}, errors.New("ProvisionedThroughputExceededException")
@@ -256,7 +256,7 @@ func (failingClaims) Claim(context.Context, string, string, time.Time, time.Time
 // them, then sends them to the dead-letter queue); ignored records are
 // not.
 func TestStreamReportsFailures(t *testing.T) {
-	f := newFixture(t, func(s delivery.Store) delivery.Store { return failingClaims{s} })
+	f := newFixture(t, func(s delivery.Outbox) delivery.Outbox { return failingClaims{s} })
 	a := f.env.Create(`{"title":"Printer on fire"}`)
 	ev := batch(t,
 		rec{"20", "INSERT", f.image(t, "TICKET#"+a)},

@@ -20,7 +20,7 @@ const scheduled = `{"detail-type":"Scheduled Event","source":"aws.events"}`
 
 // failingDue makes the sweep's query for due tickets fail, as a table
 // without the delivery-due index answers (ValidationException).
-type failingDue struct{ delivery.Store }
+type failingDue struct{ delivery.Outbox }
 
 func (failingDue) Due(context.Context, time.Time, int) ([]string, error) {
 	return nil, errors.New("ValidationException: The table does not have the specified index: " + dynamo.DeliveryDueIndex)
@@ -30,7 +30,7 @@ func (failingDue) Due(context.Context, time.Time, int) ([]string, error) {
 // fails the invocation (so Lambda's Errors metric and its alarm see it)
 // and logs the cause at ERROR; it does not answer {"moved":0}.
 func TestSweepQueryFailsIsAnError(t *testing.T) {
-	f := newFixture(t, func(s delivery.Store) delivery.Store { return failingDue{s} })
+	f := newFixture(t, func(s delivery.Outbox) delivery.Outbox { return failingDue{s} })
 	f.env.Now = time.Now()
 	f.env.Create(`{"title":"Never found"}`)
 	out, err := f.h.Handle(context.Background(), json.RawMessage(scheduled))
@@ -69,7 +69,7 @@ type gateDest struct {
 
 func newGate(n int) *gateDest { return &gateDest{n: n, open: make(chan struct{})} }
 
-func (g *gateDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (g *gateDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	g.mu.Lock()
 	g.inflight++
 	g.sends++

@@ -26,22 +26,22 @@ import (
 // create in the delivery benchmarks.
 const HelpdeskDelay = 50 * time.Millisecond
 
-// DeliveryTimer wraps a delivery.Store and notes when each ticket's
+// DeliveryTimer wraps a delivery.Outbox and notes when each ticket's
 // delivered state was recorded, for the delivery benchmarks' latency.
 type DeliveryTimer struct {
-	delivery.Store
+	delivery.Outbox
 	mu   sync.Mutex
 	done map[string]time.Time
 }
 
 // NewDeliveryTimer wraps s.
-func NewDeliveryTimer(s delivery.Store) *DeliveryTimer {
-	return &DeliveryTimer{Store: s, done: map[string]time.Time{}}
+func NewDeliveryTimer(s delivery.Outbox) *DeliveryTimer {
+	return &DeliveryTimer{Outbox: s, done: map[string]time.Time{}}
 }
 
-// Record implements delivery.Store, noting the time of a delivered state.
+// Record implements delivery.Outbox, noting the time of a delivered state.
 func (s *DeliveryTimer) Record(ctx context.Context, id, owner string, u delivery.Update) error {
-	err := s.Store.Record(ctx, id, owner, u)
+	err := s.Outbox.Record(ctx, id, owner, u)
 	if err == nil && u.State == delivery.StateDelivered {
 		s.mu.Lock()
 		s.done[id] = time.Now()
@@ -81,7 +81,7 @@ func (s *DeliveryTimer) Report(b *testing.B, committed map[string]time.Time, ela
 // adapter to the fake helpdesk, which answers each create after
 // HelpdeskDelay. Reports tickets delivered per second, the latency
 // from commit to delivered (p50, p99), and helpdesk calls per ticket.
-func LocalWorker(b *testing.B, s deliverytest.Outbox) {
+func LocalWorker(b *testing.B, s deliverytest.Adapter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})

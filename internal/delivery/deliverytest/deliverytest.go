@@ -1,4 +1,4 @@
-// Package deliverytest is the conformance suite every delivery.Store
+// Package deliverytest is the conformance suite every delivery.Outbox
 // passes, run on each real store (SQLite on a temp file, DynamoDB Local)
 // and on the in-memory one: tickets are created through core.Service, so
 // the outbox written by the callback's transaction is checked too. Kill
@@ -25,27 +25,27 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
-// Outbox is the store under the suite: it takes callbacks, delivers their
+// Adapter is the store under the suite: it takes callbacks, delivers their
 // tickets and lets a person settle them.
-type Outbox interface {
+type Adapter interface {
 	core.Store
-	delivery.Store
+	delivery.Outbox
 	delivery.Admin
 }
 
 // Harness opens a store on fresh, empty storage.
 type Harness struct {
-	Open func(t *testing.T) Outbox
+	Open func(t *testing.T) Adapter
 	// Corrupt, when set, overwrites a stored field of ticket id other than
 	// its arguments (raw SQL, PutItem) with text that does not parse, as a
 	// bad hand edit or a damaged file would.
-	Corrupt func(t *testing.T, s Outbox, id string)
+	Corrupt func(t *testing.T, s Adapter, id string)
 }
 
 // Env creates tickets through the real service over a store.
 type Env struct {
 	T     *testing.T
-	Store Outbox
+	Store Adapter
 	Now   time.Time
 	svc   *core.Service
 	seq   atomic.Int64
@@ -59,7 +59,7 @@ var users = memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}}
 // to whole seconds shows); deliver says whether a destination is
 // configured. The start is today's, never a fixed date: the kill test's
 // child worker and DynamoDB run on the real clock.
-func NewEnv(t *testing.T, s Outbox, deliver bool) *Env {
+func NewEnv(t *testing.T, s Adapter, deliver bool) *Env {
 	e := &Env{T: t, Store: s, Now: time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond),
 		run: fmt.Sprintf("%x", time.Now().UnixNano())}
 	e.svc = &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
@@ -92,7 +92,7 @@ func (e *Env) CreateRaw(arguments string) string {
 		Function: "create_ticket", Fingerprint: key, Result: []byte(`{"status":"created","ticket_id":"` + id + `"}`),
 		CreatedAt: e.Now, ExpiresAt: e.Now.Add(time.Hour).Truncate(time.Second)}
 	t := core.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", OperationKey: key, Arguments: arguments, CreatedAt: e.Now,
-		Delivery: &core.Delivery{State: core.DeliveryPending, DueAt: e.Now.Truncate(time.Second)}}
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: e.Now.Truncate(time.Second)}}
 	if existing, err := e.Store.Create(context.Background(), op, t, e.Now); err != nil || existing != nil {
 		e.T.Fatalf("create %s: %v (existing %v)", id, err, existing)
 	}
@@ -198,7 +198,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("callback without a destination writes no delivery state", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), false)
 		id := e.Create(`{"title":"Printer on fire"}`)
-		if _, err := e.Store.Delivery(ctx, id); !errors.Is(err, delivery.ErrNotFound) {
+		if _, err := e.Store.Delivery(ctx, id); !errors.Is(err, delivery.ErrNoRecord) {
 			t.Fatalf("Delivery: %v, want ErrNotFound", err)
 		}
 		if v := e.Get(id); v.Delivery != nil {
@@ -219,7 +219,7 @@ func Run(t *testing.T, h Harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := delivery.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", Title: "Printer on fire",
+		want := delivery.HelpdeskTicket{ID: id, TenantID: "tenant-a", UserID: "alice", Title: "Printer on fire",
 			Description: "Third floor", Priority: "normal", OperationKey: c.Ticket.OperationKey}
 		got := c.Ticket
 		got.CreatedAt = time.Time{}
@@ -549,7 +549,7 @@ func Run(t *testing.T, h Harness) {
 
 type countingDest struct{ n atomic.Int64 }
 
-func (d *countingDest) Send(_ context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (d *countingDest) Send(_ context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	d.n.Add(1)
 	return delivery.Receipt{ExternalID: "ext-" + t.ID}, nil
 }
@@ -631,7 +631,7 @@ func runAdmin(t *testing.T, h Harness) {
 		if r := e.Record(unknown); r.State != delivery.StateUnknown || r.Attempts != 3 {
 			t.Fatalf("a refused retry changed %+v", r)
 		}
-		if err := delivery.Retry(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNotFound) {
+		if err := delivery.Retry(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNoRecord) {
 			t.Fatalf("Retry(missing): %v, want ErrNotFound", err)
 		}
 		if _, err := e.Claim(failed, "w"); err != nil {
@@ -693,7 +693,7 @@ func runAdmin(t *testing.T, h Harness) {
 		if err != nil || !c.Before.SentUnknown || !c.Before.SentAt.Equal(sentAt) {
 			t.Fatalf("claim after resolve: %+v, %v", c.Before, err)
 		}
-		if err := delivery.ResolveResend(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNotFound) {
+		if err := delivery.ResolveResend(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNoRecord) {
 			t.Fatalf("ResolveResend(missing): %v, want ErrNotFound", err)
 		}
 	})

@@ -41,7 +41,7 @@ const (
 // as one, then exits (it never returns in that case: the parent kills it);
 // otherwise it returns at once. Call it first in TestMain; open opens the
 // store the parent named in the environment.
-func KillMain(open func() (delivery.Store, error)) {
+func KillMain(open func() (delivery.Outbox, error)) {
 	stage := os.Getenv(envKillStage)
 	if stage == "" {
 		return
@@ -55,7 +55,7 @@ func KillMain(open func() (delivery.Store, error)) {
 	if stage == "before" {
 		dest.beforeSend = func() { fmt.Println(markSending); select {} }
 	}
-	eng := &delivery.Engine{Store: &stallingStore{Store: st, stall: stage == "after"}, Destination: dest, Lease: childLease}
+	eng := &delivery.Engine{Store: &stallingStore{Outbox: st, stall: stage == "after"}, Destination: dest, Lease: childLease}
 	_, err = eng.Deliver(context.Background(), os.Getenv(envKillTicket))
 	fmt.Fprintf(os.Stderr, "worker was not killed: Deliver returned %v\n", err)
 	os.Exit(1)
@@ -63,7 +63,7 @@ func KillMain(open func() (delivery.Store, error)) {
 
 // stallingStore stops before recording, when stall is set, after saying so.
 type stallingStore struct {
-	delivery.Store
+	delivery.Outbox
 	stall bool
 }
 
@@ -72,7 +72,7 @@ func (s *stallingStore) Record(ctx context.Context, id, owner string, u delivery
 		fmt.Println(markRecording)
 		select {}
 	}
-	return s.Store.Record(ctx, id, owner, u)
+	return s.Outbox.Record(ctx, id, owner, u)
 }
 
 // httpDest is a minimal destination over HTTP for the kill test: POST
@@ -85,7 +85,7 @@ type httpDest struct {
 
 var killClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
-func (d *httpDest) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (d *httpDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	if d.beforeSend != nil {
 		d.beforeSend()
 	}
@@ -173,7 +173,7 @@ func (h *helpdesk) count(key string) int {
 // time the ticket is left delivering, and the next worker, once the lease
 // has run out, finishes it without a second helpdesk ticket. env names the
 // store for the worker process (see KillMain).
-func Kill(t *testing.T, s Outbox, env ...string) {
+func Kill(t *testing.T, s Adapter, env ...string) {
 	for _, stage := range []string{"before", "during", "after"} {
 		t.Run("killed "+stage+" the send", func(t *testing.T) {
 			e := NewEnv(t, s, true)

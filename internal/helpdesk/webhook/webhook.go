@@ -128,7 +128,7 @@ type body struct {
 // Body is the exact request body Send sends for t: the same bytes on every
 // resend. created_at is RFC 3339 in UTC to the second, as get_ticket shows
 // it, so a store that keeps finer precision changes nothing.
-func Body(t delivery.Ticket) ([]byte, error) {
+func Body(t delivery.HelpdeskTicket) ([]byte, error) {
 	return json.Marshal(body{TicketID: t.ID, OperationKey: t.OperationKey, TenantID: t.TenantID,
 		UserID: t.UserID, Title: t.Title, Description: t.Description, Priority: t.Priority,
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)})
@@ -154,7 +154,7 @@ func (c *Client) sign(h http.Header, id string, data []byte) {
 }
 
 // Send posts the ticket once.
-func (c *Client) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	if t.ID == "" {
 		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Refused,
 			Err: errors.New("webhook: ticket has no id to send as Idempotency-Key")}

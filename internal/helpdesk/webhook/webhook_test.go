@@ -19,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var ticket = delivery.Ticket{
+var ticket = delivery.HelpdeskTicket{
 	ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
 	OperationKey: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 	TenantID:     "tenant-1",
@@ -55,7 +55,7 @@ func TestSendAsSent(t *testing.T) {
 	noDesc.Description = ""
 	for _, tc := range []struct {
 		name   string
-		ticket delivery.Ticket
+		ticket delivery.HelpdeskTicket
 	}{
 		{"create.golden.json", ticket},
 		{"create_no_description.golden.json", noDesc},
@@ -380,7 +380,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Send(context.Background(), delivery.Ticket{Title: "no id"})
+	_, err = c.Send(context.Background(), delivery.HelpdeskTicket{Title: "no id"})
 	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused {
 		t.Fatalf("ticket without id: %v", se)
 	}

@@ -28,7 +28,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	t := delivery.Ticket{ID: "9b2e4c1a-0000-4000-8000-000000000001", Title: "VPN down", Priority: "high"}
+	t := delivery.HelpdeskTicket{ID: "9b2e4c1a-0000-4000-8000-000000000001", Title: "VPN down", Priority: "high"}
 
 	_, err = dest.Send(context.Background(), t)
 	var se *delivery.SendError

@@ -104,7 +104,7 @@ type createComment struct {
 
 // Body is the exact request body Send sends for t: the same bytes on every
 // resend.
-func Body(t delivery.Ticket) ([]byte, error) {
+func Body(t delivery.HelpdeskTicket) ([]byte, error) {
 	comment := t.Description
 	if comment == "" {
 		comment = t.Title
@@ -114,7 +114,7 @@ func Body(t delivery.Ticket) ([]byte, error) {
 }
 
 // Send creates the ticket once.
-func (c *Client) Send(ctx context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	if t.ID == "" {
 		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Refused,
 			Err: errors.New("zendesk: ticket has no id to send as Idempotency-Key")}

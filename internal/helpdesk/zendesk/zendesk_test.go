@@ -23,7 +23,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var ticket = delivery.Ticket{
+var ticket = delivery.HelpdeskTicket{
 	ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
 	OperationKey: "op-key",
 	TenantID:     "tenant-1",
@@ -48,10 +48,10 @@ func newClient(t *testing.T, s *fakehelpdesk.Server, timeout time.Duration) *zen
 func TestSendAsSent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		ticket delivery.Ticket
+		ticket delivery.HelpdeskTicket
 	}{
 		{"create.golden.json", ticket},
-		{"create_no_description.golden.json", func() delivery.Ticket { t := ticket; t.Description = ""; return t }()},
+		{"create_no_description.golden.json", func() delivery.HelpdeskTicket { t := ticket; t.Description = ""; return t }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
@@ -409,7 +409,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if _, err := zendesk.New(zendesk.Config{URL: "https://acme.zendesk.com", Email: "a@b.c", Token: token}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := newClientNoID(t).Send(context.Background(), delivery.Ticket{Title: "x"})
+	_, err := newClientNoID(t).Send(context.Background(), delivery.HelpdeskTicket{Title: "x"})
 	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused {
 		t.Fatalf("ticket without id: %v", se)
 	}

@@ -44,10 +44,10 @@ const (
 // query each.
 const shard = "due"
 
-var _ delivery.Store = (*Store)(nil)
+var _ delivery.Outbox = (*Store)(nil)
 
 // addDelivery puts a new ticket's delivery record on its item.
-func addDelivery(item map[string]types.AttributeValue, d *core.Delivery) {
+func addDelivery(item map[string]types.AttributeValue, d *core.DeliveryStatus) {
 	if d == nil {
 		return
 	}
@@ -59,13 +59,13 @@ func addDelivery(item map[string]types.AttributeValue, d *core.Delivery) {
 	}
 }
 
-func parseCoreDelivery(item map[string]types.AttributeValue) *core.Delivery {
+func parseCoreDelivery(item map[string]types.AttributeValue) *core.DeliveryStatus {
 	st, ok := item[attrState].(*types.AttributeValueMemberS)
 	if !ok {
 		return nil
 	}
 	r := itemReader{item: item}
-	d := &core.Delivery{State: st.Value}
+	d := &core.DeliveryStatus{State: st.Value}
 	d.ExternalID, _ = r.optStr(attrExternalID)
 	d.ExternalURL, _ = r.optStr(attrExternalURL)
 	if _, ok := item[attrDueAt]; ok {
@@ -121,7 +121,7 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-// Delivery implements delivery.Store with one strongly consistent read.
+// Delivery implements delivery.Outbox with one strongly consistent read.
 func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
 	var out *dynamodb.GetItemOutput
 	err := st.call(ctx, func(ctx context.Context) (err error) {
@@ -132,12 +132,12 @@ func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, erro
 		return delivery.Record{}, err
 	}
 	if _, ok := out.Item[attrState]; !ok {
-		return delivery.Record{}, delivery.ErrNotFound
+		return delivery.Record{}, delivery.ErrNoRecord
 	}
 	return parseDelivery(out.Item)
 }
 
-// Due implements delivery.Store with one Query on DeliveryDueIndex. The
+// Due implements delivery.Outbox with one Query on DeliveryDueIndex. The
 // index is eventually consistent: a ticket just claimed may still show,
 // and Claim then refuses it.
 func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
@@ -207,7 +207,7 @@ func (st *Store) Waiting(ctx context.Context) (int, error) {
 	}
 }
 
-// Claim implements delivery.Store with one conditional UpdateItem, which
+// Claim implements delivery.Outbox with one conditional UpdateItem, which
 // returns the item as it was (the ticket to send and the record before).
 // A claimed item that cannot be parsed stays claimed and is returned with
 // delivery.ErrUnreadable.
@@ -242,26 +242,26 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 	// as unreadable, for the engine to record failed, rather than left
 	// delivering for every takeover to hit the same error.
 	before, err := parseDelivery(out.Attributes)
-	var ticket delivery.Ticket
+	var ticket delivery.HelpdeskTicket
 	if err == nil {
 		ticket, err = claimedTicket(out.Attributes)
 	}
 	if err != nil {
-		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
+		return delivery.Claimed{Ticket: delivery.HelpdeskTicket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
 }
 
 // claimedTicket reads the ticket a destination receives from a claimed item.
-func claimedTicket(item map[string]types.AttributeValue) (delivery.Ticket, error) {
+func claimedTicket(item map[string]types.AttributeValue) (delivery.HelpdeskTicket, error) {
 	t, err := parseTicket(item)
 	if err != nil {
-		return delivery.Ticket{}, err
+		return delivery.HelpdeskTicket{}, err
 	}
 	return delivery.NewTicket(t)
 }
 
-// Record implements delivery.Store with one UpdateItem conditional on the
+// Record implements delivery.Outbox with one UpdateItem conditional on the
 // lease owner. A final state takes the ticket out of DeliveryDueIndex.
 func (st *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
 	w := newUpdate(u)

@@ -26,11 +26,11 @@ import (
 // deliveryHarness opens a fresh table per test; Corrupt writes a
 // created_at no ticket can be read with.
 var deliveryHarness = deliverytest.Harness{
-	Open: func(t *testing.T) deliverytest.Outbox {
+	Open: func(t *testing.T) deliverytest.Adapter {
 		s, _ := newTable(t)
 		return s
 	},
-	Corrupt: func(t *testing.T, s deliverytest.Outbox, id string) {
+	Corrupt: func(t *testing.T, s deliverytest.Adapter, id string) {
 		ts := s.(tableStore)
 		_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
 			TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
@@ -49,7 +49,7 @@ func TestDeliveryConformance(t *testing.T) {
 
 type created struct{ sends atomic.Int64 }
 
-func (d *created) Send(_ context.Context, t delivery.Ticket) (delivery.Receipt, error) {
+func (d *created) Send(_ context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	d.sends.Add(1)
 	return delivery.Receipt{ExternalID: "ext-" + t.ID}, nil
 }

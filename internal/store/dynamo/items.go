@@ -122,7 +122,7 @@ func parseOperation(item map[string]types.AttributeValue) (core.Operation, error
 	pk := r.str("pk")
 	op := core.Operation{
 		Key:         trimPrefix(pk, prefixOperation),
-		State:       core.State(r.str("state")),
+		State:       core.OperationState(r.str("state")),
 		TenantID:    r.str("tenant_id"),
 		UserID:      r.str("user_id"),
 		Function:    r.str("function"),

@@ -28,7 +28,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	deliverytest.KillMain(func() (delivery.Store, error) {
+	deliverytest.KillMain(func() (delivery.Outbox, error) {
 		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
 		if err != nil {
 			return nil, err
@@ -83,9 +83,9 @@ func newTable(t *testing.T) (tableStore, string) {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		// The adapter reads no clock of its own: every time comes with the call.
-		Open: func(t *testing.T, _ func() time.Time) (storetest.Store, func(*testing.T) storetest.Store) {
+		Open: func(t *testing.T, _ func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
 			s, _ := newTable(t)
-			return s, func(t *testing.T) storetest.Store {
+			return s, func(t *testing.T) storetest.Adapter {
 				// A restart is a new client on the same table.
 				client := testenv.DynamoClient(t, testenv.DynamoDB(t))
 				return tableStore{Store: dynamo.New(client, s.table, dynamo.Options{}), client: client, table: s.table}

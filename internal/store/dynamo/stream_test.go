@@ -25,7 +25,7 @@ func TestPendingTicketID(t *testing.T) {
 	s, _ := newTable(t)
 	ctx := context.Background()
 	now := time.Now()
-	create := func(key, id string, d *core.Delivery) {
+	create := func(key, id string, d *core.DeliveryStatus) {
 		t.Helper()
 		op := core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
 			Function: core.CreateTicket, Fingerprint: strings.Repeat("f", 64), Result: []byte(`{}`),
@@ -50,7 +50,7 @@ func TestPendingTicketID(t *testing.T) {
 		return b
 	}
 	pendingKey, plainKey := strings.Repeat("a", 64), strings.Repeat("b", 64)
-	create(pendingKey, "t-pending", &core.Delivery{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)})
+	create(pendingKey, "t-pending", &core.DeliveryStatus{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)})
 	create(plainKey, "t-plain", nil)
 	if err := s.PutUser(ctx, core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
 		t.Fatal(err)

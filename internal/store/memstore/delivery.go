@@ -10,10 +10,10 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
-// The store implements delivery.Store: each method is atomic under the
+// The store implements delivery.Outbox: each method is atomic under the
 // store's mutex, which makes the conditional updates conditional.
 var (
-	_ delivery.Store          = (*Store)(nil)
+	_ delivery.Outbox         = (*Store)(nil)
 	_ delivery.WaitingCounter = (*Store)(nil)
 )
 
@@ -28,7 +28,7 @@ func (s *Store) addDelivery(t core.Ticket) {
 }
 
 // coreDelivery is the record as core shows it. The caller holds s.mu.
-func (s *Store) coreDelivery(id string) *core.Delivery {
+func (s *Store) coreDelivery(id string) *core.DeliveryStatus {
 	r, ok := s.deliveries[id]
 	if !ok {
 		return nil
@@ -36,7 +36,7 @@ func (s *Store) coreDelivery(id string) *core.Delivery {
 	return r.Core()
 }
 
-// Due implements delivery.Store.
+// Due implements delivery.Outbox.
 func (s *Store) Due(_ context.Context, now time.Time, limit int) ([]string, error) {
 	s.DeliveryCalls.Add(1)
 	s.mu.Lock()
@@ -73,7 +73,7 @@ func (s *Store) Waiting(context.Context) (int, error) {
 	return n, nil
 }
 
-// Claim implements delivery.Store.
+// Claim implements delivery.Outbox.
 func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
 	s.DeliveryCalls.Add(1)
 	s.mu.Lock()
@@ -88,7 +88,7 @@ func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.
 	ticket, err := delivery.NewTicket(t)
 	if err != nil {
 		// Claimed all the same: the engine records it failed.
-		return delivery.Claimed{Ticket: delivery.Ticket{ID: id}, Before: before}, delivery.Unreadable(id, err)
+		return delivery.Claimed{Ticket: delivery.HelpdeskTicket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
 }
@@ -106,7 +106,7 @@ func claimable(r *delivery.Record, now time.Time) bool {
 	return false
 }
 
-// Record implements delivery.Store.
+// Record implements delivery.Outbox.
 func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) error {
 	s.DeliveryCalls.Add(1)
 	s.mu.Lock()
@@ -119,13 +119,13 @@ func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) e
 	return nil
 }
 
-// Delivery implements delivery.Store.
+// Delivery implements delivery.Outbox.
 func (s *Store) Delivery(_ context.Context, id string) (delivery.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.deliveries[id]
 	if !ok {
-		return delivery.Record{}, delivery.ErrNotFound
+		return delivery.Record{}, delivery.ErrNoRecord
 	}
 	return *r, nil
 }
@@ -152,7 +152,7 @@ func (s *Store) Settle(_ context.Context, id string, from delivery.State, u deli
 	defer s.mu.Unlock()
 	r, ok := s.deliveries[id]
 	if !ok {
-		return delivery.ErrNotFound
+		return delivery.ErrNoRecord
 	}
 	if r.State != from {
 		return &delivery.StateError{TicketID: id, State: r.State, Want: from}

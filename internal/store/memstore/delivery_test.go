@@ -9,6 +9,6 @@ import (
 
 func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliverytest.Harness{
-		Open: func(*testing.T) deliverytest.Outbox { return memstore.New() },
+		Open: func(*testing.T) deliverytest.Adapter { return memstore.New() },
 	})
 }

@@ -29,7 +29,7 @@ type Store struct {
 	calls   int // Create and Ticket calls, reads included
 	// deliveries are the tickets' delivery records (see delivery.go).
 	deliveries map[string]*delivery.Record
-	// DeliveryCalls counts calls of the delivery.Store methods.
+	// DeliveryCalls counts calls of the delivery.Outbox methods.
 	DeliveryCalls atomic.Int64
 }
 

@@ -64,7 +64,7 @@ func migrateDeliveries(ctx context.Context, db *sql.DB) error {
 }
 
 var (
-	_ delivery.Store          = (*Store)(nil)
+	_ delivery.Outbox         = (*Store)(nil)
 	_ delivery.WaitingCounter = (*Store)(nil)
 )
 
@@ -118,21 +118,21 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 	return r, nil
 }
 
-// Delivery implements delivery.Store.
+// Delivery implements delivery.Outbox.
 func (s *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
 	r, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries AS d WHERE d.ticket_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return delivery.Record{}, delivery.ErrNotFound
+		return delivery.Record{}, delivery.ErrNoRecord
 	}
 	return r, mapError(err)
 }
 
 // coreDelivery is the ticket's delivery as get_ticket shows it; nil when
 // the ticket has none.
-func (s *Store) coreDelivery(ctx context.Context, id string) (*core.Delivery, error) {
+func (s *Store) coreDelivery(ctx context.Context, id string) (*core.DeliveryStatus, error) {
 	r, err := s.Delivery(ctx, id)
 	switch {
-	case errors.Is(err, delivery.ErrNotFound):
+	case errors.Is(err, delivery.ErrNoRecord):
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -140,7 +140,7 @@ func (s *Store) coreDelivery(ctx context.Context, id string) (*core.Delivery, er
 	return r.Core(), nil
 }
 
-// Due implements delivery.Store: the partial index on due_at, in order.
+// Due implements delivery.Outbox: the partial index on due_at, in order.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT ticket_id FROM deliveries
 		WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, ticket_id LIMIT ?`, now.Unix(), limit)
@@ -167,7 +167,7 @@ func (s *Store) Waiting(ctx context.Context) (int, error) {
 	return n, mapError(err)
 }
 
-// Claim implements delivery.Store: one write transaction reads the row and
+// Claim implements delivery.Outbox: one write transaction reads the row and
 // its ticket, and moves it to delivering only if it is claimable. A claimed
 // row whose ticket cannot be read stays claimed and is returned with
 // delivery.ErrUnreadable.
@@ -220,12 +220,12 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 	}
 	c.Before = before
 	if readErr != nil {
-		c.Ticket = delivery.Ticket{ID: id}
+		c.Ticket = delivery.HelpdeskTicket{ID: id}
 	}
 	return c, readErr
 }
 
-// Record implements delivery.Store: one conditional UPDATE, on the lease
+// Record implements delivery.Outbox: one conditional UPDATE, on the lease
 // owner still holding the row.
 func (s *Store) Record(ctx context.Context, id, owner string, u delivery.Update) error {
 	n, err := s.writeUpdate(ctx, id, u, `state = 'delivering' AND lease_owner = ?`, owner)

@@ -353,7 +353,7 @@ func scanClaim(row *sql.Row) (gen int64, op core.Operation, found bool, err erro
 	if !key.Valid {
 		return gen, core.Operation{}, false, nil
 	}
-	op = core.Operation{Key: key.String, State: core.State(state.String), TenantID: tenant.String, UserID: user.String,
+	op = core.Operation{Key: key.String, State: core.OperationState(state.String), TenantID: tenant.String, UserID: user.String,
 		Function: function.String, Fingerprint: fingerprint.String, ExpiresAt: time.Unix(expires.Int64, 0)}
 	if result.Valid {
 		op.Result = []byte(result.String)

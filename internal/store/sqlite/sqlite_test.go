@@ -36,10 +36,10 @@ func openAt(t *testing.T, path string, now func() time.Time) *sqlite.Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T, now func() time.Time) (storetest.Store, func(*testing.T) storetest.Store) {
+		Open: func(t *testing.T, now func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
 			path := filepath.Join(t.TempDir(), "tickets.sqlite")
 			s := openAt(t, path, now)
-			return s, func(t *testing.T) storetest.Store {
+			return s, func(t *testing.T) storetest.Adapter {
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -52,7 +52,7 @@ func TestConformance(t *testing.T) {
 const envPath = "SQLITE_TEST_PATH"
 
 func TestMain(m *testing.M) {
-	deliverytest.KillMain(func() (delivery.Store, error) {
+	deliverytest.KillMain(func() (delivery.Outbox, error) {
 		return sqlite.Open(context.Background(), os.Getenv(envPath), sqlite.Options{})
 	})
 	storetest.ChildMain(func() (core.Store, error) {
@@ -226,10 +226,10 @@ func TestRestartInNewProcess(t *testing.T) {
 
 func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliverytest.Harness{
-		Open: func(t *testing.T) deliverytest.Outbox {
+		Open: func(t *testing.T) deliverytest.Adapter {
 			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
 		},
-		Corrupt: func(t *testing.T, s deliverytest.Outbox, id string) {
+		Corrupt: func(t *testing.T, s deliverytest.Adapter, id string) {
 			if err := s.(*sqlite.Store).ExecForTest(context.Background(),
 				`UPDATE tickets SET created_at = 'yesterday' WHERE ticket_id = ?`, id); err != nil {
 				t.Fatal(err)
@@ -264,7 +264,7 @@ func TestDeliveryMigrationOnExistingFile(t *testing.T) {
 	op.Key = "k2"
 	if _, err := s.Create(ctx, op, core.Ticket{ID: "new", TenantID: "t", UserID: "u", OperationKey: "k2",
 		Arguments: `{"title":"new"}`, CreatedAt: now,
-		Delivery: &core.Delivery{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)}}, now); err != nil {
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.Delivery(ctx, "new"); err != nil || r.State != delivery.StatePending {
@@ -349,7 +349,7 @@ func TestDeliveryWorkerKilled(t *testing.T) {
 // the mode says.
 func TestDeliveryFailureMatrix(t *testing.T) {
 	matrixtest.Run(t, deliverytest.Harness{
-		Open: func(t *testing.T) deliverytest.Outbox {
+		Open: func(t *testing.T) deliverytest.Adapter {
 			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
 		},
 	})

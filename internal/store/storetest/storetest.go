@@ -19,8 +19,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
-// Store is what the suite needs of an adapter beyond core.Store.
-type Store interface {
+// Adapter is what the suite needs of an adapter beyond core.Store.
+type Adapter interface {
 	core.Store
 	// PutOperation writes an operation as is (pending or expired records).
 	PutOperation(ctx context.Context, op core.Operation) error
@@ -34,7 +34,7 @@ type Harness struct {
 	// that store and opens the same storage again (a restart). now is the
 	// suite's clock: a store that reads a clock of its own (a purge at
 	// open, say) must read this one.
-	Open func(t *testing.T, now func() time.Time) (s Store, reopen func(t *testing.T) Store)
+	Open func(t *testing.T, now func() time.Time) (s Adapter, reopen func(t *testing.T) Adapter)
 }
 
 // Users returns the users of the suite, a new map on each call: two
@@ -50,7 +50,7 @@ func Users() memstore.Users {
 // Env is one store under test with a service over it.
 type Env struct {
 	T     *testing.T
-	Store Store
+	Store Adapter
 	Svc   *core.Service
 	Now   time.Time
 	ids   atomic.Int64
@@ -58,7 +58,7 @@ type Env struct {
 
 // NewEnv builds a Service over s with predictable ids and a clock that
 // moves only when the test moves it, starting at the current second.
-func NewEnv(t *testing.T, s Store, policy opkey.Policy) *Env {
+func NewEnv(t *testing.T, s Adapter, policy opkey.Policy) *Env {
 	e := &Env{T: t, Now: time.Now().UTC().Truncate(time.Second)}
 	e.serve(s, policy)
 	return e
@@ -67,7 +67,7 @@ func NewEnv(t *testing.T, s Store, policy opkey.Policy) *Env {
 // Clock reads e.Now: the clock to give a store that reads one of its own.
 func (e *Env) Clock() time.Time { return e.Now }
 
-func (e *Env) serve(s Store, policy opkey.Policy) {
+func (e *Env) serve(s Adapter, policy opkey.Policy) {
 	e.Store = s
 	prefix := fmt.Sprintf("t%x", time.Now().UnixNano())
 	e.Svc = &core.Service{
@@ -129,7 +129,7 @@ func Run(t *testing.T, h Harness) {
 
 // run is the suite with the tests' clock starting at start.
 func run(t *testing.T, h Harness, start time.Time) {
-	open := func(t *testing.T, policy opkey.Policy) (*Env, func(*testing.T) Store) {
+	open := func(t *testing.T, policy opkey.Policy) (*Env, func(*testing.T) Adapter) {
 		e := &Env{T: t, Now: start}
 		s, reopen := h.Open(t, e.Clock)
 		e.serve(s, policy)
