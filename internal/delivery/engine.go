@@ -223,7 +223,7 @@ func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 	held := false
 	switch {
 	case errors.Is(err, ErrUnreadable):
-		u = unreadable(c, err)
+		u = unreadable(c, now, err)
 	case err != nil:
 		return Update{}, err
 	default:
@@ -243,11 +243,13 @@ func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 	return u, nil
 }
 
-// unreadable ends a claimed ticket that cannot be read: it can never be
-// sent, so retrying it would only repeat the error. Failed, with the
-// cause; unknown instead if an earlier send may have created it.
-func unreadable(c Claimed, err error) Update {
-	u := kept(c.Before, StateFailed, err.Error())
+// unreadable ends a claimed ticket that cannot be read at now: it can
+// never be sent, so retrying it would only repeat the error. Failed, with
+// the cause; unknown instead if an earlier send may have created it,
+// including a send made under a lease that ran out.
+func unreadable(c Claimed, now time.Time, err error) Update {
+	u := carried(c, now)
+	u.State, u.Error = StateFailed, err.Error()
 	if u.SentUnknown {
 		u.State = StateUnknown
 	}
@@ -287,10 +289,16 @@ func (e *Engine) callsContext(ctx context.Context, deadline time.Time) (context.
 	return context.WithTimeout(ctx, deadline.Sub(e.now()))
 }
 
-// carried is the update a step starts from: the record before the claim,
-// with a lapsed lease counted as a send.
-func carried(c Claimed) Update {
+// carried is the update a step claimed at now starts from: the record
+// before the claim, with a lapsed lease counted as a send. A record that
+// says a send may have created the ticket but not when that send started
+// (written before the start was kept) has its window counted from now, so
+// no lookup rules that send out before a whole window has passed.
+func carried(c Claimed, now time.Time) Update {
 	u := kept(c.Before, StatePending, c.Before.Error)
+	if u.SentUnknown && u.SentAt.IsZero() {
+		u.SentAt = ceilMilli(now)
+	}
 	if c.Before.State == StateDelivering {
 		// The previous worker's lease ran out: it may have sent, and its
 		// send's outcome is unknown. Count it, and look up before
@@ -314,9 +322,9 @@ func carried(c Claimed) Update {
 // is paused it calls nothing either, and releases the ticket until the
 // pause ends.
 func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Update, bool) {
-	u := carried(c)
-	deadline := leaseUntil.Add(-e.margin())
 	now := e.now()
+	u := carried(c, now)
+	deadline := leaseUntil.Add(-e.margin())
 	if !now.Before(deadline) {
 		u.DueAt = CeilSecond(now)
 		return u, false
@@ -335,10 +343,8 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 		var se *SendError
 		switch {
 		case err == nil && found:
-			e.accepted()
 			return e.delivered(u, r), false
 		case err == nil:
-			e.accepted()
 			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
 				// Not yet known: the helpdesk may still be committing the
 				// send, or its index may lag. Look again once the window
@@ -468,8 +474,10 @@ func (e *Engine) refused(se *SendError) time.Time {
 	return until
 }
 
-// accepted notes a call the destination accepted (it created, found,
-// ruled out or refused a ticket on its merits): any pause ends.
+// accepted notes a send the destination accepted (it created the ticket
+// or refused it on its merits): any pause ends. A lookup does not end a
+// pause: a token that may read but not create would otherwise end every
+// pause at the next lookup, and its refusals would be logged each time.
 func (e *Engine) accepted() {
 	healthMu.Lock()
 	was := e.health.refused
