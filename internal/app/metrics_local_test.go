@@ -145,14 +145,9 @@ func localWithMetrics(t *testing.T, cfg config.Local) (http.Handler, io.Closer, 
 
 func scrape(t *testing.T, url string) (string, map[string]*dto.MetricFamily) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
+	status, b := testenv.Get(t, url)
+	if status != 200 {
+		t.Fatalf("GET /metrics: %d %s", status, b)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))

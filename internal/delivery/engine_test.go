@@ -128,6 +128,15 @@ func (f *fixture) record(id string) delivery.Record {
 	return r
 }
 
+// newTicketToFinal makes a ticket, delivers it until it is final and
+// returns its record with the sends and lookups the destination saw.
+func (f *fixture) newTicketToFinal() (r delivery.Record, sends, lookups int) {
+	f.t.Helper()
+	r = f.untilFinal(f.ticket())
+	sends, lookups = f.dest.counts()
+	return r, sends, lookups
+}
+
 // untilFinal runs the engine on id, moving the clock to each due time,
 // until the ticket is final.
 func (f *fixture) untilFinal(id string) delivery.Record {
@@ -314,9 +323,7 @@ func TestAttemptsExhausted(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t, c.dest)
-			id := f.ticket()
-			r := f.untilFinal(id)
-			sends, lookups := f.dest.counts()
+			r, sends, lookups := f.newTicketToFinal()
 			if r.State != c.want || sends != c.sends || lookups != c.lookups {
 				t.Fatalf("state %s (%s), sends %d, lookups %d; want %s, %d, %d", r.State, r.Error, sends, lookups, c.want, c.sends, c.lookups)
 			}
@@ -330,9 +337,7 @@ func TestAttemptsExhausted(t *testing.T) {
 func TestMaxAttemptsCountsSendsOnly(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{unknown}, lookups: []lookupAnswer{absent}})
 	f.eng.MaxAttempts = 3
-	id := f.ticket()
-	r := f.untilFinal(id)
-	sends, lookups := f.dest.counts()
+	r, sends, lookups := f.newTicketToFinal()
 	if r.State != delivery.StateFailed || r.Attempts != 3 || sends != 3 || lookups != 3 {
 		t.Fatalf("record %+v, sends %d, lookups %d", r, sends, lookups)
 	}

@@ -175,9 +175,7 @@ func TestFailedLookupsBackOffAndHonourRetryAfter(t *testing.T) {
 func TestLookupsExhaustedEndUnknown(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{timeout}, lookups: []lookupAnswer{lookupErr}})
 	f.eng.MaxAttempts = 3
-	id := f.ticket()
-	r := f.untilFinal(id)
-	sends, lookups := f.dest.counts()
+	r, sends, lookups := f.newTicketToFinal()
 	if r.State != delivery.StateUnknown || sends != 1 || lookups != 3 ||
 		!strings.Contains(r.Error, "lookups ran out (3 failed lookups, 1 sends)") {
 		t.Fatalf("%+v after %d sends, %d lookups", r, sends, lookups)

@@ -209,15 +209,8 @@ sweep:
 			mine.Add(1)
 			wg.Go(func() {
 				u, err := w.Engine.deliver(ctx, id)
-				switch {
-				case err == nil:
+				if w.noteOutcome(id, u, err) {
 					moved.Add(1)
-					if u.State == StateFailed || u.State == StateUnknown {
-						w.warnFinal(id, u)
-					}
-				case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
-				default:
-					w.logFailure("deliver", id, err)
 				}
 				if err != nil {
 					mu.Lock()
@@ -290,17 +283,8 @@ func (w *Worker) dispatch(ctx context.Context, moved *atomic.Int64) {
 			w.saturated = false
 			w.mu.Unlock()
 			<-w.slots
-			switch {
-			case err == nil:
-				if moved != nil {
-					moved.Add(1)
-				}
-				if u.State == StateFailed || u.State == StateUnknown {
-					w.warnFinal(id, u)
-				}
-			case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
-			default:
-				w.logFailure("deliver", id, err)
+			if w.noteOutcome(id, u, err) && moved != nil {
+				moved.Add(1)
 			}
 			if again {
 				w.Notify() // tickets were left behind for want of a slot
@@ -321,6 +305,24 @@ func (w *Worker) logFailure(step, id string, err error) {
 	if w.Log != nil {
 		w.Log.Warn("delivery step failed", slog.String("step", step), slog.String("ticket_id", id), slog.Any("error", err))
 	}
+}
+
+// noteOutcome logs what delivering id came to and reports whether a step
+// was recorded: a recorded failed or unknown state is warned of, a ticket
+// another worker holds or took over passes quietly, any other error is
+// logged.
+func (w *Worker) noteOutcome(id string, u Update, err error) bool {
+	switch {
+	case err == nil:
+		if u.State == StateFailed || u.State == StateUnknown {
+			w.warnFinal(id, u)
+		}
+		return true
+	case errors.Is(err, ErrNotClaimable), errors.Is(err, ErrLeaseLost):
+	default:
+		w.logFailure("deliver", id, err)
+	}
+	return false
 }
 
 // warnFinal logs a ticket whose recorded update u is failed or unknown: a

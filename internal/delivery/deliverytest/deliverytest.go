@@ -125,6 +125,15 @@ func (e *Env) Claim(id, owner string) (delivery.Claimed, error) {
 	return e.Store.Claim(context.Background(), id, owner, e.Now, delivery.CeilSecond(e.Now.Add(delivery.DefaultLease)))
 }
 
+// MustClaim claims id as owner as Claim does; the test stops when the
+// claim fails.
+func (e *Env) MustClaim(id, owner string) {
+	e.T.Helper()
+	if _, err := e.Claim(id, owner); err != nil {
+		e.T.Fatalf("claim %s: %v", id, err)
+	}
+}
+
 // Release claims id and records it pending until due.
 func (e *Env) Release(id string, due time.Time) {
 	e.T.Helper()
@@ -165,9 +174,7 @@ func SentAt(now time.Time) time.Time {
 func (e *Env) claimAndRecord(id string, u delivery.Update) {
 	e.T.Helper()
 	owner := string(u.State) + "-" + id
-	if _, err := e.Claim(id, owner); err != nil {
-		e.T.Fatalf("claim %s: %v", id, err)
-	}
+	e.MustClaim(id, owner)
 	if err := e.Store.Record(context.Background(), id, owner, u); err != nil {
 		e.T.Fatalf("record %s %s: %v", id, u.State, err)
 	}
@@ -268,9 +275,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("lease expiry: taken over only once the lease ran out", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
 		id := e.Create(`{"title":"lease"}`)
-		if _, err := e.Claim(id, "w1"); err != nil {
-			t.Fatal(err)
-		}
+		e.MustClaim(id, "w1")
 		lease := e.Record(id).LeaseUntil
 		e.Now = lease // the lease still holds during its last second
 		if _, err := e.Claim(id, "w2"); !errors.Is(err, delivery.ErrNotClaimable) {
@@ -313,9 +318,7 @@ func Run(t *testing.T, h Harness) {
 		if err := e.Store.Record(ctx, "no-such-ticket", "w1", u); !errors.Is(err, delivery.ErrLeaseLost) {
 			t.Fatalf("Record on a missing ticket: %v, want ErrLeaseLost", err)
 		}
-		if _, err := e.Claim(id, "w1"); err != nil {
-			t.Fatal(err)
-		}
+		e.MustClaim(id, "w1")
 		if err := e.Store.Record(ctx, id, "w2", u); !errors.Is(err, delivery.ErrLeaseLost) {
 			t.Fatalf("Record by another owner: %v, want ErrLeaseLost", err)
 		}
@@ -342,9 +345,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("release keeps the record and the due time", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
 		id := e.Create(`{"title":"release"}`)
-		if _, err := e.Claim(id, "w1"); err != nil {
-			t.Fatal(err)
-		}
+		e.MustClaim(id, "w1")
 		due := e.Now.Truncate(time.Second).Add(90 * time.Second)
 		u := delivery.Update{State: delivery.StatePending, Attempts: 3, LookupFailures: 2, SentUnknown: true, DueAt: due, Error: "send unknown (HTTP 502)"}
 		if err := e.Store.Record(ctx, id, "w1", u); err != nil {
@@ -439,9 +440,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("delivered: the ids are kept and get_ticket shows them", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
 		id := e.Create(`{"title":"delivered"}`)
-		if _, err := e.Claim(id, "w"); err != nil {
-			t.Fatal(err)
-		}
+		e.MustClaim(id, "w")
 		at := e.Now.Add(1500 * time.Millisecond)
 		if err := e.Store.Record(ctx, id, "w", delivery.Update{State: delivery.StateDelivered, Attempts: 1,
 			ExternalID: "8812", ExternalURL: "https://acme.zendesk.test/agent/tickets/8812", DeliveredAt: at}); err != nil {
@@ -461,7 +460,7 @@ func Run(t *testing.T, h Harness) {
 		e := NewEnv(t, h.Open(t), true)
 		bad := e.CreateRaw(`{"title": not json`)
 		good := e.Create(`{"title":"readable"}`)
-		dest := &countingDest{}
+		dest := &CountingDest{}
 		eng := &delivery.Engine{Store: e.Store, Destination: dest, Now: func() time.Time { return e.Now }}
 		st, err := eng.Deliver(ctx, bad)
 		if err != nil || st != delivery.StateFailed {
@@ -472,7 +471,7 @@ func Run(t *testing.T, h Harness) {
 			!strings.Contains(r.Error, "unreadable") || !strings.Contains(r.Error, "invalid character") {
 			t.Fatalf("record = %+v", r)
 		}
-		if n := dest.n.Load(); n != 0 {
+		if n := dest.N.Load(); n != 0 {
 			t.Fatalf("sends = %d, want 0", n)
 		}
 		failed, err := e.Store.List(ctx, delivery.StateFailed, 10)
@@ -499,13 +498,13 @@ func Run(t *testing.T, h Harness) {
 		e := NewEnv(t, s, true)
 		id := e.Create(`{"title":"damaged"}`)
 		h.Corrupt(t, s, id)
-		dest := &countingDest{}
+		dest := &CountingDest{}
 		eng := &delivery.Engine{Store: s, Destination: dest, Now: func() time.Time { return e.Now }}
 		if st, err := eng.Deliver(ctx, id); err != nil || st != delivery.StateFailed {
 			t.Fatalf("Deliver: %s, %v; want failed", st, err)
 		}
-		if r := e.Record(id); r.State != delivery.StateFailed || !strings.Contains(r.Error, "unreadable") || dest.n.Load() != 0 {
-			t.Fatalf("record = %+v after %d sends", r, dest.n.Load())
+		if r := e.Record(id); r.State != delivery.StateFailed || !strings.Contains(r.Error, "unreadable") || dest.N.Load() != 0 {
+			t.Fatalf("record = %+v after %d sends", r, dest.N.Load())
 		}
 		if ids, err := s.Due(ctx, e.Now.Add(time.Hour), 10); err != nil || len(ids) != 0 {
 			t.Fatalf("Due = %v, %v", ids, err)
@@ -514,7 +513,7 @@ func Run(t *testing.T, h Harness) {
 
 	t.Run("the engine delivers every ticket once over the store", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
-		dest := &countingDest{}
+		dest := &CountingDest{}
 		eng := &delivery.Engine{Store: e.Store, Destination: dest, Now: func() time.Time { return e.Now }}
 		var ids []string
 		for i := range 6 {
@@ -541,20 +540,24 @@ func Run(t *testing.T, h Harness) {
 				t.Fatalf("%s: %+v", id, r)
 			}
 		}
-		if n := dest.n.Load(); n != int64(len(ids)) {
+		if n := dest.N.Load(); n != int64(len(ids)) {
 			t.Fatalf("sends = %d, want %d", n, len(ids))
 		}
 	})
 }
 
-type countingDest struct{ n atomic.Int64 }
+// CountingDest is a destination that creates every ticket it is sent, as
+// "ext-" and the ticket id, and counts the sends in N; it has no lookup.
+type CountingDest struct{ N atomic.Int64 }
 
-func (d *countingDest) Send(_ context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
-	d.n.Add(1)
+// Send counts the send and answers created.
+func (d *CountingDest) Send(_ context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
+	d.N.Add(1)
 	return delivery.Receipt{ExternalID: "ext-" + t.ID}, nil
 }
 
-func (d *countingDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
+// Lookup answers delivery.ErrNoLookup.
+func (d *CountingDest) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
 	return delivery.Receipt{}, false, delivery.ErrNoLookup
 }
 
@@ -572,9 +575,7 @@ func runAdmin(t *testing.T, h Harness) {
 			switch st {
 			case delivery.StatePending:
 			case delivery.StateDelivering:
-				if _, err := e.Claim(id, "w"); err != nil {
-					t.Fatal(err)
-				}
+				e.MustClaim(id, "w")
 			default:
 				e.Finish(id, st)
 			}
@@ -702,9 +703,7 @@ func runAdmin(t *testing.T, h Harness) {
 		e := NewEnv(t, h.Open(t), true)
 		id := e.Create(`{"title":"sent at"}`)
 		sentAt := SentAt(e.Now)
-		if _, err := e.Claim(id, "w1"); err != nil {
-			t.Fatal(err)
-		}
+		e.MustClaim(id, "w1")
 		due := e.Now.Truncate(time.Second).Add(20 * time.Second)
 		u := delivery.Update{State: delivery.StatePending, Attempts: 1, SentUnknown: true, SentAt: sentAt, DueAt: due, Error: "send unknown: timeout"}
 		if err := e.Store.Record(ctx, id, "w1", u); err != nil {
@@ -739,9 +738,7 @@ func runAdmin(t *testing.T, h Harness) {
 		}
 		// Ruled out and sent again: a record without a send of unknown
 		// outcome has no start.
-		if _, err := e.Claim(id, "w3"); err != nil {
-			t.Fatal(err)
-		}
+		e.MustClaim(id, "w3")
 		if err := e.Store.Record(ctx, id, "w3", delivery.Update{State: delivery.StatePending, Attempts: 1, DueAt: e.Now.Truncate(time.Second)}); err != nil {
 			t.Fatal(err)
 		}

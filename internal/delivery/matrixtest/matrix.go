@@ -93,6 +93,13 @@ func lastOf(f *fakehelpdesk.Server, create fakehelpdesk.Kind, fault fakehelpdesk
 	f.Script(fakehelpdesk.Rule{Kind: create, N: matrixMaxAttempts, Fault: fault})
 }
 
+// lagLookupsDropLast makes lookups lag and the final create commit and
+// then drop its answer, the attempts before it refused with 429.
+func lagLookupsDropLast(f *fakehelpdesk.Server, create, _ fakehelpdesk.Kind) {
+	f.SetLookupLag(0, lookupLag)
+	lastOf(f, create, fakehelpdesk.CommitThenDrop())
+}
+
 // lateCommit is how long after a create's arrival the fake commits it in
 // the late-commit modes: past the client's timeout, inside the outcome
 // window.
@@ -237,17 +244,11 @@ var failureModes = []failureMode{
 		want: map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
 			destNoLookup: {delivery.StateUnknown, 1, matrixMaxAttempts, 0}}},
 	{name: "lookups lag, on the final attempt",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.SetLookupLag(0, lookupLag)
-			lastOf(f, c, fakehelpdesk.CommitThenDrop())
-		},
+		setup: lagLookupsDropLast,
 		want: map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
 			destNoLookup: {delivery.StateUnknown, 1, matrixMaxAttempts, 0}}},
 	{name: "lookups lag, on the final attempt, then an operator retry",
-		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
-			f.SetLookupLag(0, lookupLag)
-			lastOf(f, c, fakehelpdesk.CommitThenDrop())
-		},
+		setup: lagLookupsDropLast,
 		// Found once the window closed, so there is nothing to retry: a
 		// retry after the key window, with the send ruled out by a lagging
 		// lookup, would make a second ticket. (Without lookup, a person who

@@ -1,17 +1,35 @@
-// Package helpdesktest holds the checks the tests of the helpdesk client
-// packages (httpsend, zendesk, webhook) share.
+// Package helpdesktest holds the fixture and the checks the tests of the
+// helpdesk client packages (httpsend, zendesk, webhook) share.
 package helpdesktest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
+
+// Ticket is the ticket the adapters' tests send: a title and a
+// description that JSON must escape, a whole-second created_at (the
+// webhook's test shifts it by sub-second digits that must change no byte).
+func Ticket() delivery.HelpdeskTicket {
+	return delivery.HelpdeskTicket{
+		ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
+		OperationKey: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		TenantID:     "tenant-1",
+		UserID:       "user-1",
+		Title:        `Printer <on fire> & "smoking"`,
+		Description:  "Third floor, since 9:00.\nPlease hurry — é",
+		Priority:     "urgent",
+		CreatedAt:    time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC),
+	}
+}
 
 // SendError is err as a *delivery.SendError; the test stops when it is
 // not one.
@@ -22,6 +40,18 @@ func SendError(tb testing.TB, err error) *delivery.SendError {
 		tb.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
 	}
 	return se
+}
+
+// SendAfter sends first through d, which must succeed, then second, and
+// returns the second send's error as a *delivery.SendError; the test stops
+// when the first send fails or the second does not fail so.
+func SendAfter(tb testing.TB, d delivery.Destination, first, second delivery.HelpdeskTicket) *delivery.SendError {
+	tb.Helper()
+	if _, err := d.Send(context.Background(), first); err != nil {
+		tb.Fatal(err)
+	}
+	_, err := d.Send(context.Background(), second)
+	return SendError(tb, err)
 }
 
 // Golden compares got with the file testdata/name, after writing got

@@ -19,16 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var ticket = delivery.HelpdeskTicket{
-	ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
-	OperationKey: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-	TenantID:     "tenant-1",
-	UserID:       "user-1",
-	Title:        `Printer <on fire> & "smoking"`,
-	Description:  "Third floor, since 9:00.\nPlease hurry — é",
-	Priority:     "urgent",
-	CreatedAt:    time.Date(2026, 11, 30, 9, 15, 0, 0, time.UTC),
-}
+var ticket = helpdesktest.Ticket()
 
 // testSecret is a valid Standard Webhooks secret other than the fake's.
 const testSecret = "whsec_dGVzdC1vbmx5LXNpZ25pbmcta2V5LW5vdC1hLXJlYWwtb25l" //nolint:gosec // a test fixture
@@ -210,13 +201,9 @@ func TestSendFailures(t *testing.T) {
 func TestHelpdeskRefusals(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c := newClient(t, s, false, 0)
-	if _, err := c.Send(context.Background(), ticket); err != nil {
-		t.Fatal(err)
-	}
 	edited := ticket
 	edited.Title = "edited"
-	_, err := c.Send(context.Background(), edited)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused || se.Status != 422 {
+	if se := helpdesktest.SendAfter(t, c, ticket, edited); se.Outcome != delivery.Refused || se.Status != 422 {
 		t.Fatalf("another body: %v", se)
 	}
 	bad, err := webhook.New(webhook.Config{URL: s.WebhookURL(), Secret: testSecret})
@@ -269,13 +256,9 @@ func TestNoAutoResend(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
 	c := newClient(t, s, true, 0)
-	if _, err := c.Send(context.Background(), ticket); err != nil {
-		t.Fatal(err)
-	}
 	second := ticket
 	second.ID = "second"
-	_, err := c.Send(context.Background(), second)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown {
+	if se := helpdesktest.SendAfter(t, c, ticket, second); se.Outcome != delivery.Unknown {
 		t.Fatalf("got %v", se)
 	}
 	if n := s.Requests(fakehelpdesk.WebhookCreate); n != 2 {

@@ -23,16 +23,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-var ticket = delivery.HelpdeskTicket{
-	ID:           "6f1c2a0e-8d3b-4c5e-9a7f-1b2c3d4e5f60",
-	OperationKey: "op-key",
-	TenantID:     "tenant-1",
-	UserID:       "user-1",
-	Title:        `Printer <on fire> & "smoking"`,
-	Description:  "Third floor, since 9:00.\nPlease hurry — é",
-	Priority:     "urgent",
-	CreatedAt:    time.Date(2026, 11, 30, 9, 15, 0, 123456789, time.UTC),
-}
+var ticket = helpdesktest.Ticket()
 
 func newClient(t *testing.T, s *fakehelpdesk.Server, timeout time.Duration) *zendesk.Client {
 	t.Helper()
@@ -142,13 +133,9 @@ func TestSendFailures(t *testing.T) {
 func TestReusedKeyWithAnotherBody(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c := newClient(t, s, 0)
-	if _, err := c.Send(context.Background(), ticket); err != nil {
-		t.Fatal(err)
-	}
 	other := ticket
 	other.Title = "edited"
-	_, err := c.Send(context.Background(), other)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 400 ||
+	if se := helpdesktest.SendAfter(t, c, ticket, other); se.Outcome != delivery.Unknown || se.Status != 400 ||
 		!strings.Contains(se.Error(), "IdempotentRequestError") {
 		t.Fatalf("got %v", se)
 	}
@@ -231,13 +218,9 @@ func TestNoAutoResend(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
 	c := newClient(t, s, 0)
-	if _, err := c.Send(context.Background(), ticket); err != nil {
-		t.Fatal(err)
-	}
 	second := ticket
 	second.ID = "second-ticket"
-	_, err := c.Send(context.Background(), second)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown {
+	if se := helpdesktest.SendAfter(t, c, ticket, second); se.Outcome != delivery.Unknown {
 		t.Fatalf("got %v", se)
 	}
 	if n := s.Requests(fakehelpdesk.ZendeskCreate); n != 2 {

@@ -2,9 +2,7 @@ package prom_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // TestDeliveries: the delivery API counts by state, observes the lag of
@@ -62,7 +61,8 @@ tickets_waiting 7
 	}
 	srv := httptest.NewServer(r.Handler())
 	defer srv.Close()
-	body := get(t, srv.URL)
+	_, b := testenv.Get(t, srv.URL)
+	body := string(b)
 	for _, want := range []string{"delivery_lag_seconds_count 2", "delivery_lag_seconds_sum 6", "go_goroutines"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -90,15 +90,4 @@ cold_starts_total 1
 	if err := testutil.GatherAndCompare(r.Registry(), strings.NewReader(want), metrics.Callbacks, metrics.ColdStarts); err != nil {
 		t.Error(err)
 	}
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }

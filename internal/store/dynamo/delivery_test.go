@@ -47,17 +47,6 @@ func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliveryHarness)
 }
 
-type created struct{ sends atomic.Int64 }
-
-func (d *created) Send(_ context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
-	d.sends.Add(1)
-	return delivery.Receipt{ExternalID: "ext-" + t.ID}, nil
-}
-
-func (d *created) Lookup(context.Context, string) (delivery.Receipt, bool, error) {
-	return delivery.Receipt{}, false, delivery.ErrNoLookup
-}
-
 // With a destination configured the callback still costs one DynamoDB call
 // (the outbox rides in the transaction), and delivering a ticket costs two:
 // the claim and the result. A sweep adds one Query per batch.
@@ -101,7 +90,7 @@ func TestDeliveryRoundTrips(t *testing.T) {
 			ids = append(ids, o.TicketID())
 		}
 	}
-	dest := &created{}
+	dest := &deliverytest.CountingDest{}
 	eng := &delivery.Engine{Store: store, Destination: dest}
 	before := calls.Load()
 	if st, err := eng.Deliver(ctx, ids[0]); err != nil || st != delivery.StateDelivered {
@@ -128,8 +117,8 @@ func TestDeliveryRoundTrips(t *testing.T) {
 	if n != 1+2*2 {
 		t.Fatalf("DynamoDB calls for a sweep of 2 = %d, want 5", n)
 	}
-	if dest.sends.Load() != 3 {
-		t.Fatalf("sends = %d, want 3", dest.sends.Load())
+	if dest.N.Load() != 3 {
+		t.Fatalf("sends = %d, want 3", dest.N.Load())
 	}
 }
 

@@ -172,14 +172,11 @@ func (s *Store) Waiting(ctx context.Context) (int, error) {
 // row whose ticket cannot be read stays claimed and is returned with
 // delivery.ErrUnreadable.
 func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (c delivery.Claimed, err error) {
-	if err := s.lockWrites(ctx); err != nil {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
 		return c, err
 	}
 	defer s.unlockWrites()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return c, mapError(err)
-	}
 	defer func() { _ = tx.Rollback() }()
 	var opKey, tenant, user, args, created string
 	before, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+`,

@@ -197,14 +197,11 @@ func (s *Store) DB() *sql.DB { return s.db }
 // key (absent, or present but expired) and writes the claim, the operation
 // with its result and the ticket, or nothing.
 func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (existing *core.Operation, err error) {
-	if err := s.lockWrites(ctx); err != nil {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
 		return nil, err
 	}
 	defer s.unlockWrites()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, mapError(err)
-	}
 	defer func() {
 		if err != nil || existing != nil {
 			_ = tx.Rollback()
@@ -255,14 +252,11 @@ func (s *Store) writeOperation(ctx context.Context, tx *sql.Tx, op core.Operatio
 // whatever the key holds: for tests and operators that need a pending or
 // an expired record.
 func (s *Store) PutOperation(ctx context.Context, op core.Operation) (err error) {
-	if err := s.lockWrites(ctx); err != nil {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
 		return err
 	}
 	defer s.unlockWrites()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return mapError(err)
-	}
 	defer func() { _ = tx.Rollback() }()
 	gen, _, found, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, op.Key))
 	if err != nil {
@@ -272,6 +266,22 @@ func (s *Store) PutOperation(ctx context.Context, op core.Operation) (err error)
 		return err
 	}
 	return mapError(tx.Commit())
+}
+
+// beginWrite takes the write slot (lockWrites) and begins a transaction
+// under it; the caller gives the slot back with unlockWrites once the
+// transaction has ended. When no transaction begins the slot is given
+// back here.
+func (s *Store) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	if err := s.lockWrites(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		s.unlockWrites()
+		return nil, mapError(err)
+	}
+	return tx, nil
 }
 
 // lockWrites takes this process's write slot. The wait ends with ctx (the

@@ -238,6 +238,20 @@ func TestDeliveryConformance(t *testing.T) {
 	})
 }
 
+// createOldTicket commits ticket "old" of operation "k1" at now, as a
+// database made before a delivery migration holds it, and returns the
+// operation for the caller to reuse under another key.
+func createOldTicket(t *testing.T, s *sqlite.Store, now time.Time) core.Operation {
+	t.Helper()
+	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
+		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if _, err := s.Create(context.Background(), op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
+		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
 // A database file without the deliveries table opens unchanged: its
 // tickets have no delivery state, tickets created afterwards get theirs.
 func TestDeliveryMigrationOnExistingFile(t *testing.T) {
@@ -245,12 +259,7 @@ func TestDeliveryMigrationOnExistingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.sqlite")
 	s := open(t, path)
 	now := time.Now()
-	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
-		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, err := s.Create(ctx, op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
-		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
-		t.Fatal(err)
-	}
+	op := createOldTicket(t, s, now)
 	if _, err := s.DB().ExecContext(ctx, `DROP INDEX deliveries_due; DROP TABLE deliveries`); err != nil {
 		t.Fatal(err)
 	}
@@ -282,12 +291,7 @@ func TestDeliverySentAtMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "before-sent-at.sqlite")
 	s := open(t, path)
 	now := time.Now()
-	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
-		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, err := s.Create(ctx, op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
-		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
-		t.Fatal(err)
-	}
+	createOldTicket(t, s, now)
 	// The table as it was made before sent_at existed, with a ticket that
 	// may be in the helpdesk.
 	if _, err := s.DB().ExecContext(ctx, `DROP INDEX deliveries_due; DROP INDEX deliveries_state; DROP TABLE deliveries;
