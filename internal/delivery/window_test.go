@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
@@ -334,4 +336,86 @@ func TestRetryOfATicketThatMayBeInTheHelpdeskLooksUpFirst(t *testing.T) {
 			t.Fatalf("%d sends inside the window", sends)
 		}
 	})
+}
+
+// A record that says a send may have created the ticket but holds no
+// send start (written before the start was kept): the window counts from
+// the claim, so an absent answered at once does not rule the send out.
+func TestMaybeDeliveredWithoutASendStartWaitsAWindow(t *testing.T) {
+	f := newFixture(t, &script{sends: []error{created}, lookups: []lookupAnswer{absent}})
+	id := f.ticket()
+	ctx := context.Background()
+	due := f.now.Truncate(time.Second)
+	if _, err := f.store.Claim(ctx, id, "old-worker", due, due.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.Record(ctx, id, "old-worker", delivery.Update{State: delivery.StatePending, Attempts: 1,
+		SentUnknown: true, DueAt: due}); err != nil {
+		t.Fatal(err)
+	}
+	claimedAt := f.now
+	if st := f.deliver(id); st != delivery.StatePending {
+		t.Fatalf("after an absent at once: %s, want pending", st)
+	}
+	r := f.record(id)
+	sends, lookups := f.dest.counts()
+	if !r.SentUnknown || sends != 0 || lookups != 1 || r.DueAt.Before(claimedAt.Add(delivery.OutcomeWindow(0))) {
+		t.Fatalf("%+v after %d sends, %d lookups; want still may be in the helpdesk, no send, due after a whole window", r, sends, lookups)
+	}
+}
+
+// A ticket whose worker died holding it (its send may have been made) and
+// whose arguments cannot be read ends unknown, not failed: a retry after
+// the data is repaired must look it up first.
+func TestUnreadableAfterALapsedLeaseIsUnknown(t *testing.T) {
+	f := newFixture(t, &script{sends: []error{created}})
+	f.n++
+	id := "ticket-unreadable"
+	op := core.Operation{Key: fmt.Sprintf("%064d", f.n), State: core.StateCompleted, ExpiresAt: f.now.Add(time.Hour)}
+	if _, err := f.store.Create(context.Background(), op, core.Ticket{ID: id, OperationKey: op.Key,
+		TenantID: "tenant-a", UserID: "alice", Arguments: `not json`, CreatedAt: f.now,
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}, f.now); err != nil {
+		t.Fatal(err)
+	}
+	lease := f.now.Truncate(time.Second).Add(30 * time.Second)
+	if _, err := f.store.Claim(context.Background(), id, "dead-worker", f.now, lease); !errors.Is(err, delivery.ErrUnreadable) {
+		t.Fatalf("claim by the worker that dies: %v", err)
+	}
+	f.now = lease.Add(2 * time.Second)
+	if st := f.deliver(id); st != delivery.StateUnknown {
+		t.Fatalf("after the takeover: %s, want unknown", st)
+	}
+	if r := f.record(id); !r.SentUnknown || r.Attempts != 1 {
+		t.Fatalf("%+v, want the lapsed lease counted as a send that may have created it", r)
+	}
+}
+
+// A lookup the destination answers does not end a pause: a token that may
+// read but not create keeps the destination paused, the pause grows, and
+// the refusal is logged once.
+func TestLookupsDoNotEndAPause(t *testing.T) {
+	f := newFixture(t, &script{sends: []error{timeout, misconfigured}, lookups: []lookupAnswer{absent}})
+	var logs bytes.Buffer
+	f.eng.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	a := f.ticket()
+	f.deliver(a) // times out: may be in the helpdesk
+	b := f.ticket()
+	f.deliver(b) // 401: paused
+	first := f.record(b).DueAt.Sub(f.now)
+	f.now = later(f.record(a).DueAt, f.record(b).DueAt)
+	f.deliver(a) // absent past the window, then the resend is refused our credentials
+	if got := f.record(a).DueAt.Sub(f.now); got <= first {
+		t.Fatalf("pause after a lookup and a refused send %v, want longer than the first %v", got, first)
+	}
+	if strings.Contains(logs.String(), "accepts our credentials again") ||
+		strings.Count(logs.String(), "refused our credentials or URL") != 1 {
+		t.Fatalf("want the refusal logged once and no recovery:\n%s", logs.String())
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
