@@ -493,8 +493,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.inflight[string(kind)+" "+key] = true
 	}
 	s.mu.Unlock()
+	// release frees the key once this request is done with it: before a
+	// dropped connection closes (the client may resend at once), else when
+	// the handler returns, before net/http sends the answer.
+	release := func() {}
 	if exclusive && !busy && !(scripted && fault.CommitAfter > 0) {
-		defer s.release(kind, key)
+		release = sync.OnceFunc(func() { s.release(kind, key) })
+		defer release()
 	}
 
 	if scripted && fault.CommitAfter > 0 {
@@ -507,7 +512,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if scripted && !fault.Commit {
 		if fault.Drop || fault.Status != 0 {
-			s.fail(w, r, fault, answer{})
+			s.fail(w, r, fault, answer{}, release)
 			return
 		}
 		// Only a delay: wait, then handle the request as usual.
@@ -522,7 +527,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	a := s.handle(kind, r.Header.Get("Content-Type"), key, body)
 	if scripted {
-		s.fail(w, r, fault, a)
+		s.fail(w, r, fault, a, release)
 		return
 	}
 	write(w, a)
@@ -582,13 +587,16 @@ func (s *Server) match(kind Kind, n int, key string) (Fault, bool) {
 	return Fault{}, false
 }
 
-// fail carries out a fault; normal is the answer the request would have had.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Fault, normal answer) {
+// fail carries out a fault; normal is the answer the request would have
+// had, and release frees the request's key before a dropped connection
+// closes.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Fault, normal answer, release func()) {
 	if !wait(r, f.Delay) {
 		return
 	}
 	if f.Drop {
 		conn, _, err := http.NewResponseController(w).Hijack()
+		release()
 		if err == nil {
 			conn.Close()
 		}
