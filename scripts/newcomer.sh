@@ -41,9 +41,7 @@ trap stop EXIT
 
 up=
 for _ in $(seq 1 240); do
-	# listening: a TCP connect, which the server does not count as a callback.
-listening() { (exec 3<>/dev/tcp/127.0.0.1/3210) 2>/dev/null; }
-if listening; then up=1; break; fi
+	if listening; then up=1; break; fi
 	kill -0 "$server" 2>/dev/null || break
 	sleep 0.5
 done

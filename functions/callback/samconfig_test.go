@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
@@ -65,11 +69,19 @@ func TestSamconfigOverridesAreTheTemplatesDefaultsOrSayWhy(t *testing.T) {
 	if len(overrides) == 0 {
 		t.Fatal("samconfig.toml has no parameter_overrides; this test checks the shipped ones")
 	}
-	params := child(testenv.Template(t), "Parameters")
+	for _, problem := range unexplainedOverrides(child(testenv.Template(t), "Parameters"), overrides, comments) {
+		t.Error(problem)
+	}
+}
+
+// unexplainedOverrides lists the overrides that are not parameters of the
+// template, or differ from its default with no "# Name: why" comment.
+func unexplainedOverrides(params *yaml.Node, overrides map[string]string, comments []string) []string {
+	var problems []string
 	for name, v := range overrides {
 		p := child(params, name)
 		if p == nil {
-			t.Errorf("samconfig.toml overrides %s, which template.yaml does not declare", name)
+			problems = append(problems, fmt.Sprintf("samconfig.toml overrides %s, which template.yaml does not declare", name))
 			continue
 		}
 		def := value(p, "Default")
@@ -83,19 +95,29 @@ func TestSamconfigOverridesAreTheTemplatesDefaultsOrSayWhy(t *testing.T) {
 			}
 		}
 		if !explained {
-			t.Errorf("samconfig.toml sets %s=%q, but the template's default is %q; say why in a comment line \"# %s: …\" or drop it", name, v, def, name)
+			problems = append(problems, fmt.Sprintf("samconfig.toml sets %s=%q, but the template's default is %q; say why in a comment line \"# %s: …\" or drop it", name, v, def, name))
 		}
 	}
+	sort.Strings(problems)
+	return problems
 }
 
-// The parser reads what sam deploy writes, and the check sees a value that
-// differs from the default: the shipped file's old ReservedConcurrency="0".
-func TestSamOverridesParser(t *testing.T) {
-	got, comments := samOverrides(t, "# ReservedConcurrency: a test stack\nparameter_overrides = \"A=\\\"x y\\\" ReservedConcurrency=\\\"0\\\" B=3\"\n")
-	if len(got) != 3 || got["ReservedConcurrency"] != "0" || got["B"] != "3" {
-		t.Fatalf("overrides = %v", got)
+// The parser reads what sam deploy writes, and the check reports a value
+// that differs from the template's default unless a comment says why:
+// ReservedConcurrency="0" against the template's 10 unbounds the public URL.
+func TestSamOverridesCheck(t *testing.T) {
+	params := child(testenv.Template(t), "Parameters")
+	const line = "parameter_overrides = \"KeyPolicy=\\\"arguments\\\" ReservedConcurrency=\\\"0\\\" Nope=\\\"x y\\\"\"\n"
+	got, comments := samOverrides(t, line)
+	if len(got) != 3 || got["ReservedConcurrency"] != "0" || got["Nope"] != "x y" || len(comments) != 0 {
+		t.Fatalf("overrides = %v, comments %q", got, comments)
 	}
-	if len(comments) != 1 || comments[0] != "ReservedConcurrency: a test stack" {
-		t.Fatalf("comments = %q", comments)
+	problems := unexplainedOverrides(params, got, comments)
+	if len(problems) != 2 || !strings.Contains(problems[0], "Nope") || !strings.Contains(problems[1], `ReservedConcurrency="0"`) {
+		t.Fatalf("problems = %q, want the undeclared Nope and the unexplained ReservedConcurrency", problems)
+	}
+	got, comments = samOverrides(t, "# ReservedConcurrency: a test stack, no public traffic\n"+line)
+	if problems := unexplainedOverrides(params, got, comments); len(problems) != 1 || !strings.Contains(problems[0], "Nope") {
+		t.Fatalf("with a reason: problems = %q, want only Nope", problems)
 	}
 }

@@ -131,8 +131,9 @@ func (c *waitingCounter) count(ctx context.Context) {
 }
 
 // Sweep delivers the tickets due now, as far as the free slots allow, and
-// waits for them; it returns how many it moved on. The Lambda's scheduled
-// sweep and the tests use it; Run does not wait.
+// waits for them; it returns how many it moved on: one round of Run that
+// waits, for the tests and benchmarks that drive a worker step by step.
+// The Lambda's scheduled sweep uses Drain.
 func (w *Worker) Sweep(ctx context.Context) int {
 	w.init()
 	var moved atomic.Int64

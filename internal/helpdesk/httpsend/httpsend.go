@@ -358,7 +358,7 @@ func Refused(field, text string) *SettingError {
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, Refused("url", fmt.Sprintf("url: not a URL: %v", cause(err)))
+		return nil, Refused("url", "url: not a URL (it does not parse)")
 	}
 	if u.User != nil {
 		return nil, Refused("url", "url: must not carry user info; put credentials in their own fields")
