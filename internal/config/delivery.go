@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
 // Destination is the helpdesk tickets are delivered to: the config file's
@@ -109,7 +110,7 @@ func (d Destination) Refused(field string, err error) error {
 // String shows the destination without its credentials.
 func (d Destination) String() string {
 	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, hostOnly(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+		d.Kind, core.RedactRawURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
@@ -117,19 +118,8 @@ func (d Destination) GoString() string { return d.String() }
 
 // LogValue logs the destination without its credentials.
 func (d Destination) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", hostOnly(d.URL)),
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", core.RedactRawURL(d.URL)),
 		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
-}
-
-// hostOnly is how the configuration prints a destination URL: scheme and
-// host, since its path or query may hold a secret. The destination itself
-// logs its URL redacted its own way (httpsend.Redact).
-func hostOnly(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable url]"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
 
 // redacted shows a credential as "[redacted]" when set and "" when not,

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
@@ -200,15 +201,8 @@ func Scrub(msg string, u *url.URL) string {
 
 // pathTail is the path after its first segment, "" when there is none.
 func pathTail(p string) string {
-	_, rest, _ := cutFirstSegment(p)
+	_, rest, _ := core.CutFirstSegment(p)
 	return rest
-}
-
-// cutFirstSegment splits "/a/b/c" into "a" and "b/c".
-func cutFirstSegment(p string) (first, rest string, more bool) {
-	p = strings.TrimPrefix(p, "/")
-	first, rest, more = strings.Cut(p, "/")
-	return first, rest, more
 }
 
 // Classify turns the answer to a create into a send error, nil for a 2xx.
@@ -284,45 +278,12 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// Redact is u as every log line, error text and stored field shows it:
-// scheme, host (with its port) and the first path segment; the rest of
-// the path becomes "/*", and user info, query and fragment are left out,
-// since any of them may carry a secret (Slack, Zapier and Teams put theirs
-// in the path). So https://hooks.slack.com/services/T0/B0/XYZ?token=abc
-// is https://hooks.slack.com/services/*.
-func Redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	if u.Opaque != "" {
-		return u.Scheme + ":*"
-	}
-	var b strings.Builder
-	if u.Scheme != "" {
-		b.WriteString(u.Scheme + ":")
-	}
-	if u.Host != "" || u.Scheme != "" {
-		b.WriteString("//" + u.Host)
-	}
-	first, _, more := cutFirstSegment(u.EscapedPath())
-	if first != "" || more {
-		b.WriteString("/" + first)
-	}
-	if more {
-		b.WriteString("/*")
-	}
-	return b.String()
-}
+// Redact is u as logs, errors and stored fields show it
+// (core.RedactURL: scheme, host and first path segment).
+func Redact(u *url.URL) string { return core.RedactURL(u) }
 
-// RedactRaw is Redact of a URL not yet parsed, "[unparsable url]" when
-// it does not parse.
-func RedactRaw(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "[unparsable url]"
-	}
-	return Redact(u)
-}
+// RedactRaw is Redact of a URL not yet parsed (core.RedactRawURL).
+func RedactRaw(raw string) string { return core.RedactRawURL(raw) }
 
 // Redacted is how a credential is shown: "[redacted]" when set, "" when
 // not, so that a missing credential stays visible.
