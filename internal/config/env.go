@@ -5,10 +5,8 @@ import (
 	"os"
 )
 
-// Env reads the process environment: the one place the product does (the
-// Lambda runtime's per-invocation _X_AMZN_TRACE_ID aside, which
-// internal/lambdaurl reads as aws-lambda-go sets it). Tests give FromEnv
-// and DeliveryFromEnv a map's lookup instead.
+// Env reads the process environment: the one place the product does.
+// Tests give FromEnv and DeliveryFromEnv a map's lookup instead.
 func Env(name string) string { return os.Getenv(name) }
 
 // InLambda reports whether the process runs in Lambda (the runtime sets

@@ -18,7 +18,7 @@ func TestInvocation(t *testing.T) {
 	tests := []struct {
 		name   string
 		ctx    context.Context
-		env    string // _X_AMZN_TRACE_ID
+		header string // the event's x-amzn-trace-id
 		urlID  string // requestContext.requestId of the event
 		want   Invocation
 		wantOK bool
@@ -26,7 +26,7 @@ func TestInvocation(t *testing.T) {
 		{"runtime context and trace value",
 			context.WithValue(lc("lambda-req-1"), traceContextKey, header), "", "url-req", //nolint:staticcheck // aws-lambda-go's own key
 			Invocation{RequestID: "lambda-req-1", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
-		{"trace from the environment", lc("lambda-req-2"), header, "",
+		{"trace from the event's header", lc("lambda-req-2"), header, "",
 			Invocation{RequestID: "lambda-req-2", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
 		{"untraced", lc("lambda-req-3"), "", "",
 			Invocation{RequestID: "lambda-req-3"}, true},
@@ -35,7 +35,6 @@ func TestInvocation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv("_X_AMZN_TRACE_ID", tc.env)
 			var got Invocation
 			var ok bool
 			h := Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -43,6 +42,9 @@ func TestInvocation(t *testing.T) {
 			}))
 			ev := event("GET", "/functions", "", nil, "", false)
 			ev.RequestContext.RequestID = tc.urlID
+			if tc.header != "" {
+				ev.Headers = map[string]string{"x-amzn-trace-id": tc.header}
+			}
 			if _, err := h(tc.ctx, ev); err != nil {
 				t.Fatal(err)
 			}

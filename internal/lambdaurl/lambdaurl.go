@@ -29,7 +29,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -75,7 +74,7 @@ func InvocationFrom(ctx context.Context) (Invocation, bool) {
 }
 
 // traceContextKey is where aws-lambda-go puts the invocation's
-// Lambda-Runtime-Trace-Id header (it also sets _X_AMZN_TRACE_ID).
+// Lambda-Runtime-Trace-Id header.
 const traceContextKey = "x-amzn-trace-id"
 
 func invocation(ctx context.Context, ev events.LambdaFunctionURLRequest) Invocation {
@@ -85,7 +84,8 @@ func invocation(ctx context.Context, ev events.LambdaFunctionURLRequest) Invocat
 	}
 	header, _ := ctx.Value(traceContextKey).(string)
 	if header == "" {
-		header = os.Getenv("_X_AMZN_TRACE_ID")
+		// The function URL passes the request's own X-Ray header on.
+		header = ev.Headers["x-amzn-trace-id"]
 	}
 	inv.TraceID = TraceID(header)
 	return inv
