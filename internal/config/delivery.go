@@ -201,40 +201,90 @@ type DeliveryLambda struct {
 // {"secret"} (webhook). A DELIVERY_KIND that is empty or none is an error:
 // the function would have nothing to deliver to.
 func DeliveryFromEnv(getenv func(string) string) (DeliveryLambda, error) {
-	c := DeliveryLambda{TableName: getenv("TABLE_NAME"), MetricsNamespace: getenv("METRICS_NAMESPACE")}
-	if c.TableName == "" {
-		return c, errors.New("config: TABLE_NAME is required")
+	c := DeliveryLambda{Destination: Destination{env: true}}
+	if err := read(&c, deliverySettings, envSource(getenv)); err != nil {
+		return c, err
 	}
-	d := Destination{Kind: getenv("DELIVERY_KIND"), URL: getenv("DELIVERY_URL"), env: true}
-	switch ok, err := deliveryKind(d.Kind); {
-	case err != nil:
-		return c, fmt.Errorf("config: DELIVERY_KIND: %w", err)
-	case !ok:
-		return c, errors.New("config: DELIVERY_KIND is none or empty: this function has nothing to deliver to")
-	}
-	var err error
-	if d.MaxAttempts, err = integer(getenv("DELIVERY_MAX_ATTEMPTS"), 0, 1, MaxDeliveryAttempts); err != nil {
-		return c, fmt.Errorf("config: DELIVERY_MAX_ATTEMPTS: %w", err)
-	}
-	if d.Timeout, err = duration(getenv("DELIVERY_TIMEOUT"), 0); err != nil {
-		return c, fmt.Errorf("config: DELIVERY_TIMEOUT: %w", err)
-	}
-	if d.SweepConcurrency, err = integer(getenv("DELIVERY_SWEEP_CONCURRENCY"), 0, 1, MaxDeliverySweepConcurrency); err != nil {
-		return c, fmt.Errorf("config: DELIVERY_SWEEP_CONCURRENCY: %w", err)
-	}
-	if v := getenv("DELIVERY_LOOKUP"); v != "" {
-		if d.Lookup, err = strconv.ParseBool(v); err != nil {
-			return c, fmt.Errorf("config: DELIVERY_LOOKUP: %q is not true or false", v)
+	return c, nil
+}
+
+// deliverySettings are the delivery function's settings, read in this
+// order: the kind decides what the secret must hold, and a parameter's
+// name wins over DELIVERY_SECRET.
+var deliverySettings = []*setting[DeliveryLambda]{
+	{key{env: "TABLE_NAME"}, func(c *DeliveryLambda, v string) error {
+		if v == "" {
+			return errors.New("required: the DynamoDB table's name")
 		}
+		c.TableName = v
+		return nil
+	}},
+	{key{env: "METRICS_NAMESPACE"}, func(c *DeliveryLambda, v string) error {
+		c.MetricsNamespace = v
+		return nil
+	}},
+	{key{env: "DELIVERY_KIND"}, func(c *DeliveryLambda, v string) error {
+		ok, err := deliveryKind(v)
+		if err == nil && !ok {
+			err = errors.New("none or empty: this function has nothing to deliver to")
+		}
+		c.Destination.Kind = v
+		return err
+	}},
+	{key{env: "DELIVERY_URL"}, func(c *DeliveryLambda, v string) error {
+		c.Destination.URL = v
+		return nil
+	}},
+	{key{env: "DELIVERY_MAX_ATTEMPTS"}, func(c *DeliveryLambda, v string) (err error) {
+		c.Destination.MaxAttempts, err = integer(v, 0, 1, MaxDeliveryAttempts)
+		return err
+	}},
+	{key{env: "DELIVERY_TIMEOUT"}, func(c *DeliveryLambda, v string) (err error) {
+		c.Destination.Timeout, err = duration(v, 0)
+		return err
+	}},
+	{key{env: "DELIVERY_SWEEP_CONCURRENCY"}, func(c *DeliveryLambda, v string) (err error) {
+		c.Destination.SweepConcurrency, err = integer(v, 0, 1, MaxDeliverySweepConcurrency)
+		return err
+	}},
+	{key{env: "DELIVERY_LOOKUP"}, func(c *DeliveryLambda, v string) (err error) {
+		if v == "" {
+			return nil
+		}
+		if c.Destination.Lookup, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("%q is not true or false", v)
+		}
+		return nil
+	}},
+	{key{env: "DELIVERY_SECRET_PARAMETER"}, func(c *DeliveryLambda, v string) error {
+		c.SecretParameter = v
+		if v != "" {
+			c.Destination.secretFrom = "DELIVERY_SECRET_PARAMETER " + v
+		}
+		return nil
+	}},
+	{key{env: "DELIVERY_SECRET"}, func(c *DeliveryLambda, v string) (err error) {
+		if c.SecretParameter != "" {
+			return nil // the composition root reads the parameter
+		}
+		c.Destination.secretFrom = "DELIVERY_SECRET"
+		c.Destination, err = c.Destination.WithSecret(v)
+		return unprefixed(err)
+	}},
+}
+
+// unprefixed is err without its leading "config: NAME: ", which read adds
+// again: WithSecret names the secret's source itself, for the composition
+// root that calls it after reading an SSM parameter.
+func unprefixed(err error) error {
+	if err == nil {
+		return nil
 	}
-	if c.SecretParameter = getenv("DELIVERY_SECRET_PARAMETER"); c.SecretParameter != "" {
-		d.secretFrom = "DELIVERY_SECRET_PARAMETER " + c.SecretParameter
-		c.Destination = d
-		return c, nil
+	msg := strings.TrimPrefix(err.Error(), "config: ")
+	if name, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(name, "DELIVERY_SECRET") {
+		msg = rest
 	}
-	d.secretFrom = "DELIVERY_SECRET"
-	c.Destination, err = d.WithSecret(getenv("DELIVERY_SECRET"))
-	return c, err
+	return errors.New(msg)
 }
 
 // WithSecret is d with the credentials of secret, the JSON {"email","token"}

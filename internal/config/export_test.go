@@ -11,3 +11,12 @@ func EnvNames() []string {
 	}
 	return names
 }
+
+// DeliveryEnvNames are the variables DeliveryFromEnv reads.
+func DeliveryEnvNames() []string {
+	var names []string
+	for _, s := range deliverySettings {
+		names = append(names, s.env)
+	}
+	return names
+}

@@ -108,9 +108,15 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 			checked++
 		}
 	}
+	delivery := map[string]bool{}
 	for _, row := range readmeEnvTable(t, "Delivery environment") { // DELIVERY_KIND's row
 		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
-			listed[m[1]] = true
+			listed[m[1]], delivery[m[1]] = true, true
+		}
+	}
+	for _, name := range config.DeliveryEnvNames() {
+		if !delivery[name] && !listed[name] {
+			t.Errorf("README's environment tables have no row for %s, which the delivery function reads", name)
 		}
 	}
 	for name := range ours {
