@@ -36,17 +36,15 @@ const DefaultConcurrency = 10
 // partition of the delivery-due index takes (1,000 writes a second).
 const DefaultSweepConcurrency = 32
 
-// Handler delivers tickets with Engine. Build it with New.
+// Handler delivers tickets with Engine. Build it with New, NewWithMetrics
+// or Options.Handler; nothing of it changes after that.
 type Handler struct {
-	// SweepConcurrency bounds the tickets the scheduled sweep delivers at
-	// once (DefaultSweepConcurrency when zero). Set it before the first
-	// event.
-	SweepConcurrency int
-	// CallTimeout is the destination's timeout per call (the engine's
-	// CallTimeout, or delivery.DefaultCallTimeout, when zero): the sweep claims no ticket
-	// once less than one lease plus one call timeout is left before the
-	// invocation's deadline. Set it before the first event.
-	CallTimeout time.Duration
+	sweepConcurrency int // Options.SweepConcurrency
+	// callTimeout is the destination's timeout per call (the engine's
+	// CallTimeout; delivery.DefaultCallTimeout when zero): the sweep
+	// claims no ticket once less than one lease plus one call timeout is
+	// left before the invocation's deadline.
+	callTimeout time.Duration
 
 	engine *delivery.Engine
 	worker *delivery.Worker // the scheduled sweep's; built at its first run
@@ -76,12 +74,14 @@ func NewWithMetrics(engine delivery.Engine, store delivery.Outbox, dst delivery.
 type Options struct {
 	// Engine supplies the attempts, lease, call timeout and backoff; its
 	// Store, Destination and Observer are set from the fields below.
-	Engine           delivery.Engine
-	Store            delivery.Outbox
-	Destination      delivery.Destination
-	Log              *slog.Logger
-	Metrics          metrics.Recorder
-	SweepConcurrency int // see Handler.SweepConcurrency
+	Engine      delivery.Engine
+	Store       delivery.Outbox
+	Destination delivery.Destination
+	Log         *slog.Logger
+	Metrics     metrics.Recorder
+	// SweepConcurrency bounds the tickets the scheduled sweep delivers at
+	// once (DefaultSweepConcurrency when zero).
+	SweepConcurrency int
 }
 
 // Handler builds the handler o describes.
@@ -91,8 +91,8 @@ func (o Options) Handler() *Handler {
 	e.Destination = o.Destination
 	e.Observer = stepLog{log: o.Log, rec: o.Metrics}
 	return &Handler{
-		SweepConcurrency: o.SweepConcurrency,
-		CallTimeout:      e.CallTimeout,
+		sweepConcurrency: o.SweepConcurrency,
+		callTimeout:      e.CallTimeout,
 		engine:           &e,
 		log:              o.Log,
 		rec:              o.Metrics,
@@ -155,7 +155,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 // sweep that cannot find its tickets.
 func (h *Handler) Sweep(ctx context.Context) (SweepResult, error) {
 	h.once.Do(func() {
-		h.worker = &delivery.Worker{Engine: h.engine, Concurrency: cmp.Or(h.SweepConcurrency, DefaultSweepConcurrency), Log: h.log}
+		h.worker = &delivery.Worker{Engine: h.engine, Concurrency: cmp.Or(h.sweepConcurrency, DefaultSweepConcurrency), Log: h.log}
 	})
 	moved, err := h.worker.Drain(ctx, func() bool { return h.timeForAnother(ctx) })
 	res := SweepResult{Moved: moved}
@@ -190,7 +190,7 @@ func (h *Handler) timeForAnother(ctx context.Context) bool {
 // reserve is the time a claim needs before the deadline: one lease plus
 // one call timeout.
 func (h *Handler) reserve() time.Duration {
-	return cmp.Or(h.engine.Lease, delivery.DefaultLease) + cmp.Or(h.CallTimeout, delivery.DefaultCallTimeout)
+	return cmp.Or(h.engine.Lease, delivery.DefaultLease) + cmp.Or(h.callTimeout, delivery.DefaultCallTimeout)
 }
 
 // Stream delivers the pending tickets a stream batch announces. Records of

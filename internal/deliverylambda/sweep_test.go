@@ -13,6 +13,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -105,8 +106,8 @@ func TestSweepConcurrencyBound(t *testing.T) {
 		f.env.Create(`{"title":"Backlog"}`)
 	}
 	gate := newGate(bound)
-	h := deliverylambda.New(delivery.Engine{}, f.store, gate, slog.New(slog.DiscardHandler))
-	h.SweepConcurrency = bound
+	h := deliverylambda.Options{Store: f.store, Destination: gate, Log: slog.New(slog.DiscardHandler),
+		Metrics: &emf.Recorder{}, SweepConcurrency: bound}.Handler()
 	res, err := h.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -127,8 +128,7 @@ func TestSweepStopsClaimingBeforeTheDeadline(t *testing.T) {
 	id := f.env.Create(`{"title":"Late"}`)
 	gate := newGate(1)
 	lease, timeout := 4*time.Second, 2*time.Second
-	h := deliverylambda.New(delivery.Engine{Lease: lease}, f.store, gate, slog.New(slog.DiscardHandler))
-	h.CallTimeout = timeout
+	h := deliverylambda.New(delivery.Engine{Lease: lease, CallTimeout: timeout}, f.store, gate, slog.New(slog.DiscardHandler))
 
 	ctx, cancel := context.WithTimeout(context.Background(), lease+timeout-time.Second)
 	res, err := h.Sweep(ctx)
@@ -163,8 +163,8 @@ func TestTwoSweepsAtOnce(t *testing.T) {
 	}
 	var handlers [2]*deliverylambda.Handler
 	for i := range handlers {
-		handlers[i] = deliverylambda.New(delivery.Engine{}, f.store, zendeskFor(t, fake), slog.New(slog.DiscardHandler))
-		handlers[i].SweepConcurrency = 8
+		handlers[i] = deliverylambda.Options{Store: f.store, Destination: zendeskFor(t, fake),
+			Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{}, SweepConcurrency: 8}.Handler()
 	}
 	var wg sync.WaitGroup
 	var moved [2]int
