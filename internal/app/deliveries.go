@@ -248,6 +248,9 @@ func retryAll(ctx context.Context, b bulkRun) int {
 	if err != nil {
 		return fail(b.stderr, err)
 	}
+	// capped: more failed tickets may exist than one List reads (by ticket
+	// id, not by age), so a -since filter sees only part of them.
+	capped := len(recs) == maxBulk
 	what := "failed ticket(s)"
 	if b.since > 0 {
 		what = fmt.Sprintf("failed ticket(s) created within %s (since %s)", b.since, stamp(b.now.Add(-b.since)))
@@ -264,13 +267,16 @@ func retryAll(ctx context.Context, b bulkRun) int {
 		recs = kept
 	}
 	fmt.Fprintf(b.stderr, "store: %s\n", storeName(ctx, b.cfg))
+	if capped && b.since > 0 {
+		fmt.Fprintf(b.stderr, "more than %d failed tickets: -since looked only at the first %d by ticket id, and may miss newer ones; retry without -since, or one by one (list -state failed -json)\n", maxBulk, maxBulk)
+	}
 	if len(recs) == 0 {
 		fmt.Fprintf(b.stderr, "0 %s: nothing to retry\n", what)
 		return 0
 	}
 	table(b.stderr, recs)
 	fmt.Fprintf(b.stderr, "%d %s to retry: each goes back to pending, due now, attempts reset\n", len(recs), what)
-	if len(recs) == maxBulk {
+	if capped && b.since == 0 {
 		fmt.Fprintf(b.stderr, "(at most %d at a time: run the command again for the rest)\n", maxBulk)
 	}
 	if !b.yes {
@@ -408,7 +414,7 @@ var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>()\[\]{}]+
 // shown is a stored text as the command prints it: on one line, each URL
 // in it redacted by httpsend.RedactRaw, the one redaction of the
 // destinations' URLs. The adapters store errors already redacted; this
-// holds for a record written before, or by hand.
+// holds for any stored text, a hand edit included.
 func shown(s string) string {
 	return urlInText.ReplaceAllStringFunc(oneLine(s), func(u string) string {
 		trimmed := strings.TrimRight(u, ".,;:")

@@ -10,9 +10,9 @@ import (
 )
 
 // The local AWS configuration takes its region from the SDK's chain, as
-// the AWS CLI does, and the file's store.region only when set. A fixed
-// default region overrode AWS_REGION and the profile, so the operator's
-// command could act on a table of the same name in another region.
+// the AWS CLI does, and the file's store.region only when set: a region
+// of the program's own choosing would let the operator's command act on a
+// table of the same name in another region.
 func TestLocalRegionFollowsTheSDKChain(t *testing.T) {
 	profile := func(t *testing.T, region string) {
 		t.Helper()

@@ -18,7 +18,7 @@ type Admin interface {
 	// List returns up to limit records in state, ordered by ticket id.
 	List(ctx context.Context, state State, limit int) ([]Record, error)
 	// Settle writes u only if the ticket's state is from; else it returns
-	// ErrNotFound (no delivery record) or a *StateError naming the state
+	// ErrNoRecord (no delivery record) or a *StateError naming the state
 	// it is in. A Pending update makes the ticket due at u.DueAt.
 	Settle(ctx context.Context, id string, from State, u Update) error
 }

@@ -290,10 +290,10 @@ func (e *Engine) callsContext(ctx context.Context, deadline time.Time) (context.
 }
 
 // carried is the update a step claimed at now starts from: the record
-// before the claim, with a lapsed lease counted as a send. A record that
-// says a send may have created the ticket but not when that send started
-// (written before the start was kept) has its window counted from now, so
-// no lookup rules that send out before a whole window has passed.
+// before the claim, with a lapsed lease counted as a send. A record with
+// SentUnknown and no SentAt (a send that may have created the ticket, at
+// an unknown time) has its window counted from now, so no lookup rules
+// that send out before a whole window has passed.
 func carried(c Claimed, now time.Time) Update {
 	u := kept(c.Before, StatePending, c.Before.Error)
 	if u.SentUnknown && u.SentAt.IsZero() {

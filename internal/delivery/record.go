@@ -133,7 +133,7 @@ type Outbox interface {
 	// Record writes u only if owner still holds the ticket (state
 	// delivering, lease owner unchanged); else it returns ErrLeaseLost.
 	Record(ctx context.Context, id, owner string, u Update) error
-	// Delivery reads one ticket's delivery record, or returns ErrNotFound.
+	// Delivery reads one ticket's delivery record, or returns ErrNoRecord.
 	Delivery(ctx context.Context, id string) (Record, error)
 }
 

@@ -338,9 +338,8 @@ func TestRetryOfATicketThatMayBeInTheHelpdeskLooksUpFirst(t *testing.T) {
 	})
 }
 
-// A record that says a send may have created the ticket but holds no
-// send start (written before the start was kept): the window counts from
-// the claim, so an absent answered at once does not rule the send out.
+// A record with SentUnknown and no SentAt: the window counts from the
+// claim, so an absent answered at once does not rule the send out.
 func TestMaybeDeliveredWithoutASendStartWaitsAWindow(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{created}, lookups: []lookupAnswer{absent}})
 	id := f.ticket()

@@ -206,7 +206,7 @@ func Run(t *testing.T, h Harness) {
 		e := NewEnv(t, h.Open(t), false)
 		id := e.Create(`{"title":"Printer on fire"}`)
 		if _, err := e.Store.Delivery(ctx, id); !errors.Is(err, delivery.ErrNoRecord) {
-			t.Fatalf("Delivery: %v, want ErrNotFound", err)
+			t.Fatalf("Delivery: %v, want ErrNoRecord", err)
 		}
 		if v := e.Get(id); v.Delivery != nil {
 			t.Fatalf("get_ticket delivery = %+v, want none", v.Delivery)
@@ -633,7 +633,7 @@ func runAdmin(t *testing.T, h Harness) {
 			t.Fatalf("a refused retry changed %+v", r)
 		}
 		if err := delivery.Retry(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNoRecord) {
-			t.Fatalf("Retry(missing): %v, want ErrNotFound", err)
+			t.Fatalf("Retry(missing): %v, want ErrNoRecord", err)
 		}
 		if _, err := e.Claim(failed, "w"); err != nil {
 			t.Fatalf("claim after retry: %v", err)
@@ -695,7 +695,7 @@ func runAdmin(t *testing.T, h Harness) {
 			t.Fatalf("claim after resolve: %+v, %v", c.Before, err)
 		}
 		if err := delivery.ResolveResend(ctx, e.Store, "no-such-ticket", e.Now); !errors.Is(err, delivery.ErrNoRecord) {
-			t.Fatalf("ResolveResend(missing): %v, want ErrNotFound", err)
+			t.Fatalf("ResolveResend(missing): %v, want ErrNoRecord", err)
 		}
 	})
 
