@@ -205,7 +205,10 @@ func DeliveryFromEnv(getenv func(string) string) (DeliveryLambda, error) {
 	if err := read(&c, deliverySettings, envSource(getenv)); err != nil {
 		return c, err
 	}
-	return c, nil
+	if c.SecretParameter != "" {
+		return c, nil // checked by WithSecret once the parameter is read
+	}
+	return c, c.Destination.Validate()
 }
 
 // deliverySettings are the delivery function's settings, read in this
@@ -268,23 +271,9 @@ var deliverySettings = []*setting[DeliveryLambda]{
 			return nil // the composition root reads the parameter
 		}
 		c.Destination.secretFrom = "DELIVERY_SECRET"
-		c.Destination, err = c.Destination.WithSecret(v)
-		return unprefixed(err)
+		c.Destination, err = c.Destination.credentials(v)
+		return err
 	}},
-}
-
-// unprefixed is err without its leading "config: NAME: ", which read adds
-// again: WithSecret names the secret's source itself, for the composition
-// root that calls it after reading an SSM parameter.
-func unprefixed(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := strings.TrimPrefix(err.Error(), "config: ")
-	if name, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(name, "DELIVERY_SECRET") {
-		msg = rest
-	}
-	return errors.New(msg)
 }
 
 // WithSecret is d with the credentials of secret, the JSON {"email","token"}
@@ -293,8 +282,18 @@ func unprefixed(err error) error {
 // setting and never quote the secret: a JSON syntax error would show the
 // character it stopped at.
 func (d Destination) WithSecret(secret string) (Destination, error) {
+	withCreds, err := d.credentials(secret)
+	if err != nil {
+		return d, fmt.Errorf("config: %s: %w", d.secretFrom, err)
+	}
+	return withCreds, withCreds.Validate()
+}
+
+// credentials is d with the credentials of secret; its errors do not name
+// the setting, and never quote the secret.
+func (d Destination) credentials(secret string) (Destination, error) {
 	if secret == "" {
-		return d, errors.New("config: DELIVERY_SECRET_PARAMETER (or DELIVERY_SECRET) is required with DELIVERY_KIND " + d.Kind)
+		return d, errors.New("required with DELIVERY_KIND " + d.Kind + " (or DELIVERY_SECRET_PARAMETER, naming an SSM SecureString)")
 	}
 	var c struct {
 		Email  string `json:"email"`
@@ -304,21 +303,18 @@ func (d Destination) WithSecret(secret string) (Destination, error) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(strings.TrimSpace(secret))))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil || dec.More() {
-		return d, fmt.Errorf(`config: %s: not a JSON object {"email","token"} or {"secret"} (value not shown)`, d.secretFrom)
+		return d, errors.New(`not a JSON object {"email","token"} or {"secret"} (value not shown)`)
 	}
 	switch d.Kind {
 	case DeliveryZendesk:
 		if c.Email == "" || c.Token == "" || c.Secret != "" {
-			return d, fmt.Errorf(`config: %s: zendesk needs the JSON {"email","token"} (value not shown)`, d.secretFrom)
+			return d, errors.New(`zendesk needs the JSON {"email","token"} (value not shown)`)
 		}
 	case DeliveryWebhook:
 		if c.Secret == "" || c.Email != "" || c.Token != "" {
-			return d, fmt.Errorf(`config: %s: webhook needs the JSON {"secret"} (value not shown)`, d.secretFrom)
+			return d, errors.New(`webhook needs the JSON {"secret"} (value not shown)`)
 		}
 	}
 	d.Email, d.Token, d.Secret = c.Email, c.Token, c.Secret
-	if err := d.Validate(); err != nil {
-		return d, err
-	}
 	return d, nil
 }
