@@ -25,6 +25,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -44,22 +45,35 @@ func (cs closers) Close() error {
 // OpenStore opens the local configuration's store (SQLite or DynamoDB).
 // The closer closes it.
 func OpenStore(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, error) {
+	s, closer, _, err := openStore(ctx, cfg, logger)
+	return s, closer, err
+}
+
+// openStore is OpenStore that also names the store it opened, for the
+// operator: the SQLite file, or the DynamoDB table with the region its
+// AWS configuration resolved (and the endpoint when not AWS's own).
+func openStore(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
 	switch cfg.Kind {
 	case "sqlite":
-		return openSQLite(ctx, cfg.Path, logger)
+		s, closer, err := openSQLite(ctx, cfg.Path, logger)
+		return s, closer, "SQLite file " + cfg.Path, err
 	case "dynamodb":
 		awsCfg, err := LocalAWSConfig(ctx, cfg.Region, cfg.Endpoint, logger)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 			if cfg.Endpoint != "" {
 				o.BaseEndpoint = aws.String(cfg.Endpoint)
 			}
 		})
-		return dynamo.New(client, cfg.Table, dynamo.Options{}), nopCloser{}, nil
+		name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
+		if cfg.Endpoint != "" {
+			name += " at " + httpsend.RedactRaw(cfg.Endpoint)
+		}
+		return dynamo.New(client, cfg.Table, dynamo.Options{}), nopCloser{}, name, nil
 	}
-	return nil, nil, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Kind)
+	return nil, nil, "", fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Kind)
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default

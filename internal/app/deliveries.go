@@ -2,7 +2,6 @@ package app
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,7 +124,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 	}
 
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, closer, err := OpenStore(ctx, cfg.Store, quiet)
+	store, closer, where, err := openStore(ctx, cfg.Store, quiet)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -156,16 +155,16 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		return show(ctx, admin, pos[0], stdout, stderr)
 	case "retry":
 		if bulk {
-			return retryAll(ctx, bulkRun{cfg: cfg.Store, admin: admin, tickets: store, since: *since, yes: *yes, now: now,
+			return retryAll(ctx, bulkRun{where: where, admin: admin, tickets: store, since: *since, yes: *yes, now: now,
 				stdin: stdin, stdout: stdout, stderr: stderr})
 		}
-		fmt.Fprintf(stderr, "store: %s\n", storeName(ctx, cfg.Store))
+		fmt.Fprintf(stderr, "store: %s\n", where)
 		if err := delivery.Retry(ctx, admin, pos[0], now); err != nil {
 			return fail(stderr, err)
 		}
 		fmt.Fprintf(stderr, "ticket %s: failed -> pending, due now; a running local server delivers it within a second, the deployed sweep within a minute\n", pos[0])
 	case "resolve":
-		fmt.Fprintf(stderr, "store: %s\n", storeName(ctx, cfg.Store))
+		fmt.Fprintf(stderr, "store: %s\n", where)
 		if *resend {
 			err = delivery.ResolveResend(ctx, admin, pos[0], now)
 		} else {
@@ -228,7 +227,7 @@ func writeJSONLines(w io.Writer, recs []delivery.Record) error {
 
 // bulkRun is one bulk retry: the store it acts on and how it asks.
 type bulkRun struct {
-	cfg            config.StoreSettings
+	where          string // the store, as openStore names it
 	admin          delivery.Admin
 	tickets        core.Store // for each ticket's creation time (-since)
 	since          time.Duration
@@ -266,7 +265,7 @@ func retryAll(ctx context.Context, b bulkRun) int {
 		}
 		recs = kept
 	}
-	fmt.Fprintf(b.stderr, "store: %s\n", storeName(ctx, b.cfg))
+	fmt.Fprintf(b.stderr, "store: %s\n", b.where)
 	if capped && b.since > 0 {
 		fmt.Fprintf(b.stderr, "more than %d failed tickets: -since looked only at the first %d by ticket id, and may miss newer ones; retry without -since, or one by one (list -state failed -json)\n", maxBulk, maxBulk)
 	}
@@ -315,24 +314,6 @@ func confirmed(r io.Reader) bool {
 	}
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "y" || a == "yes"
-}
-
-// storeName names the store a command acts on: the SQLite file, or the
-// DynamoDB table with its region as the AWS configuration resolves it
-// (and the endpoint when not AWS's own).
-func storeName(ctx context.Context, s config.StoreSettings) string {
-	if s.Kind == "dynamodb" {
-		region := s.Region
-		if awsCfg, err := LocalAWSConfig(ctx, s.Region, s.Endpoint, slog.New(slog.DiscardHandler)); err == nil {
-			region = awsCfg.Region
-		}
-		name := fmt.Sprintf("DynamoDB table %s in region %s", s.Table, cmp.Or(region, "(none)"))
-		if s.Endpoint != "" {
-			name += " at " + httpsend.RedactRaw(s.Endpoint)
-		}
-		return name
-	}
-	return "SQLite file " + s.Path
 }
 
 func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Writer) int {
