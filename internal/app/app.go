@@ -25,7 +25,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -69,7 +68,7 @@ func openStore(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 		})
 		name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
 		if cfg.Endpoint != "" {
-			name += " at " + httpsend.RedactRaw(cfg.Endpoint)
+			name += " at " + core.RedactRawURL(cfg.Endpoint)
 		}
 		return dynamo.New(client, cfg.Table, dynamo.Options{}), nopCloser{}, name, nil
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
 
 // DeliveriesUsage is the operator's command's synopsis.
@@ -393,12 +392,12 @@ func jsonStamp(t time.Time) string {
 var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>()\[\]{}]+`)
 
 // shown is a stored text as the command prints it: on one line, each URL
-// in it redacted by httpsend.RedactRaw, the one redaction of the
+// in it redacted by core.RedactRawURL, the one redaction of the
 // destinations' URLs. The adapters store errors already redacted; this
 // holds for any stored text, a hand edit included.
 func shown(s string) string {
 	return urlInText.ReplaceAllStringFunc(oneLine(s), func(u string) string {
 		trimmed := strings.TrimRight(u, ".,;:")
-		return httpsend.RedactRaw(trimmed) + u[len(trimmed):]
+		return core.RedactRawURL(trimmed) + u[len(trimmed):]
 	})
 }

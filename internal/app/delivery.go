@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
@@ -52,7 +53,7 @@ func DeliveryHandler(ctx context.Context, cfg config.DeliveryLambda, logger *slo
 		return nil, err
 	}
 	logger.InfoContext(ctx, "delivery destination", slog.Group("delivery", slog.String("kind", d.Kind),
-		slog.String("url", httpsend.RedactRaw(d.URL)), slog.Bool("lookup", d.Lookup),
+		slog.String("url", core.RedactRawURL(d.URL)), slog.Bool("lookup", d.Lookup),
 		slog.Int("max_attempts", cmp.Or(d.MaxAttempts, delivery.DefaultMaxAttempts)),
 		slog.Duration("timeout", cmp.Or(d.Timeout, delivery.DefaultCallTimeout))))
 	return deliverylambda.Options{

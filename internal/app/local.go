@@ -18,7 +18,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -130,7 +129,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		cs = append(cs, runWorker(ctx, w, logger))
 		// Kind and host only: the URL's path or query and the credentials
 		// may hold secrets.
-		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", httpsend.RedactRaw(cfg.Delivery.URL)))
+		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", core.RedactRawURL(cfg.Delivery.URL)))
 	}
 	cs = append(cs, storeCloser)
 	if rec != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
 )
@@ -30,7 +31,7 @@ type Config struct {
 
 // String shows the configuration without the token, the URL redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", httpsend.RedactRaw(c.URL), c.Email, httpsend.Redacted(c.Token), c.Timeout)
+	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", core.RedactRawURL(c.URL), c.Email, httpsend.Redacted(c.Token), c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the token either.
@@ -38,7 +39,7 @@ func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the token, the URL redacted.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", httpsend.RedactRaw(c.URL)),
+	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", core.RedactRawURL(c.URL)),
 		slog.String("email", c.Email), slog.String("token", httpsend.Redacted(c.Token)),
 		slog.Duration("timeout", c.Timeout))
 }
@@ -61,7 +62,7 @@ func New(c Config) (*Client, error) {
 		return nil, fmt.Errorf("zendesk: %w", err)
 	}
 	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", httpsend.Redact(u))))
+		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", core.RedactURL(u))))
 	}
 	if strings.TrimSpace(c.Email) == "" {
 		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("email", "email is required (Zendesk authenticates with email and token)"))

@@ -1,0 +1,25 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+func TestRedact(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://hooks.slack.com/services/T000/B000/XXXXSECRET?token=abc": "https://hooks.slack.com/services/*",
+		"https://u:pw@h.example:8443/hook/a#frag":                         "https://h.example:8443/hook/*",
+		"https://h.example/hook?x=1":                                      "https://h.example/hook",
+		"https://h.example/hook/":                                         "https://h.example/hook/*",
+		"https://h.example":                                               "https://h.example",
+		"https://h.example/":                                              "https://h.example",
+		"http://127.0.0.1:9/a%2Fb/c":                                      "http://127.0.0.1:9/a%2Fb/*",
+		"mailto:someone@example.com":                                      "mailto:*",
+		"%zz":                                                             "[unparsable url]",
+	} {
+		if got := core.RedactRawURL(raw); got != want {
+			t.Errorf("RedactRawURL(%q) = %q; want %q", raw, got, want)
+		}
+	}
+}
