@@ -1,0 +1,100 @@
+package inregion
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The proxy adds the model's delay at one drawn quantile per request: the
+// put's figures for a GetItem, the 5-item transaction's for a committed
+// transaction and the failed-condition ones for a cancelled one; table
+// management is forwarded without delay. Upstream is a fake DynamoDB that
+// answers each operation as the test says; the delays are checked against
+// a second model with the same seed, not against a clock.
+func TestProxyDelaysByOperationAndOutcome(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if strings.Contains(string(body), `"held"`) {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","CancellationReasons":[{"Code":"ConditionalCheckFailed"}]}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer upstream.Close()
+	const seed = 42
+	p, err := NewProxy(upstream.URL, NewModel(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	send := func(op, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", strings.NewReader(body))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	twin := NewModel(seed)
+	var want time.Duration
+	for _, c := range []struct {
+		op, body string
+		q        *Quantiles
+		status   int
+	}{
+		{"GetItem", `{"Key":{"pk":{"S":"a"}}}`, &PutItem, 200},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"Item":{"pk":{"S":"new"}}}}]}`, &TransactWrite5, 200},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"Item":{"pk":{"S":"held"}}}}]}`, &TransactWrite5Failed, 400},
+		{"DescribeTable", `{}`, nil, 200},
+	} {
+		before := p.Stats()
+		if got := send(c.op, c.body); got != c.status {
+			t.Fatalf("%s: status %d, want %d", c.op, got, c.status)
+		}
+		var d time.Duration
+		if c.q != nil {
+			u := twin.draw()
+			d = c.q.At(u)
+			// Half on the way there at the committed figure, the rest on
+			// the way back: the total is the outcome's figure unless the
+			// first half already exceeds it.
+			if first := TransactWrite5.At(u) / 2; c.q == &TransactWrite5Failed && first > d {
+				d = first
+			}
+		}
+		want += d
+		if got := p.Stats().Sub(before).Delay; got != d {
+			t.Errorf("%s: delay %v, want %v", c.op, got, d)
+		}
+	}
+	st := p.Stats()
+	if st.Delay != want || st.Total() != 4 || st.Cancelled != 1 || st.Requests["TransactWriteItems"] != 2 {
+		t.Errorf("stats %+v; want delay %v, 4 requests, 1 cancelled", st, want)
+	}
+}
+
+func TestNewProxyRefusesABadEndpoint(t *testing.T) {
+	for _, ep := range []string{"", "127.0.0.1:8000", "https://127.0.0.1:8000", "http://"} {
+		if _, err := NewProxy(ep, nil); err == nil {
+			t.Errorf("NewProxy(%q): no error", ep)
+		}
+	}
+}
+
+func TestOperation(t *testing.T) {
+	for in, want := range map[string]string{"DynamoDB_20120810.GetItem": "GetItem", "": "unknown", "DynamoDB_20120810.": "unknown"} {
+		if got := Operation(in); got != want {
+			t.Errorf("Operation(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
