@@ -17,6 +17,7 @@ package inregion
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -122,5 +123,19 @@ func Rules() []Rule {
 		d, c, _ := class(op)
 		out = append(out, Rule{Operation: op, Done: d, Cancelled: c})
 	}
+	return out
+}
+
+// Sequence draws n latencies of the operations qs run one after another,
+// one independent draw each, and returns them sorted: what the model says
+// of a sequence without sending it.
+func (m *Model) Sequence(n int, qs ...Quantiles) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		for _, q := range qs {
+			out[i] += q.At(m.draw())
+		}
+	}
+	slices.Sort(out)
 	return out
 }

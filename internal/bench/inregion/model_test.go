@@ -87,3 +87,20 @@ func TestClass(t *testing.T) {
 		t.Errorf("rules: %+v", Rules())
 	}
 }
+
+// A sequence of three puts has the published put median three times over
+// at its median, and a p99 below three put p99s: the tails of independent
+// draws rarely coincide.
+func TestSequence(t *testing.T) {
+	seq := NewModel(3).Sequence(100_000, PutItem, PutItem, PutItem)
+	p50, p99 := seq[len(seq)/2], seq[len(seq)*99/100]
+	if p50 < ms(3*7.55*0.95) || p50 > ms(3*7.55*1.15) {
+		t.Errorf("three puts: p50 %v, want about 3 × 7.55 ms", p50)
+	}
+	if p99 >= ms(3*16.2) || p99 <= ms(16.2+2*7.55) {
+		t.Errorf("three puts: p99 %v, want between one p99 plus two medians and three p99s", p99)
+	}
+	if !slices.IsSorted(seq) {
+		t.Errorf("not sorted")
+	}
+}

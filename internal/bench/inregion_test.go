@@ -1,0 +1,366 @@
+package bench
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/bench/inregion"
+	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+// Environment of TestInRegion besides results.InRegionEnv.
+const (
+	envInRegionOps  = "BENCH_INREGION_OPS"  // operations per one-at-a-time case (default 400, as many as the source's invocations)
+	envInRegionSeed = "BENCH_INREGION_SEED" // seed of the model's draws (default 1)
+	inRegionWorkers = 16
+	inRegionDraws   = 100_000 // draws of the model's own sequence figures
+)
+
+// TestInRegion (only with BENCH_INREGION_OUT set) measures the callback path
+// and the bare DynamoDB operations under it through the inregion proxy in
+// front of DynamoDB Local, on two hops: the proxy adding no delay (DynamoDB
+// Local as the other benchmarks see it, with the requests counted), and the
+// proxy adding the in-region latency model's delay. Each hop has its own
+// proxy, client, store and handler (warm user cache) on one table. Cases:
+// a new operation one at a time and from 16 concurrent clients, a repeat,
+// and the floors under the same hop (one bare GetItem of the operation, one
+// bare conditional PutItem, one bare TransactWriteItems of the two items the
+// store writes, built by the store itself) and the Powertools pattern's
+// three plain writes. Writes results.InRegion (JSON) to the file the
+// variable names; any answer other than the expected one fails the run.
+func TestInRegion(t *testing.T) {
+	out := os.Getenv(results.InRegionEnv)
+	if out == "" {
+		t.Skip(results.InRegionEnv + " not set: make bench sets it")
+	}
+	ops := envInt(t, envInRegionOps, 400)
+	seed := uint64(envInt(t, envInRegionSeed, 1))
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+
+	res := results.InRegion{Seed: seed, Ops: ops, Draws: inRegionDraws}
+	for _, q := range inregion.Published {
+		res.Published = append(res.Published, results.InRegionQuantiles{Name: q.Name, MinMs: q.Min, P50ms: q.P50,
+			P90ms: q.P90, P95ms: q.P95, P99ms: q.P99, MaxMs: q.Max})
+	}
+	for _, r := range inregion.Rules() {
+		res.Rules = append(res.Rules, results.InRegionRule{Operation: r.Operation, Done: r.Done.Name, Cancelled: r.Cancelled.Name})
+	}
+	for _, s := range []struct {
+		name string
+		qs   []inregion.Quantiles
+	}{
+		{"one TransactWriteItems", []inregion.Quantiles{inregion.TransactWrite5}},
+		{"three single-item writes in sequence", []inregion.Quantiles{inregion.PutItem, inregion.PutItem, inregion.PutItem}},
+		{"one GetItem", []inregion.Quantiles{inregion.PutItem}},
+	} {
+		d := inregion.NewModel(seed).Sequence(inRegionDraws, s.qs...)
+		res.Sequences = append(res.Sequences, results.InRegionSequence{Name: s.name,
+			P50ms: ms(percentile(d, 0.50)), P99ms: ms(percentile(d, 0.99))})
+	}
+
+	for _, hop := range []struct {
+		kind, name string
+		model      *inregion.Model
+	}{
+		{"local", "DynamoDB Local", nil},
+		{"model", "DynamoDB Local + in-region model", inregion.NewModel(seed)},
+	} {
+		h := measureHop(t, endpoint, table, hop.model, ops)
+		h.Kind, h.Name = hop.kind, hop.name
+		res.Hops = append(res.Hops, h)
+	}
+	if err := results.WriteJSON(out, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range res.Hops {
+		for _, c := range h.Cases {
+			t.Logf("%s, %s: p50 %.2f ms, p99 %.2f ms, %.0f ops/s, %.2f requests/op %v, %.2f RCU/op, %.2f WCU/op",
+				h.Name, c.Name, c.P50ms, c.P99ms, c.PerSecond(), c.RequestsPerOp(), c.Requests, c.RCUPerOp(), c.WCUPerOp())
+			if len(c.Other) > 0 {
+				t.Errorf("%s, %s: unexpected answers %v", h.Name, c.Name, c.Other)
+			}
+		}
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// measureHop runs every case through one proxy (model nil: no delay).
+func measureHop(t *testing.T, endpoint, table string, model *inregion.Model, ops int) results.InRegionHop {
+	t.Helper()
+	ctx := context.Background()
+	p, err := inregion.NewProxy(endpoint, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	client := testenv.DynamoClient(t, srv.URL)
+	store := dynamo.New(client, table, dynamo.Options{})
+	if err := store.PutUser(ctx, benchUser); err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(store, usercache.New(store, time.Hour, 16))
+	ids := requestIDs("inregion")
+	newOp := func() string { return outcome(serve(h, ids())) }
+	for range 20 { // warm-up: the user cache, connections, DynamoDB Local's JIT
+		if o := newOp(); o != "created" {
+			t.Fatalf("warm-up: %s", o)
+		}
+	}
+	repeatID := ids()
+	if o := newOp(); o != "created" {
+		t.Fatalf("warm-up: %s", o)
+	}
+	if o := outcome(serve(h, repeatID)); o != "created" {
+		t.Fatalf("setting up the repeat: %s", o)
+	}
+	repeat := func() string { return outcome(serve(h, repeatID)) }
+	bare := newBareItems(t, table)
+	heldKey := bare.next(repeatID).opKey()
+
+	var hop results.InRegionHop
+	add := func(c results.InRegionCase) { hop.Cases = append(hop.Cases, c) }
+	add(sequential(p, results.InRegionNew, "new operation", ops, "created", newOp))
+	add(parallel(p, results.InRegionNewParallel, "new operation, 16 concurrent clients", 2*ops, inRegionWorkers, "created", newOp))
+	add(sequential(p, results.InRegionRepeat, "repeat", ops, "deduplicated", repeat))
+	add(sequential(p, results.InRegionGet, "bare GetItem of the operation", ops, "ok", func() string {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: heldKey, ConsistentRead: aws.Bool(true)})
+		if err == nil && out.Item == nil {
+			return "not found" // the floor is the read of the stored operation
+		}
+		return errOutcome(err)
+	}))
+	add(sequential(p, results.InRegionPut, "bare conditional PutItem of an operation", ops, "ok", func() string {
+		it := bare.next(ids()).op
+		_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it,
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		return errOutcome(err)
+	}))
+	add(sequential(p, results.InRegionTransact, "bare TransactWriteItems of the same two items", ops, "ok", func() string {
+		_, err := client.TransactWriteItems(ctx, bare.next(ids()).tx)
+		return errOutcome(err)
+	}))
+	add(sequential(p, results.InRegionThreeWrites, "three plain writes (Powertools pattern)", ops, "ok", func() string {
+		return errOutcome(threeWrites(ctx, client, table, bare.next(ids())))
+	}))
+	return hop
+}
+
+func errOutcome(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "ok"
+}
+
+// bareItems builds the items the store writes for a callback, by running
+// the store's own Create against a client that records the transaction
+// instead of sending it.
+type bareItems struct {
+	t       *testing.T
+	capture *captureClient
+	store   *dynamo.Store
+}
+
+func newBareItems(t *testing.T, table string) *bareItems {
+	c := &captureClient{}
+	return &bareItems{t: t, capture: c, store: dynamo.New(c, table, dynamo.Options{})}
+}
+
+// captured is one callback's transaction and its two items.
+type captured struct {
+	tx         *dynamodb.TransactWriteItemsInput
+	op, ticket map[string]types.AttributeValue
+}
+
+func (c captured) opKey() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": c.op["pk"]}
+}
+
+// next is what the store writes for a create_ticket callback with requestID.
+func (b *bareItems) next(requestID string) captured {
+	op, t, now := storeCall(requestID)
+	if existing, err := b.store.Create(context.Background(), op, t, now); err != nil || existing != nil {
+		b.t.Fatalf("capturing the store's transaction: %v, %v", existing, err)
+	}
+	tx := b.capture.take()
+	if tx == nil || len(tx.TransactItems) != 2 || tx.TransactItems[0].Put == nil || tx.TransactItems[1].Put == nil {
+		b.t.Fatalf("the store's Create wrote %+v; want one TransactWriteItems of two Puts", tx)
+	}
+	return captured{tx: tx, op: tx.TransactItems[0].Put.Item, ticket: tx.TransactItems[1].Put.Item}
+}
+
+// captureClient is a dynamo.Client that records a TransactWriteItems and
+// answers it, and any GetItem, as DynamoDB would for a new key. Any other
+// call reaches the nil embedded interface and panics: the capture expects
+// none.
+type captureClient struct {
+	dynamo.Client
+	mu sync.Mutex
+	tx *dynamodb.TransactWriteItemsInput
+}
+
+func (c *captureClient) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tx = in
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+func (c *captureClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return &dynamodb.GetItemOutput{}, nil
+}
+
+func (c *captureClient) take() *dynamodb.TransactWriteItemsInput {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tx := c.tx
+	c.tx = nil
+	return tx
+}
+
+// threeWrites is the Powertools for AWS Lambda idempotency pattern on the
+// same items: a conditional put of the in-progress record, the effect
+// (the ticket), and the update of the record to completed with its result.
+func threeWrites(ctx context.Context, client *dynamodb.Client, table string, c captured) error {
+	record := map[string]types.AttributeValue{}
+	for k, v := range c.op {
+		if k != "result" {
+			record[k] = v
+		}
+	}
+	record["state"] = &types.AttributeValueMemberS{Value: "in_progress"}
+	now := &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().Unix(), 10)}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: record,
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at < :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": now}}); err != nil {
+		return err
+	}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: c.ticket,
+		ConditionExpression: aws.String("attribute_not_exists(pk)")}); err != nil {
+		return err
+	}
+	_, err := client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: c.opKey(),
+		UpdateExpression:          aws.String("SET #s = :s, #r = :r"),
+		ExpressionAttributeNames:  map[string]string{"#s": "state", "#r": "result"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":s": c.op["state"], ":r": c.op["result"]}})
+	return err
+}
+
+// sample is one operation's time and the proxy's counters over it.
+type sample struct{ total, delay, local time.Duration }
+
+// sequential runs f n times, one at a time, each answer expected to be
+// want, and splits each operation's time with the proxy's counters.
+func sequential(p *inregion.Proxy, kind, name string, n int, want string, f func() string) results.InRegionCase {
+	other := map[string]int{}
+	samples := make([]sample, 0, n)
+	first := p.Stats()
+	start := time.Now()
+	for range n {
+		before := p.Stats()
+		t0 := time.Now()
+		if o := f(); o != want {
+			other[o]++
+		}
+		d := p.Stats().Sub(before)
+		samples = append(samples, sample{total: time.Since(t0), delay: d.Delay, local: d.Upstream})
+	}
+	c := summarizeCase(kind, name, 1, time.Since(start), p.Stats().Sub(first), other, samples)
+	slices.SortFunc(samples, func(a, b sample) int { return int(a.total - b.total) })
+	c.Mean = split(samples)
+	c.Tail = split(samples[int(0.99*float64(len(samples))):])
+	return c
+}
+
+// parallel runs f n times in all from workers concurrent clients.
+func parallel(p *inregion.Proxy, kind, name string, n, workers int, want string, f func() string) results.InRegionCase {
+	var (
+		mu      sync.Mutex
+		samples []sample
+		other   = map[string]int{}
+		wg      sync.WaitGroup
+	)
+	first := p.Stats()
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []sample
+			bad := map[string]int{}
+			for i := w; i < n; i += workers {
+				t0 := time.Now()
+				if o := f(); o != want {
+					bad[o]++
+				}
+				mine = append(mine, sample{total: time.Since(t0)})
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			samples = append(samples, mine...)
+			for k, v := range bad {
+				other[k] += v
+			}
+		}()
+	}
+	wg.Wait()
+	return summarizeCase(kind, name, workers, time.Since(start), p.Stats().Sub(first), other, samples)
+}
+
+func summarizeCase(kind, name string, workers int, elapsed time.Duration, st inregion.Stats, other map[string]int, samples []sample) results.InRegionCase {
+	totals := make([]time.Duration, len(samples))
+	for i, s := range samples {
+		totals[i] = s.total
+	}
+	slices.Sort(totals)
+	c := results.InRegionCase{Kind: kind, Name: name, Workers: workers, Ops: len(samples), Seconds: elapsed.Seconds(),
+		P50ms: ms(percentile(totals, 0.50)), P99ms: ms(percentile(totals, 0.99)),
+		Requests: st.Requests, Cancelled: st.Cancelled, RCU: st.Capacity.RCU, WCU: st.Capacity.WCU, Disagreed: st.Disagreed}
+	if len(other) > 0 {
+		c.Other = other
+	}
+	return c
+}
+
+// split is the mean of samples' times and of the parts the proxy saw.
+func split(samples []sample) *results.InRegionSplit {
+	if len(samples) == 0 {
+		return nil
+	}
+	var s sample
+	for _, x := range samples {
+		s.total += x.total
+		s.delay += x.delay
+		s.local += x.local
+	}
+	n := time.Duration(len(samples))
+	return &results.InRegionSplit{Ops: len(samples), TotalMs: ms(s.total / n), DelayMs: ms(s.delay / n),
+		LocalMs: ms(s.local / n), RestMs: ms((s.total - s.delay - s.local) / n)}
+}
