@@ -290,7 +290,7 @@ func sequential(p *inregion.Proxy, kind, name string, n int, want string, f func
 			other[o]++
 		}
 		d := p.Stats().Sub(before)
-		samples = append(samples, sample{total: time.Since(t0), delay: d.Delay, local: d.Upstream})
+		samples = append(samples, sample{total: time.Since(t0), delay: d.Slept, local: d.Upstream})
 	}
 	c := summarizeCase(kind, name, 1, time.Since(start), p.Stats().Sub(first), other, samples)
 	slices.SortFunc(samples, func(a, b sample) int { return int(a.total - b.total) })

@@ -49,9 +49,11 @@ type Stats struct {
 	// operation (see TestProxyCountsAndCapacity).
 	Agreed    int
 	Disagreed []string
-	// Delay is the model's delay added to all requests, Upstream the time
-	// DynamoDB Local took to answer them, as the proxy measured it.
-	Delay, Upstream time.Duration
+	// Delay is the model's delay added to all requests and Slept the time
+	// the proxy actually waited for it (timers overshoot on a busy
+	// machine); Upstream is the time DynamoDB Local took to answer, as the
+	// proxy measured it.
+	Delay, Slept, Upstream time.Duration
 }
 
 // Total is the number of requests.
@@ -68,7 +70,7 @@ func (s Stats) Sub(before Stats) Stats {
 	d := Stats{Requests: map[string]int{}, Cancelled: s.Cancelled - before.Cancelled,
 		Capacity: Capacity{RCU: s.Capacity.RCU - before.Capacity.RCU, WCU: s.Capacity.WCU - before.Capacity.WCU},
 		Computed: s.Computed - before.Computed, Agreed: s.Agreed - before.Agreed,
-		Disagreed: s.Disagreed[len(before.Disagreed):], Delay: s.Delay - before.Delay, Upstream: s.Upstream - before.Upstream}
+		Disagreed: s.Disagreed[len(before.Disagreed):], Delay: s.Delay - before.Delay, Slept: s.Slept - before.Slept, Upstream: s.Upstream - before.Upstream}
 	for k, v := range s.Requests {
 		if n := v - before.Requests[k]; n != 0 {
 			d.Requests[k] = n
@@ -127,11 +129,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op := Operation(r.Header.Get("X-Amz-Target"))
 	done, cancelledQ, modelled := class(op)
 	var u float64
-	var slept time.Duration
+	var slept, actual time.Duration
 	if p.model != nil && modelled {
 		u = p.model.draw()
 		slept = done.At(u) / 2
-		if sleep(ctx, slept) != nil {
+		t0 := time.Now()
+		err := sleep(ctx, slept)
+		actual += time.Since(t0)
+		if err != nil {
 			return // the client gave up; it reached no table
 		}
 	}
@@ -160,7 +165,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	upstream := time.Since(start)
 	if err != nil {
-		p.record(op, nil, nil, 0, 0, upstream, false, false)
+		p.record(op, nil, nil, 0, 0, actual, upstream, false, false)
 		if ctx.Err() == nil {
 			http.Error(w, "inregion: forwarding to DynamoDB Local: "+err.Error(), http.StatusBadGateway)
 		}
@@ -177,11 +182,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			q = cancelledQ
 		}
 		if total := q.At(u); total > slept {
+			t0 := time.Now()
 			_ = sleep(ctx, total-slept) // a client that gave up gets nothing; the request still counts
+			actual += time.Since(t0)
 			delay = total
 		}
 	}
-	p.record(op, body, respBody, resp.StatusCode, delay, upstream, cancelled, conditionFailed)
+	p.record(op, body, respBody, resp.StatusCode, delay, actual, upstream, cancelled, conditionFailed)
 	for k, vs := range resp.Header {
 		if !hopByHop[k] {
 			w.Header()[k] = vs
@@ -191,7 +198,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(respBody)
 }
 
-func (p *Proxy) record(op string, req, resp []byte, status int, delay, upstream time.Duration, cancelled, conditionFailed bool) {
+func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, upstream time.Duration, cancelled, conditionFailed bool) {
 	c, isReported := reported(op, resp)
 	var mine Capacity
 	canCompute := false
@@ -220,6 +227,7 @@ func (p *Proxy) record(op string, req, resp []byte, status int, delay, upstream 
 		p.stats.Computed++
 	}
 	p.stats.Delay += delay
+	p.stats.Slept += slept
 	p.stats.Upstream += upstream
 }
 

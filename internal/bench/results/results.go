@@ -212,8 +212,9 @@ type InRegionCase struct {
 	WCU       float64  `json:"wcu"`
 	Disagreed []string `json:"disagreed,omitempty"`
 	// Mean and Tail split the time of the operations (all of them, and
-	// those at or above the p99) into the model's delay, DynamoDB Local's
-	// time and the rest (the handler, the SDK, loopback HTTP). Only for
+	// those at or above the p99) into the model's delay (as the proxy
+	// slept it), DynamoDB Local's time and the rest (the handler, the SDK,
+	// loopback HTTP and the proxy's own work). Only for
 	// one-at-a-time cases, where the proxy's counters belong to one
 	// operation.
 	Mean *InRegionSplit `json:"mean,omitempty"`
