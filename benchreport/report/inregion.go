@@ -132,7 +132,7 @@ func (r *InRegionReport) build() error {
 		r.Rows = append(r.Rows, InRegionRow{Kind: kind, Local: l, Model: m})
 	}
 	for _, kind := range []string{results.InRegionNew, results.InRegionRepeat, results.InRegionTransact, results.InRegionThreeWrites} {
-		if row, _ := r.Case(kind); row.Model.Mean == nil || row.Model.Tail == nil {
+		if row, _ := r.Case(kind); row.Model.Mean == nil || row.Model.Tail == nil || row.Model.P99 == nil {
 			return fmt.Errorf("%s under the model: no split of its time", kind)
 		}
 	}

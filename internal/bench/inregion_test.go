@@ -72,6 +72,7 @@ func TestInRegion(t *testing.T) {
 			P50ms: ms(percentile(d, 0.50)), P99ms: ms(percentile(d, 0.99))})
 	}
 
+	var hops []*hopSetup
 	for _, hop := range []struct {
 		kind, name string
 		model      *inregion.Model
@@ -79,9 +80,28 @@ func TestInRegion(t *testing.T) {
 		{"local", "DynamoDB Local", nil},
 		{"model", "DynamoDB Local + in-region model", inregion.NewModel(seed)},
 	} {
-		h := measureHop(t, endpoint, table, hop.model, ops)
-		h.Kind, h.Name = hop.kind, hop.name
-		res.Hops = append(res.Hops, h)
+		hops = append(hops, setupHop(t, endpoint, table, hop.kind, hop.name, hop.model))
+	}
+	// The one-at-a-time cases of both hops take turns, one operation each,
+	// so that every case sees the same table and the same machine load
+	// (other work shares this machine), then each hop's concurrent case.
+	var runs []*seqRun
+	for _, h := range hops {
+		for _, c := range h.cases {
+			runs = append(runs, &seqRun{hop: h, c: c, other: map[string]int{}})
+		}
+	}
+	roundRobin(runs, ops)
+	for _, h := range hops {
+		hop := results.InRegionHop{Kind: h.kind, Name: h.name}
+		for _, r := range runs {
+			if r.hop == h {
+				hop.Cases = append(hop.Cases, r.result())
+			}
+		}
+		par := parallel(h.proxy, results.InRegionNewParallel, "new operation, 16 concurrent clients", 2*ops, inRegionWorkers, "created", h.newOp)
+		hop.Cases = slices.Insert(hop.Cases, 1, par)
+		res.Hops = append(res.Hops, hop)
 	}
 	if err := results.WriteJSON(out, res); err != nil {
 		t.Fatal(err)
@@ -110,8 +130,24 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// measureHop runs every case through one proxy (model nil: no delay).
-func measureHop(t *testing.T, endpoint, table string, model *inregion.Model, ops int) results.InRegionHop {
+// hopSetup is one way to DynamoDB Local: its proxy (model nil: no delay),
+// and a client, store and handler of its own on the shared table.
+type hopSetup struct {
+	kind, name string
+	proxy      *inregion.Proxy
+	newOp      func() string
+	cases      []seqCase
+}
+
+// seqCase is a case measured one operation at a time: prepare (not timed)
+// then run, whose answer must be want.
+type seqCase struct {
+	kind, name, want string
+	prepare          func()
+	run              func() string
+}
+
+func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.Model) *hopSetup {
 	t.Helper()
 	ctx := context.Background()
 	p, err := inregion.NewProxy(endpoint, model)
@@ -126,7 +162,7 @@ func measureHop(t *testing.T, endpoint, table string, model *inregion.Model, ops
 		t.Fatal(err)
 	}
 	h := newHandler(store, usercache.New(store, time.Hour, 16))
-	ids := requestIDs("inregion")
+	ids := requestIDs("inregion-" + kind)
 	newOp := func() string { return outcome(serve(h, ids())) }
 	for range 20 { // warm-up: the user cache, connections, DynamoDB Local's JIT
 		if o := newOp(); o != "created" {
@@ -134,42 +170,37 @@ func measureHop(t *testing.T, endpoint, table string, model *inregion.Model, ops
 		}
 	}
 	repeatID := ids()
-	if o := newOp(); o != "created" {
-		t.Fatalf("warm-up: %s", o)
-	}
 	if o := outcome(serve(h, repeatID)); o != "created" {
 		t.Fatalf("setting up the repeat: %s", o)
 	}
-	repeat := func() string { return outcome(serve(h, repeatID)) }
 	bare := newBareItems(t, table)
 	heldKey := bare.next(repeatID).opKey()
+	var next captured // the items of the next bare write, prepared untimed
+	prepare := func() { next = bare.next(ids()) }
 
-	var hop results.InRegionHop
-	add := func(c results.InRegionCase) { hop.Cases = append(hop.Cases, c) }
-	add(sequential(p, results.InRegionNew, "new operation", ops, "created", newOp))
-	add(parallel(p, results.InRegionNewParallel, "new operation, 16 concurrent clients", 2*ops, inRegionWorkers, "created", newOp))
-	add(sequential(p, results.InRegionRepeat, "repeat", ops, "deduplicated", repeat))
-	add(sequential(p, results.InRegionGet, "bare GetItem of the operation", ops, "ok", func() string {
-		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: heldKey, ConsistentRead: aws.Bool(true)})
-		if err == nil && out.Item == nil {
-			return "not found" // the floor is the read of the stored operation
-		}
-		return errOutcome(err)
-	}))
-	add(sequential(p, results.InRegionPut, "bare conditional PutItem of an operation", ops, "ok", func() string {
-		it := bare.next(ids()).op
-		_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it,
-			ConditionExpression: aws.String("attribute_not_exists(pk)")})
-		return errOutcome(err)
-	}))
-	add(sequential(p, results.InRegionTransact, "bare TransactWriteItems of the same two items", ops, "ok", func() string {
-		_, err := client.TransactWriteItems(ctx, bare.next(ids()).tx)
-		return errOutcome(err)
-	}))
-	add(sequential(p, results.InRegionThreeWrites, "three plain writes (Powertools pattern)", ops, "ok", func() string {
-		return errOutcome(threeWrites(ctx, client, table, bare.next(ids())))
-	}))
-	return hop
+	return &hopSetup{kind: kind, name: name, proxy: p, newOp: newOp, cases: []seqCase{
+		{results.InRegionNew, "new operation", "created", nil, newOp},
+		{results.InRegionRepeat, "repeat", "deduplicated", nil, func() string { return outcome(serve(h, repeatID)) }},
+		{results.InRegionGet, "bare GetItem of the operation", "ok", nil, func() string {
+			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: heldKey, ConsistentRead: aws.Bool(true)})
+			if err == nil && out.Item == nil {
+				return "not found" // the floor is the read of the stored operation
+			}
+			return errOutcome(err)
+		}},
+		{results.InRegionPut, "bare conditional PutItem of an operation", "ok", prepare, func() string {
+			_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: next.op,
+				ConditionExpression: aws.String("attribute_not_exists(pk)")})
+			return errOutcome(err)
+		}},
+		{results.InRegionTransact, "bare TransactWriteItems of the same two items", "ok", prepare, func() string {
+			_, err := client.TransactWriteItems(ctx, next.tx)
+			return errOutcome(err)
+		}},
+		{results.InRegionThreeWrites, "three plain writes (Powertools pattern)", "ok", prepare, func() string {
+			return errOutcome(threeWrites(ctx, client, table, next))
+		}},
+	}}
 }
 
 func errOutcome(err error) string {
@@ -276,27 +307,84 @@ func threeWrites(ctx context.Context, client *dynamodb.Client, table string, c c
 // sample is one operation's time and the proxy's counters over it.
 type sample struct{ total, delay, local time.Duration }
 
-// sequential runs f n times, one at a time, each answer expected to be
-// want, and splits each operation's time with the proxy's counters.
-func sequential(p *inregion.Proxy, kind, name string, n int, want string, f func() string) results.InRegionCase {
-	other := map[string]int{}
-	samples := make([]sample, 0, n)
-	first := p.Stats()
-	start := time.Now()
-	for range n {
-		before := p.Stats()
-		t0 := time.Now()
-		if o := f(); o != want {
-			other[o]++
+// seqRun is one hop's case and what was measured of it.
+type seqRun struct {
+	hop     *hopSetup
+	c       seqCase
+	samples []sample
+	stats   inregion.Stats // the proxy's counters over this case's operations
+	other   map[string]int
+}
+
+// roundRobin runs every case n times, one operation at a time, the cases
+// taking turns in an order rotated each round; the proxy's counters over
+// each operation belong to it alone.
+func roundRobin(runs []*seqRun, n int) {
+	for i := range n {
+		for k := range runs {
+			r := runs[(i+k)%len(runs)]
+			if r.c.prepare != nil {
+				r.c.prepare()
+			}
+			before := r.hop.proxy.Stats()
+			t0 := time.Now()
+			o := r.c.run()
+			total := time.Since(t0)
+			d := r.hop.proxy.Stats().Sub(before)
+			if o != r.c.want {
+				r.other[o]++
+			}
+			r.samples = append(r.samples, sample{total: total, delay: d.Slept, local: d.Upstream})
+			r.stats = addStats(r.stats, d)
 		}
-		d := p.Stats().Sub(before)
-		samples = append(samples, sample{total: time.Since(t0), delay: d.Slept, local: d.Upstream})
 	}
-	c := summarizeCase(kind, name, 1, time.Since(start), p.Stats().Sub(first), other, samples)
-	slices.SortFunc(samples, func(a, b sample) int { return int(a.total - b.total) })
-	c.Mean = split(samples)
-	c.Tail = split(samples[int(0.99*float64(len(samples))):])
+}
+
+func addStats(a, b inregion.Stats) inregion.Stats {
+	if a.Requests == nil {
+		a.Requests = map[string]int{}
+	}
+	for k, v := range b.Requests {
+		a.Requests[k] += v
+	}
+	a.Cancelled += b.Cancelled
+	a.Abandoned += b.Abandoned
+	a.Capacity.RCU += b.Capacity.RCU
+	a.Capacity.WCU += b.Capacity.WCU
+	a.Disagreed = append(a.Disagreed, b.Disagreed...)
+	return a
+}
+
+// result summarizes the run; its operations per second are over the time
+// its own operations took.
+func (r *seqRun) result() results.InRegionCase {
+	var busy time.Duration
+	for _, s := range r.samples {
+		busy += s.total
+	}
+	c := summarizeCase(r.c.kind, r.c.name, 1, busy, r.stats, r.other, r.samples)
+	sorted := slices.Clone(r.samples)
+	slices.SortFunc(sorted, func(a, b sample) int { return int(a.total - b.total) })
+	c.Mean = split(sorted)
+	c.Tail = split(sorted[int(0.99*float64(len(sorted))):])
+	c.P99 = partsP99(r.samples)
 	return c
+}
+
+// partsP99 is the p99 of each part of the time on its own.
+func partsP99(samples []sample) *results.InRegionSplit {
+	parts := make([][]time.Duration, 4)
+	for _, s := range samples {
+		parts[0] = append(parts[0], s.total)
+		parts[1] = append(parts[1], s.delay)
+		parts[2] = append(parts[2], s.local)
+		parts[3] = append(parts[3], s.total-s.delay-s.local)
+	}
+	for _, p := range parts {
+		slices.Sort(p)
+	}
+	return &results.InRegionSplit{Ops: len(samples), TotalMs: ms(percentile(parts[0], 0.99)), DelayMs: ms(percentile(parts[1], 0.99)),
+		LocalMs: ms(percentile(parts[2], 0.99)), RestMs: ms(percentile(parts[3], 0.99))}
 }
 
 // parallel runs f n times in all from workers concurrent clients.
@@ -342,7 +430,7 @@ func summarizeCase(kind, name string, workers int, elapsed time.Duration, st inr
 	slices.Sort(totals)
 	c := results.InRegionCase{Kind: kind, Name: name, Workers: workers, Ops: len(samples), Seconds: elapsed.Seconds(),
 		P50ms: ms(percentile(totals, 0.50)), P99ms: ms(percentile(totals, 0.99)),
-		Requests: st.Requests, Cancelled: st.Cancelled, RCU: st.Capacity.RCU, WCU: st.Capacity.WCU, Disagreed: st.Disagreed}
+		Requests: st.Requests, Cancelled: st.Cancelled, Abandoned: st.Abandoned, RCU: st.Capacity.RCU, WCU: st.Capacity.WCU, Disagreed: st.Disagreed}
 	if len(other) > 0 {
 		c.Other = other
 	}

@@ -1,10 +1,12 @@
 package inregion
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -100,5 +102,43 @@ func TestOperation(t *testing.T) {
 		if got := Operation(in); got != want {
 			t.Errorf("Operation(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A request its client abandons during the delay still reaches the table
+// and is counted, as a request sent to DynamoDB is executed whether or not
+// its client waits for the answer (a store that answers a repeat from a
+// parallel read and drops the transaction still pays for the transaction).
+func TestProxyCarriesAnAbandonedRequest(t *testing.T) {
+	var hits atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer upstream.Close()
+	p, err := NewProxy(upstream.URL, NewModel(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	// The model's shortest delay for a transaction is 19.4 ms, half of it
+	// before forwarding: a client that gives up after 1 ms has gone
+	// before the request is forwarded.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/", strings.NewReader(`{}`))
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.TransactWriteItems")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("the client got an answer within 1 ms; want it to give up first")
+	}
+	// The proxy finishes the request after the client has gone; the wait is
+	// bounded so that a proxy that drops it fails instead of hanging.
+	for deadline := time.Now().Add(10 * time.Second); p.Stats().Total() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := p.Stats(); hits.Load() != 1 || st.Requests["TransactWriteItems"] != 1 || st.Abandoned != 1 {
+		t.Errorf("upstream saw %d requests; stats %+v; want 1 request, counted and abandoned", hits.Load(), st)
 	}
 }

@@ -36,8 +36,10 @@ type Proxy struct {
 type Stats struct {
 	// Requests counts the requests by operation (the X-Amz-Target action).
 	Requests map[string]int
-	// Cancelled counts the TransactionCanceledException answers.
-	Cancelled int
+	// Cancelled counts the TransactionCanceledException answers;
+	// Abandoned the requests whose client had gone (its context ended)
+	// by the time the answer was ready. Both are in Requests.
+	Cancelled, Abandoned int
 	// Capacity is the capacity consumed, by AWS's billing rules (see
 	// [Capacity]) for the operations they cover (Computed counts those
 	// requests), else as DynamoDB Local reported it, when asked.
@@ -67,7 +69,7 @@ func (s Stats) Total() int {
 
 // Sub is what was counted between before and s.
 func (s Stats) Sub(before Stats) Stats {
-	d := Stats{Requests: map[string]int{}, Cancelled: s.Cancelled - before.Cancelled,
+	d := Stats{Requests: map[string]int{}, Cancelled: s.Cancelled - before.Cancelled, Abandoned: s.Abandoned - before.Abandoned,
 		Capacity: Capacity{RCU: s.Capacity.RCU - before.Capacity.RCU, WCU: s.Capacity.WCU - before.Capacity.WCU},
 		Computed: s.Computed - before.Computed, Agreed: s.Agreed - before.Agreed,
 		Disagreed: s.Disagreed[len(before.Disagreed):], Delay: s.Delay - before.Delay, Slept: s.Slept - before.Slept, Upstream: s.Upstream - before.Upstream}
@@ -120,7 +122,11 @@ var hopByHop = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Co
 
 // ServeHTTP forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	// A request the client abandons once sent is still carried to the
+	// table, executed and counted, as DynamoDB would: the server learns
+	// that the client has gone only when it answers.
+	client := r.Context()
+	ctx := context.WithoutCancel(client)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "inregion: reading the request: "+err.Error(), http.StatusBadRequest)
@@ -134,11 +140,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u = p.model.draw()
 		slept = done.At(u) / 2
 		t0 := time.Now()
-		err := sleep(ctx, slept)
+		sleep(slept)
 		actual += time.Since(t0)
-		if err != nil {
-			return // the client gave up; it reached no table
-		}
 	}
 
 	// The scheme and host are the configured endpoint's; only the path
@@ -165,10 +168,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	upstream := time.Since(start)
 	if err != nil {
-		p.record(op, nil, nil, 0, 0, actual, upstream, false, false)
-		if ctx.Err() == nil {
-			http.Error(w, "inregion: forwarding to DynamoDB Local: "+err.Error(), http.StatusBadGateway)
-		}
+		p.record(op, nil, nil, 0, 0, actual, upstream, false, false, client.Err() != nil)
+		http.Error(w, "inregion: forwarding to DynamoDB Local: "+err.Error(), http.StatusBadGateway)
 		return
 	}
 	errType := errorType(resp.StatusCode, respBody)
@@ -182,13 +183,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			q = cancelledQ
 		}
 		if total := q.At(u); total > slept {
+			// The rest is counted from the time actually waited, so that a
+			// timer's overshoot on the way there is not added twice.
 			t0 := time.Now()
-			_ = sleep(ctx, total-slept) // a client that gave up gets nothing; the request still counts
+			sleep(total - actual)
 			actual += time.Since(t0)
 			delay = total
 		}
 	}
-	p.record(op, body, respBody, resp.StatusCode, delay, actual, upstream, cancelled, conditionFailed)
+	p.record(op, body, respBody, resp.StatusCode, delay, actual, upstream, cancelled, conditionFailed, client.Err() != nil)
 	for k, vs := range resp.Header {
 		if !hopByHop[k] {
 			w.Header()[k] = vs
@@ -198,7 +201,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(respBody)
 }
 
-func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, upstream time.Duration, cancelled, conditionFailed bool) {
+func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, upstream time.Duration, cancelled, conditionFailed, abandoned bool) {
 	c, isReported := reported(op, resp)
 	var mine Capacity
 	canCompute := false
@@ -222,6 +225,9 @@ func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, up
 	if cancelled {
 		p.stats.Cancelled++
 	}
+	if abandoned {
+		p.stats.Abandoned++
+	}
 	p.stats.Capacity = p.stats.Capacity.add(c)
 	if canCompute {
 		p.stats.Computed++
@@ -244,17 +250,9 @@ func errorType(status int, body []byte) string {
 	return e.Type
 }
 
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
+// sleep waits d.
+func sleep(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
 	}
 }

@@ -202,9 +202,11 @@ type InRegionCase struct {
 	P50ms   float64 `json:"p50_ms"`
 	P99ms   float64 `json:"p99_ms"`
 	// Requests counts the requests the proxy received, by operation;
-	// Cancelled those answered TransactionCanceledException.
+	// Cancelled those answered TransactionCanceledException, Abandoned
+	// those whose client had stopped waiting by the time of the answer.
 	Requests  map[string]int `json:"requests"`
 	Cancelled int            `json:"cancelled"`
+	Abandoned int            `json:"abandoned,omitempty"`
 	// RCU and WCU are the capacity consumed by all Ops, by AWS's billing
 	// rules; Disagreed lists where DynamoDB Local, asked, reported another
 	// figure.
@@ -217,8 +219,11 @@ type InRegionCase struct {
 	// loopback HTTP and the proxy's own work). Only for
 	// one-at-a-time cases, where the proxy's counters belong to one
 	// operation.
+	// P99 is each part's own p99 (the parts' p99s do not add up to the
+	// total's: their tails fall on different operations).
 	Mean *InRegionSplit `json:"mean,omitempty"`
 	Tail *InRegionSplit `json:"tail,omitempty"`
+	P99  *InRegionSplit `json:"p99,omitempty"`
 	// Other counts answers other than the expected one, by outcome.
 	Other map[string]int `json:"other,omitempty"`
 }
