@@ -22,6 +22,7 @@ var templateText string
 var inRegionTemplateText string
 
 var tmpl = template.Must(template.Must(template.New("benchmarks.md").Funcs(template.FuncMap{
+	"add": func(a, b float64) float64 { return a + b },
 	"sub": func(a, b float64) float64 { return a - b },
 	"div": func(a, b float64) float64 { return a / b },
 	"mul": func(a, b float64) float64 { return a * b },

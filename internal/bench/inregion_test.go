@@ -305,7 +305,10 @@ func threeWrites(ctx context.Context, client *dynamodb.Client, table string, c c
 }
 
 // sample is one operation's time and the proxy's counters over it.
-type sample struct{ total, delay, local time.Duration }
+// sample is one operation's time and the proxy's counters over it: the
+// delay the model drew, the time the proxy slept for it (more on a busy
+// machine), and DynamoDB Local's time.
+type sample struct{ total, drawn, slept, local time.Duration }
 
 // seqRun is one hop's case and what was measured of it.
 type seqRun struct {
@@ -334,7 +337,7 @@ func roundRobin(runs []*seqRun, n int) {
 			if o != r.c.want {
 				r.other[o]++
 			}
-			r.samples = append(r.samples, sample{total: total, delay: d.Slept, local: d.Upstream})
+			r.samples = append(r.samples, sample{total: total, drawn: d.Delay, slept: d.Slept, local: d.Upstream})
 			r.stats = addStats(r.stats, d)
 		}
 	}
@@ -373,18 +376,24 @@ func (r *seqRun) result() results.InRegionCase {
 
 // partsP99 is the p99 of each part of the time on its own.
 func partsP99(samples []sample) *results.InRegionSplit {
-	parts := make([][]time.Duration, 4)
+	parts := make([][]time.Duration, 5)
 	for _, s := range samples {
-		parts[0] = append(parts[0], s.total)
-		parts[1] = append(parts[1], s.delay)
-		parts[2] = append(parts[2], s.local)
-		parts[3] = append(parts[3], s.total-s.delay-s.local)
+		for i, v := range s.parts() {
+			parts[i] = append(parts[i], v)
+		}
 	}
-	for _, p := range parts {
+	q := make([]float64, len(parts))
+	for i, p := range parts {
 		slices.Sort(p)
+		q[i] = ms(percentile(p, 0.99))
 	}
-	return &results.InRegionSplit{Ops: len(samples), TotalMs: ms(percentile(parts[0], 0.99)), DelayMs: ms(percentile(parts[1], 0.99)),
-		LocalMs: ms(percentile(parts[2], 0.99)), RestMs: ms(percentile(parts[3], 0.99))}
+	return &results.InRegionSplit{Ops: len(samples), TotalMs: q[0], DelayMs: q[1], OvershootMs: q[2], LocalMs: q[3], RestMs: q[4]}
+}
+
+// parts are the sample's total, the drawn delay, the sleep beyond it,
+// DynamoDB Local's time, and the rest.
+func (s sample) parts() [5]time.Duration {
+	return [5]time.Duration{s.total, s.drawn, s.slept - s.drawn, s.local, s.total - s.slept - s.local}
 }
 
 // parallel runs f n times in all from workers concurrent clients.
@@ -437,18 +446,18 @@ func summarizeCase(kind, name string, workers int, elapsed time.Duration, st inr
 	return c
 }
 
-// split is the mean of samples' times and of the parts the proxy saw.
+// split is the mean of samples' times and of their parts.
 func split(samples []sample) *results.InRegionSplit {
 	if len(samples) == 0 {
 		return nil
 	}
-	var s sample
+	var sum [5]time.Duration
 	for _, x := range samples {
-		s.total += x.total
-		s.delay += x.delay
-		s.local += x.local
+		for i, v := range x.parts() {
+			sum[i] += v
+		}
 	}
 	n := time.Duration(len(samples))
-	return &results.InRegionSplit{Ops: len(samples), TotalMs: ms(s.total / n), DelayMs: ms(s.delay / n),
-		LocalMs: ms(s.local / n), RestMs: ms((s.total - s.delay - s.local) / n)}
+	return &results.InRegionSplit{Ops: len(samples), TotalMs: ms(sum[0] / n), DelayMs: ms(sum[1] / n),
+		OvershootMs: ms(sum[2] / n), LocalMs: ms(sum[3] / n), RestMs: ms(sum[4] / n)}
 }

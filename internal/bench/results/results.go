@@ -214,9 +214,10 @@ type InRegionCase struct {
 	WCU       float64  `json:"wcu"`
 	Disagreed []string `json:"disagreed,omitempty"`
 	// Mean and Tail split the time of the operations (all of them, and
-	// those at or above the p99) into the model's delay (as the proxy
-	// slept it), DynamoDB Local's time and the rest (the handler, the SDK,
-	// loopback HTTP and the proxy's own work). Only for
+	// those at or above the p99) into the delay the model drew, the time
+	// the proxy slept beyond it (timer overshoot on a busy machine),
+	// DynamoDB Local's time and the rest (the handler, the SDK, loopback
+	// HTTP and the proxy's own work). Only for
 	// one-at-a-time cases, where the proxy's counters belong to one
 	// operation.
 	// P99 is each part's own p99 (the parts' p99s do not add up to the
@@ -230,11 +231,12 @@ type InRegionCase struct {
 
 // InRegionSplit is where the time of some operations went, in mean ms.
 type InRegionSplit struct {
-	Ops     int     `json:"ops"`
-	TotalMs float64 `json:"total_ms"`
-	DelayMs float64 `json:"delay_ms"`
-	LocalMs float64 `json:"local_ms"`
-	RestMs  float64 `json:"rest_ms"`
+	Ops         int     `json:"ops"`
+	TotalMs     float64 `json:"total_ms"`
+	DelayMs     float64 `json:"delay_ms"`     // drawn by the model
+	OvershootMs float64 `json:"overshoot_ms"` // slept beyond the drawn delay
+	LocalMs     float64 `json:"local_ms"`
+	RestMs      float64 `json:"rest_ms"`
 }
 
 // PerSecond is the case's operations per second.
