@@ -39,7 +39,10 @@ const (
 // and the floors under the same hop (one bare GetItem of the operation, one
 // bare conditional PutItem, one bare TransactWriteItems of the two items the
 // store writes, built by the store itself) and the Powertools pattern's
-// three plain writes. Writes results.InRegion (JSON) to the file the
+// three plain writes. The one-at-a-time cases of both hops take turns, one
+// operation each, and under the model each case draws from its own stream
+// of the seed, so the i-th operation of every case meets the same
+// quantiles. Writes results.InRegion (JSON) to the file the
 // variable names; any answer other than the expected one fails the run.
 func TestInRegion(t *testing.T) {
 	out := os.Getenv(results.InRegionEnv)
@@ -99,6 +102,9 @@ func TestInRegion(t *testing.T) {
 				hop.Cases = append(hop.Cases, r.result())
 			}
 		}
+		if h.model != nil {
+			h.model.Stream(results.InRegionNewParallel)
+		}
 		par := parallel(h.proxy, results.InRegionNewParallel, "new operation, 16 concurrent clients", 2*ops, inRegionWorkers, "created", h.newOp)
 		hop.Cases = slices.Insert(hop.Cases, 1, par)
 		res.Hops = append(res.Hops, hop)
@@ -134,6 +140,7 @@ func envInt(t *testing.T, name string, def int) int {
 // and a client, store and handler of its own on the shared table.
 type hopSetup struct {
 	kind, name string
+	model      *inregion.Model // nil on DynamoDB Local alone
 	proxy      *inregion.Proxy
 	newOp      func() string
 	cases      []seqCase
@@ -178,7 +185,7 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 	var next captured // the items of the next bare write, prepared untimed
 	prepare := func() { next = bare.next(ids()) }
 
-	return &hopSetup{kind: kind, name: name, proxy: p, newOp: newOp, cases: []seqCase{
+	return &hopSetup{kind: kind, name: name, model: model, proxy: p, newOp: newOp, cases: []seqCase{
 		{results.InRegionNew, "new operation", "created", nil, newOp},
 		{results.InRegionRepeat, "repeat", "deduplicated", nil, func() string { return outcome(serve(h, repeatID)) }},
 		{results.InRegionGet, "bare GetItem of the operation", "ok", nil, func() string {
@@ -328,6 +335,9 @@ func roundRobin(runs []*seqRun, n int) {
 			r := runs[(i+k)%len(runs)]
 			if r.c.prepare != nil {
 				r.c.prepare()
+			}
+			if r.hop.model != nil {
+				r.hop.model.Stream(r.c.kind) // the i-th operation of every case meets the same quantiles
 			}
 			before := r.hop.proxy.Stats()
 			t0 := time.Now()

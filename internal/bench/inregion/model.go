@@ -74,25 +74,43 @@ func (q Quantiles) At(u float64) time.Duration {
 }
 
 // Model draws each request's delay from the quantiles of its operation.
-// The draws come from one seeded generator, so a sequential run with the
-// same seed sees the same delays; concurrent requests take the draws in
-// the order they arrive.
+// The draws come from named streams, each a generator seeded with the
+// model's seed, so that the i-th draw of every stream is the same: a
+// benchmark that gives each of its cases a stream ([Model.Stream]) has the
+// i-th operation of every case meet the same quantile (common random
+// numbers), so that the cases differ by what they do and not by their
+// luck, and a run with the same seed sees the same delays. Concurrent
+// requests take the draws of the current stream in the order they arrive.
 type Model struct {
-	Seed uint64
-	mu   sync.Mutex
-	rng  *rand.Rand
+	Seed    uint64
+	mu      sync.Mutex
+	current string
+	streams map[string]*rand.Rand
 }
 
-// NewModel returns a model whose draws are seeded with seed.
+// NewModel returns a model whose streams are seeded with seed.
 func NewModel(seed uint64) *Model {
-	return &Model{Seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))} //nolint:gosec // reproducible draws, not secrets
+	return &Model{Seed: seed, streams: map[string]*rand.Rand{}}
 }
 
-// draw returns a uniform quantile in [0, 1).
+// Stream makes the draws that follow come from the stream named name,
+// which continues where it stopped (a new name starts from the seed).
+func (m *Model) Stream(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.current = name
+}
+
+// draw returns a uniform quantile in [0, 1) from the current stream.
 func (m *Model) draw() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.rng.Float64()
+	r := m.streams[m.current]
+	if r == nil {
+		r = rand.New(rand.NewPCG(m.Seed, m.Seed^0x9e3779b97f4a7c15)) //nolint:gosec // reproducible draws, not secrets
+		m.streams[m.current] = r
+	}
+	return r.Float64()
 }
 
 // class is what the model knows of an operation: its quantiles when it

@@ -104,3 +104,23 @@ func TestSequence(t *testing.T) {
 		t.Errorf("not sorted")
 	}
 }
+
+// Every stream starts from the seed and continues where it stopped, so the
+// i-th draw of each stream is the same.
+func TestModelStreams(t *testing.T) {
+	m := NewModel(5)
+	m.Stream("a")
+	a1, a2 := m.draw(), m.draw()
+	m.Stream("b")
+	b1 := m.draw()
+	m.Stream("a")
+	a3 := m.draw()
+	m.Stream("b")
+	b2, b3 := m.draw(), m.draw()
+	if a1 != b1 || a2 != b2 || a3 != b3 {
+		t.Errorf("streams a %v %v %v and b %v %v %v differ", a1, a2, a3, b1, b2, b3)
+	}
+	if a1 == a2 || a2 == a3 {
+		t.Errorf("a stream repeats its draws: %v %v %v", a1, a2, a3)
+	}
+}
