@@ -150,6 +150,9 @@ func (r *InRegionReport) build() error {
 		goal.LocalMet, goal.ModelMet = goal.Local <= g.target, goal.Model <= g.target
 		r.Goals = append(r.Goals, goal)
 	}
+	if len(r.CapacityChecks) == 0 {
+		return fmt.Errorf("no capacity checks")
+	}
 	for _, name := range []string{seqTransact, seqThreeWrites} {
 		if _, err := r.Sequence(name); err != nil {
 			return err

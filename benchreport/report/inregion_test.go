@@ -119,8 +119,8 @@ func TestInRegionInputRefused(t *testing.T) {
 	}
 }
 
-// The checks of build on a result without the model's split, which the
-// JSON cannot express by a renamed field.
+// The checks of build on a result without the model's split, the capacity
+// checks or the model's sequences.
 func TestInRegionNeedsTheSplit(t *testing.T) {
 	rp, err := Load(filepath.Join("testdata", "run"))
 	if err != nil {
@@ -142,6 +142,11 @@ func TestInRegionNeedsTheSplit(t *testing.T) {
 	}
 	if err := ir.build(); err == nil || !strings.Contains(err.Error(), "no split") {
 		t.Fatalf("build = %v, want a refusal of the new operation without its split", err)
+	}
+	ir = InRegionReport{InRegion: rp.InRegion.InRegion}
+	ir.CapacityChecks = nil
+	if err := ir.build(); err == nil || !strings.Contains(err.Error(), "no capacity checks") {
+		t.Fatalf("build = %v, want a refusal without the capacity checks", err)
 	}
 	ir = InRegionReport{InRegion: rp.InRegion.InRegion}
 	ir.Sequences = nil

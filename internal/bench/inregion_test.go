@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +96,7 @@ func TestInRegion(t *testing.T) {
 			runs = append(runs, &seqRun{hop: h, c: c, other: map[string]int{}})
 		}
 	}
+	res.CapacityChecks = capacityChecks(t, hops[0])
 	roundRobin(runs, ops)
 	for _, h := range hops {
 		hop := results.InRegionHop{Kind: h.kind, Name: h.name}
@@ -144,6 +147,12 @@ type hopSetup struct {
 	proxy      *inregion.Proxy
 	newOp      func() string
 	cases      []seqCase
+	// For the capacity checks: the client, table, the held operation's
+	// key and the store's items for a fresh callback.
+	client  *dynamodb.Client
+	table   string
+	heldKey map[string]types.AttributeValue
+	fresh   func() captured
 }
 
 // seqCase is a case measured one operation at a time: prepare (not timed)
@@ -185,29 +194,121 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 	var next captured // the items of the next bare write, prepared untimed
 	prepare := func() { next = bare.next(ids()) }
 
-	return &hopSetup{kind: kind, name: name, model: model, proxy: p, newOp: newOp, cases: []seqCase{
-		{results.InRegionNew, "new operation", "created", nil, newOp},
-		{results.InRegionRepeat, "repeat", "deduplicated", nil, func() string { return outcome(serve(h, repeatID)) }},
-		{results.InRegionGet, "bare GetItem of the operation", "ok", nil, func() string {
-			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: heldKey, ConsistentRead: aws.Bool(true)})
-			if err == nil && out.Item == nil {
-				return "not found" // the floor is the read of the stored operation
+	return &hopSetup{kind: kind, name: name, model: model, proxy: p, newOp: newOp,
+		client: client, table: table, heldKey: heldKey, fresh: func() captured { return bare.next(ids()) }, cases: []seqCase{
+			{results.InRegionNew, "new operation", "created", nil, newOp},
+			{results.InRegionRepeat, "repeat", "deduplicated", nil, func() string { return outcome(serve(h, repeatID)) }},
+			{results.InRegionGet, "bare GetItem of the operation", "ok", nil, func() string {
+				out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: heldKey, ConsistentRead: aws.Bool(true)})
+				if err == nil && out.Item == nil {
+					return "not found" // the floor is the read of the stored operation
+				}
+				return errOutcome(err)
+			}},
+			{results.InRegionPut, "bare conditional PutItem of an operation", "ok", prepare, func() string {
+				_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: next.op,
+					ConditionExpression: aws.String("attribute_not_exists(pk)")})
+				return errOutcome(err)
+			}},
+			{results.InRegionTransact, "bare TransactWriteItems of the same two items", "ok", prepare, func() string {
+				_, err := client.TransactWriteItems(ctx, next.tx)
+				return errOutcome(err)
+			}},
+			{results.InRegionThreeWrites, "three plain writes (Powertools pattern)", "ok", prepare, func() string {
+				return errOutcome(threeWrites(ctx, client, table, next))
+			}},
+		}}
+}
+
+// capacityChecks sends the floors' requests once more through h (no
+// delay), asking for ReturnConsumedCapacity, and pairs the capacity the
+// proxy's rules computed with what DynamoDB Local reported; the repeat's
+// cancelled claim is the store's transaction on the held key.
+func capacityChecks(t *testing.T, h *hopSetup) []results.InRegionCapacityCheck {
+	t.Helper()
+	ctx := context.Background()
+	total := types.ReturnConsumedCapacityTotal
+	var out []results.InRegionCapacityCheck
+	check := func(request string, send func() ([]types.ConsumedCapacity, error), wantErr bool) {
+		before := h.proxy.Stats()
+		reported, err := send()
+		if (err != nil) != wantErr {
+			t.Fatalf("capacity check %q: %v", request, err)
+		}
+		d := h.proxy.Stats().Sub(before)
+		c := results.InRegionCapacityCheck{Request: request, Rules: results.InRegionUnits{RCU: d.Capacity.RCU, WCU: d.Capacity.WCU}}
+		if len(reported) > 0 {
+			var u results.InRegionUnits
+			for _, r := range reported {
+				units := aws.ToFloat64(r.CapacityUnits)
+				switch {
+				case r.ReadCapacityUnits != nil || r.WriteCapacityUnits != nil:
+					u.RCU += aws.ToFloat64(r.ReadCapacityUnits)
+					u.WCU += aws.ToFloat64(r.WriteCapacityUnits)
+				case strings.HasPrefix(request, "GetItem"):
+					u.RCU += units
+				default:
+					u.WCU += units
+				}
 			}
-			return errOutcome(err)
-		}},
-		{results.InRegionPut, "bare conditional PutItem of an operation", "ok", prepare, func() string {
-			_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: next.op,
-				ConditionExpression: aws.String("attribute_not_exists(pk)")})
-			return errOutcome(err)
-		}},
-		{results.InRegionTransact, "bare TransactWriteItems of the same two items", "ok", prepare, func() string {
-			_, err := client.TransactWriteItems(ctx, next.tx)
-			return errOutcome(err)
-		}},
-		{results.InRegionThreeWrites, "three plain writes (Powertools pattern)", "ok", prepare, func() string {
-			return errOutcome(threeWrites(ctx, client, table, next))
-		}},
-	}}
+			c.Local = &u
+		}
+		out = append(out, c)
+	}
+	one := func(c *types.ConsumedCapacity) []types.ConsumedCapacity {
+		if c == nil {
+			return nil
+		}
+		return []types.ConsumedCapacity{*c}
+	}
+	check("GetItem of the stored operation (strongly consistent)", func() ([]types.ConsumedCapacity, error) {
+		o, err := h.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &h.table, Key: h.heldKey, ConsistentRead: aws.Bool(true), ReturnConsumedCapacity: total})
+		if err != nil {
+			return nil, err
+		}
+		return one(o.ConsumedCapacity), nil
+	}, false)
+	check("conditional PutItem of an operation item", func() ([]types.ConsumedCapacity, error) {
+		o, err := h.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &h.table, Item: h.fresh().op,
+			ConditionExpression: aws.String("attribute_not_exists(pk)"), ReturnConsumedCapacity: total})
+		if err != nil {
+			return nil, err
+		}
+		return one(o.ConsumedCapacity), nil
+	}, false)
+	check("TransactWriteItems of the store's two items (a new operation)", func() ([]types.ConsumedCapacity, error) {
+		tx := *h.fresh().tx
+		tx.ReturnConsumedCapacity = total
+		o, err := h.client.TransactWriteItems(ctx, &tx)
+		if err != nil {
+			return nil, err
+		}
+		return o.ConsumedCapacity, nil
+	}, false)
+	check("TransactWriteItems of the ticket item alone (not what the store sends)", func() ([]types.ConsumedCapacity, error) {
+		tx := *h.fresh().tx
+		tx.TransactItems, tx.ReturnConsumedCapacity = tx.TransactItems[1:], total
+		o, err := h.client.TransactWriteItems(ctx, &tx)
+		if err != nil {
+			return nil, err
+		}
+		return o.ConsumedCapacity, nil
+	}, false)
+	check("the store's TransactWriteItems on a held key, cancelled (a repeat's claim)", func() ([]types.ConsumedCapacity, error) {
+		tx := *h.fresh().tx
+		items := slices.Clone(tx.TransactItems)
+		put := *items[0].Put
+		put.Item = maps.Clone(put.Item)
+		put.Item["pk"] = h.heldKey["pk"]
+		items[0].Put = &put
+		tx.TransactItems, tx.ReturnConsumedCapacity = items, total
+		o, err := h.client.TransactWriteItems(ctx, &tx)
+		if err != nil {
+			return nil, err // TransactionCanceledException carries no ConsumedCapacity
+		}
+		return o.ConsumedCapacity, nil
+	}, true)
+	return out
 }
 
 func errOutcome(err error) string {

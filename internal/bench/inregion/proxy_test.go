@@ -84,9 +84,10 @@ func TestProxyCountsAndCapacity(t *testing.T) {
 	// DynamoDB Local's figure for a transaction is not always AWS's
 	// documented one (Developer Guide, "Capacity management for
 	// transactions": three 500-byte items written in one transaction take 6
-	// WCU, 2 per item); 2.9.30 has reported 12 WCU for the transaction
-	// above, where the rule gives 2×2 + 2×1 = 6, and 4 for one small item.
-	// The single-item operations agree with the rules.
+	// WCU, 2 per item): 2.9.30 reports 4 WCU for a transaction of one small
+	// item, where the rule gives 2 (TestInRegion's capacity checks show it
+	// in docs/benchmarks.md). The single-item operations agree with the
+	// rules.
 	if st.Agreed < 4 || st.Computed != 6 {
 		t.Errorf("agreed %d, computed %d; want the 4 single-item requests agreeing, all 6 computed", st.Agreed, st.Computed)
 	}

@@ -144,6 +144,24 @@ type InRegion struct {
 	// drawn Draws times without sending anything.
 	Sequences []InRegionSequence `json:"sequences"`
 	Hops      []InRegionHop      `json:"hops"`
+	// CapacityChecks are the floors' requests sent once more, asking for
+	// ReturnConsumedCapacity: the rules' figure against DynamoDB Local's.
+	CapacityChecks []InRegionCapacityCheck `json:"capacity_checks"`
+}
+
+// InRegionCapacityCheck is one request's capacity by AWS's billing rules
+// (as the proxy computes it) and as DynamoDB Local reported it; Local is
+// nil when it returned none.
+type InRegionCapacityCheck struct {
+	Request string         `json:"request"`
+	Rules   InRegionUnits  `json:"rules"`
+	Local   *InRegionUnits `json:"local"`
+}
+
+// InRegionUnits are capacity units.
+type InRegionUnits struct {
+	RCU float64 `json:"rcu"`
+	WCU float64 `json:"wcu"`
 }
 
 // InRegionQuantiles are one operation's published latency, in ms.
