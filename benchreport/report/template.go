@@ -36,10 +36,10 @@ var tmpl = template.Must(template.Must(template.New("benchmarks.md").Funcs(templ
 	"first":  func(vs []float64) float64 { return slices.Min(vs) },
 	"last":   func(vs []float64) float64 { return slices.Max(vs) },
 	"stat":   fmtStat,
-	// in-region model (inregion.go)
+	"others": others,
+	// the in-region section (inregion.go)
 	"requestsByOp": requestsByOp,
 	"verdict":      verdict,
-	"others":       others,
 	"peak": func(rp *Report, kind, mode string) results.ThroughputCell {
 		var best results.ThroughputCell
 		for _, c := range rp.cells(kind, mode) {
