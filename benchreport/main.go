@@ -233,6 +233,9 @@ func measure(o options, root, dir string) error {
 		"-count=1", "-timeout", "10m", "-run", "^TestThroughput$", "./internal/bench"); err != nil {
 		return err
 	}
+	if err := measureInRegion(r, dir); err != nil {
+		return err
+	}
 	logf("cold starts")
 	if err := r.goTest("coldstart.test.json", []string{"BENCH_COLDSTART_OUT=" + filepath.Join(dir, report.FileColdStart),
 		"BENCH_COLDSTART_RUNS=" + strconv.Itoa(o.coldRuns)},
@@ -285,6 +288,15 @@ func measureDelivery(r *runner, dir, count string) error {
 		}
 	}
 	return nil
+}
+
+// measureInRegion runs TestInRegion: the callback path and its floors
+// through the proxy in front of DynamoDB Local, without and with the
+// in-region latency model.
+func measureInRegion(r *runner, dir string) error {
+	logf("in-region latency model")
+	return r.goTest("inregion.test.json", []string{results.InRegionEnv + "=" + filepath.Join(dir, report.FileInRegion)},
+		"-count=1", "-timeout", "10m", "-run", "^TestInRegion$", "./internal/bench")
 }
 
 // checkClean reports whether the tree at root has uncommitted changes

@@ -200,6 +200,7 @@ type Report struct {
 	LambdaSmallerMBs                  []int
 	OneVCPUMB                         int
 	Delivery                          DeliveryReport
+	InRegion                          InRegionReport // TestInRegion (inregion.go)
 }
 
 // DeliveryReport is what the report shows of delivery to the helpdesk.
@@ -392,6 +393,9 @@ func Load(dir string) (*Report, error) {
 		return nil, fmt.Errorf("%s: want a build with and one without SQLite", FileColdStart)
 	}
 	if err := rp.loadDelivery(dir); err != nil {
+		return nil, err
+	}
+	if err := rp.loadInRegion(dir); err != nil {
 		return nil, err
 	}
 	return rp, nil

@@ -15,7 +15,14 @@ import (
 //go:embed benchmarks.md.tmpl
 var templateText string
 
-var tmpl = template.Must(template.New("benchmarks.md").Funcs(template.FuncMap{
+// inRegionTemplateText defines the template "inregion" (section 8), which
+// benchmarks.md.tmpl calls.
+//
+//go:embed inregion.md.tmpl
+var inRegionTemplateText string
+
+var tmpl = template.Must(template.Must(template.New("benchmarks.md").Funcs(template.FuncMap{
+	"add": func(a, b float64) float64 { return a + b },
 	"sub": func(a, b float64) float64 { return a - b },
 	"div": func(a, b float64) float64 { return a / b },
 	"mul": func(a, b float64) float64 { return a * b },
@@ -30,6 +37,9 @@ var tmpl = template.Must(template.New("benchmarks.md").Funcs(template.FuncMap{
 	"last":   func(vs []float64) float64 { return slices.Max(vs) },
 	"stat":   fmtStat,
 	"others": others,
+	// the in-region section (inregion.go)
+	"requestsByOp": requestsByOp,
+	"verdict":      verdict,
 	"peak": func(rp *Report, kind, mode string) results.ThroughputCell {
 		var best results.ThroughputCell
 		for _, c := range rp.cells(kind, mode) {
@@ -59,7 +69,7 @@ var tmpl = template.Must(template.New("benchmarks.md").Funcs(template.FuncMap{
 		}
 		return n
 	},
-}).Parse(templateText))
+}).Parse(templateText)).Parse(inRegionTemplateText))
 
 // median of unsorted values.
 func median(vs []float64) float64 {

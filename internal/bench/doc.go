@@ -14,6 +14,15 @@
 //     full path for a bounded time per cell; writes operations, p50 and p99
 //     latency per cell (results.Throughput, JSON) to the file the variable
 //     names.
+//   - TestInRegion (only with BENCH_INREGION_OUT set): a new operation (one
+//     at a time and from 16 clients), a repeat, and the floors under them
+//     (one bare GetItem, PutItem and TransactWriteItems of the store's own
+//     items, and the Powertools pattern's three writes) through the
+//     inregion proxy in front of DynamoDB Local, once adding no delay and
+//     once adding the in-region latency model's; writes p50, p99,
+//     operations per second, DynamoDB requests and capacity units per
+//     operation and where the time went (results.InRegion, JSON) to the
+//     file the variable names.
 //   - TestColdStart (only with BENCH_COLDSTART_OUT set): builds the Lambda
 //     bootstrap with and without SQLite, starts each cold under
 //     aws-lambda-rie several times, and writes the sizes, every INIT REPORT

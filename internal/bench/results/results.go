@@ -122,3 +122,167 @@ type DeliveryMatrixRow struct {
 
 // Calls is the helpdesk requests of the row, creates and lookups.
 func (r DeliveryMatrixRow) Calls() int { return r.Creates + r.Lookups }
+
+// InRegionEnv names the environment variable that makes TestInRegion
+// (internal/bench) write its InRegion to the file it names.
+const InRegionEnv = "BENCH_INREGION_OUT"
+
+// InRegion is what TestInRegion measured: the callback path and the bare
+// DynamoDB operations under it, through a loopback proxy in front of
+// DynamoDB Local that counts every request, once adding no delay and once
+// adding the in-region latency model's (package
+// internal/bench/inregion).
+type InRegion struct {
+	Seed  uint64 `json:"seed"` // of the model's draws
+	Ops   int    `json:"ops"`  // operations per sequential case
+	Draws int    `json:"draws"`
+	// Published are the quantiles the model draws from; Rules which
+	// operation draws from which.
+	Published []InRegionQuantiles `json:"published"`
+	Rules     []InRegionRule      `json:"rules"`
+	// Sequences are the model's own figures for sequences of operations,
+	// drawn Draws times without sending anything.
+	Sequences []InRegionSequence `json:"sequences"`
+	Hops      []InRegionHop      `json:"hops"`
+	// CapacityChecks are the floors' requests sent once more, asking for
+	// ReturnConsumedCapacity: the rules' figure against DynamoDB Local's.
+	CapacityChecks []InRegionCapacityCheck `json:"capacity_checks"`
+}
+
+// InRegionCapacityCheck is one request's capacity by AWS's billing rules
+// (as the proxy computes it) and as DynamoDB Local reported it; Local is
+// nil when it returned none.
+type InRegionCapacityCheck struct {
+	Request string         `json:"request"`
+	Rules   InRegionUnits  `json:"rules"`
+	Local   *InRegionUnits `json:"local"`
+}
+
+// InRegionUnits are capacity units.
+type InRegionUnits struct {
+	RCU float64 `json:"rcu"`
+	WCU float64 `json:"wcu"`
+}
+
+// InRegionQuantiles are one operation's published latency, in ms.
+type InRegionQuantiles struct {
+	Name  string  `json:"name"`
+	MinMs float64 `json:"min_ms"`
+	P50ms float64 `json:"p50_ms"`
+	P90ms float64 `json:"p90_ms"`
+	P95ms float64 `json:"p95_ms"`
+	P99ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+}
+
+// InRegionRule names the quantiles an operation's delay is drawn from, when
+// DynamoDB answers 200 (Done) and TransactionCanceledException (Cancelled).
+type InRegionRule struct {
+	Operation string `json:"operation"`
+	Done      string `json:"done"`
+	Cancelled string `json:"cancelled"`
+}
+
+// InRegionSequence is the model's latency of operations run one after
+// another.
+type InRegionSequence struct {
+	Name  string  `json:"name"`
+	P50ms float64 `json:"p50_ms"`
+	P99ms float64 `json:"p99_ms"`
+}
+
+// InRegionHop is one way to DynamoDB Local: "local" (the proxy adds no
+// delay) or "model".
+type InRegionHop struct {
+	Kind  string         `json:"kind"`
+	Name  string         `json:"name"`
+	Cases []InRegionCase `json:"cases"`
+}
+
+// Kinds of InRegionCase.
+const (
+	InRegionNew         = "new"          // a new operation through the whole callback path, one at a time
+	InRegionNewParallel = "new-parallel" // the same from Workers concurrent clients
+	InRegionRepeat      = "repeat"       // a repeat of a completed operation, one at a time
+	InRegionGet         = "get"          // one bare strongly consistent GetItem of the operation
+	InRegionPut         = "put"          // one bare conditional PutItem of an operation item
+	InRegionTransact    = "transact"     // one bare TransactWriteItems of the same two items the store writes
+	InRegionThreeWrites = "three-writes" // the Powertools pattern: claim, effect, completion, three requests
+)
+
+// InRegionCase is one measured operation on one hop.
+type InRegionCase struct {
+	Kind    string  `json:"kind"`
+	Name    string  `json:"name"` // as the report shows it
+	Workers int     `json:"workers"`
+	Ops     int     `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	P50ms   float64 `json:"p50_ms"`
+	P99ms   float64 `json:"p99_ms"`
+	// Requests counts the requests the proxy received, by operation;
+	// Cancelled those answered TransactionCanceledException, Abandoned
+	// those whose client had stopped waiting by the time of the answer.
+	Requests  map[string]int `json:"requests"`
+	Cancelled int            `json:"cancelled"`
+	Abandoned int            `json:"abandoned,omitempty"`
+	// RCU and WCU are the capacity consumed by all Ops, by AWS's billing
+	// rules; Disagreed lists where DynamoDB Local, asked, reported another
+	// figure.
+	RCU       float64  `json:"rcu"`
+	WCU       float64  `json:"wcu"`
+	Disagreed []string `json:"disagreed,omitempty"`
+	// Mean and Tail split the time of the operations (all of them, and
+	// those at or above the p99) into the delay the model drew, the time
+	// the proxy slept beyond it (timer overshoot on a busy machine),
+	// DynamoDB Local's time and the rest (the handler, the SDK, loopback
+	// HTTP and the proxy's own work). Only for
+	// one-at-a-time cases, where the proxy's counters belong to one
+	// operation.
+	// P99 is each part's own p99 (the parts' p99s do not add up to the
+	// total's: their tails fall on different operations).
+	Mean *InRegionSplit `json:"mean,omitempty"`
+	Tail *InRegionSplit `json:"tail,omitempty"`
+	P99  *InRegionSplit `json:"p99,omitempty"`
+	// Other counts answers other than the expected one, by outcome.
+	Other map[string]int `json:"other,omitempty"`
+}
+
+// InRegionSplit is where the time of some operations went, in mean ms.
+type InRegionSplit struct {
+	Ops         int     `json:"ops"`
+	TotalMs     float64 `json:"total_ms"`
+	DelayMs     float64 `json:"delay_ms"`     // drawn by the model
+	OvershootMs float64 `json:"overshoot_ms"` // slept beyond the drawn delay
+	LocalMs     float64 `json:"local_ms"`
+	RestMs      float64 `json:"rest_ms"`
+}
+
+// PerSecond is the case's operations per second.
+func (c InRegionCase) PerSecond() float64 {
+	if c.Seconds <= 0 {
+		return 0
+	}
+	return float64(c.Ops) / c.Seconds
+}
+
+// RequestsPerOp is the DynamoDB requests per operation.
+func (c InRegionCase) RequestsPerOp() float64 {
+	n := 0
+	for _, v := range c.Requests {
+		n += v
+	}
+	return perOp(float64(n), c.Ops)
+}
+
+// RCUPerOp and WCUPerOp are the capacity per operation.
+func (c InRegionCase) RCUPerOp() float64 { return perOp(c.RCU, c.Ops) }
+
+// WCUPerOp is the write capacity per operation.
+func (c InRegionCase) WCUPerOp() float64 { return perOp(c.WCU, c.Ops) }
+
+func perOp(v float64, ops int) float64 {
+	if ops <= 0 {
+		return 0
+	}
+	return v / float64(ops)
+}

@@ -1,0 +1,187 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Figures of the recorded in-region run (testdata/run/inregion.json, from
+// BENCH_INREGION_OUT=… BENCH_INREGION_OPS=100 go test -run '^TestInRegion$'
+// ./internal/bench), checked by hand: the goals are p50 ratios under the
+// same hop, the per-operation counts divide by the operations.
+func TestInRegionFromRecordedRun(t *testing.T) {
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir := rp.InRegion
+	if len(ir.Rows) != len(inRegionKinds) || ir.Rows[0].Kind != "new" || ir.Rows[6].Kind != "three-writes" {
+		t.Fatalf("rows %+v", ir.Rows)
+	}
+	if ir.LocalName != "DynamoDB Local" || ir.ModelName != "DynamoDB Local + in-region model" {
+		t.Errorf("hop names %q, %q", ir.LocalName, ir.ModelName)
+	}
+	if len(ir.Goals) != 2 {
+		t.Fatalf("goals %+v", ir.Goals)
+	}
+	// The p50s, read from the file apart from Load.
+	p50 := recordedP50s(t)
+	repeat, newOp := ir.Goals[0], ir.Goals[1]
+	wantRepeat := p50["model/repeat"] / p50["model/get"]
+	if !near(repeat.Model, wantRepeat) || !near(repeat.Local, p50["local/repeat"]/p50["local/get"]) ||
+		repeat.ModelMet != (wantRepeat <= 1.2) || repeat.Target != 1.2 {
+		t.Errorf("repeat ÷ GetItem: %+v, want %.3f under the model", repeat, wantRepeat)
+	}
+	wantNew := p50["model/new"] / p50["model/transact"]
+	if !near(newOp.Model, wantNew) || newOp.ModelMet != (wantNew <= 1.05) || newOp.Target != 1.05 {
+		t.Errorf("new ÷ TransactWriteItems: %+v, want %.3f under the model", newOp, wantNew)
+	}
+	three, err := ir.Case("three-writes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := requestsByOp(three.Model); got != "PutItem 2.00 + UpdateItem 1.00" {
+		t.Errorf("three writes: requests %q", got)
+	}
+	if three.Model.RequestsPerOp() != 3 || three.Model.WCUPerOp() != 3 || three.Model.RCUPerOp() != 0 {
+		t.Errorf("three writes: %g requests, %g WCU, %g RCU per operation; want 3, 3, 0",
+			three.Model.RequestsPerOp(), three.Model.WCUPerOp(), three.Model.RCUPerOp())
+	}
+	get, _ := ir.Case("get")
+	newRow, _ := ir.Case("new")
+	if get.Model.RCUPerOp() != 1 || newRow.Model.WCUPerOp() != 4 || newRow.Model.Tail == nil || newRow.Model.Tail.Ops != 1 {
+		t.Errorf("GetItem %g RCU/op, new %g WCU/op, tail %+v; want 1, 4 and the one operation at the p99 of 100",
+			get.Model.RCUPerOp(), newRow.Model.WCUPerOp(), newRow.Model.Tail)
+	}
+	if p, _ := ir.Case("new-parallel"); p.Model.Workers != 16 || p.Model.Mean != nil {
+		t.Errorf("16-client case: %+v; want 16 workers and no split (the counters are shared)", p.Model)
+	}
+	if _, err := ir.Case("nothing"); err == nil {
+		t.Errorf("Case of an unknown kind: no error")
+	}
+	doc, err := Render(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goalRow := fmt.Sprintf("| repeat p50 ÷ one bare GetItem's p50 | ≤ 1.20× | %.2f× (%s) | **%.2f×** (%s) |",
+		p50["local/repeat"]/p50["local/get"], verdict(p50["local/repeat"]/p50["local/get"] <= 1.2), wantRepeat, verdict(wantRepeat <= 1.2))
+	for _, want := range []string{"## 8. In-region latency model", goalRow,
+		"alexdebrie/dynamodb-performance-testing", "no ticket without its claim and no claim without its result"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("the document lacks %q", want)
+		}
+	}
+}
+
+// A missing or incomplete in-region result stops the report.
+func TestInRegionInputRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(string) string // nil: remove the file
+		want string
+	}{
+		{"not run", nil, FileInRegion},
+		{"field renamed", func(s string) string { return strings.Replace(s, `"p99_ms"`, `"p99"`, 1) }, "unknown field"},
+		{"model hop missing", func(s string) string { return strings.Replace(s, `"kind": "model"`, `"kind": "modelled"`, 1) }, `unknown hop "modelled"`},
+		{"no operations", func(s string) string { return strings.Replace(s, `"ops": 100,`, `"ops": 0,`, 1) }, "all must be positive"},
+		{"case missing", func(s string) string { return strings.Replace(s, `"kind": "three-writes"`, `"kind": "three"`, 1) }, `case "three-writes" missing`},
+		{"case not measured", func(s string) string { return strings.Replace(s, `"ops": 200,`, `"ops": 0,`, 1) }, "want a measured case"},
+		{"no published quantiles", func(s string) string { return strings.Replace(s, `"published": [`, `"published": [], "x": [`, 1) }, "unknown field"},
+		{"no split of the tail", func(s string) string { return strings.ReplaceAll(s, `"tail": {`, `"tail_": {`) }, "unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyRun(t)
+			path := filepath.Join(dir, FileInRegion)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.edit == nil {
+				err = os.Remove(path)
+			} else {
+				edited := tc.edit(string(b))
+				if edited == string(b) {
+					t.Fatalf("the edit changed nothing")
+				}
+				err = os.WriteFile(path, []byte(edited), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The checks of build on a result without the model's split, the capacity
+// checks or the model's sequences.
+func TestInRegionNeedsTheSplit(t *testing.T) {
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir := InRegionReport{InRegion: rp.InRegion.InRegion}
+	for i, h := range ir.Hops {
+		if h.Kind != hopModel {
+			continue
+		}
+		cases := append(h.Cases[:0:0], h.Cases...)
+		for j := range cases {
+			if cases[j].Kind == "new" {
+				cases[j].Tail = nil
+			}
+		}
+		ir.Hops = append(ir.Hops[:0:0], ir.Hops...)
+		ir.Hops[i].Cases = cases
+	}
+	if err := ir.build(); err == nil || !strings.Contains(err.Error(), "no split") {
+		t.Fatalf("build = %v, want a refusal of the new operation without its split", err)
+	}
+	ir = InRegionReport{InRegion: rp.InRegion.InRegion}
+	ir.CapacityChecks = nil
+	if err := ir.build(); err == nil || !strings.Contains(err.Error(), "no capacity checks") {
+		t.Fatalf("build = %v, want a refusal without the capacity checks", err)
+	}
+	ir = InRegionReport{InRegion: rp.InRegion.InRegion}
+	ir.Sequences = nil
+	if err := ir.build(); err == nil || !strings.Contains(err.Error(), "no model sequence") {
+		t.Fatalf("build = %v, want a refusal without the model's sequences", err)
+	}
+}
+
+// recordedP50s are the p50s of the recorded in-region run, by "hop/kind".
+func recordedP50s(t *testing.T) map[string]float64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "run", FileInRegion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run struct {
+		Hops []struct {
+			Kind  string
+			Cases []struct {
+				Kind  string
+				P50ms float64 `json:"p50_ms"`
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, h := range run.Hops {
+		for _, c := range h.Cases {
+			out[h.Kind+"/"+c.Kind] = c.P50ms
+		}
+	}
+	if len(out) != 14 {
+		t.Fatalf("recorded p50s: %v, want 7 cases on 2 hops", out)
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package inregion
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The proxy adds the model's delay at one drawn quantile per request: the
+// put's figures for a GetItem, the 5-item transaction's for a committed
+// transaction and the failed-condition ones for a cancelled one; table
+// management is forwarded without delay. Upstream is a fake DynamoDB that
+// answers each operation as the test says; the delays are checked against
+// a second model with the same seed, not against a clock.
+func TestProxyDelaysByOperationAndOutcome(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if strings.Contains(string(body), `"held"`) {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","CancellationReasons":[{"Code":"ConditionalCheckFailed"}]}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer upstream.Close()
+	const seed = 42
+	p, err := NewProxy(upstream.URL, NewModel(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	send := func(op, body string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", strings.NewReader(body))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	twin := NewModel(seed)
+	var want time.Duration
+	for _, c := range []struct {
+		op, body string
+		q        *Quantiles
+		status   int
+	}{
+		{"GetItem", `{"Key":{"pk":{"S":"a"}}}`, &PutItem, 200},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"Item":{"pk":{"S":"new"}}}}]}`, &TransactWrite5, 200},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"Item":{"pk":{"S":"held"}}}}]}`, &TransactWrite5Failed, 400},
+		{"DescribeTable", `{}`, nil, 200},
+	} {
+		before := p.Stats()
+		if got := send(c.op, c.body); got != c.status {
+			t.Fatalf("%s: status %d, want %d", c.op, got, c.status)
+		}
+		var d time.Duration
+		if c.q != nil {
+			u := twin.draw()
+			d = c.q.At(u)
+			// Half on the way there at the committed figure, the rest on
+			// the way back: the total is the outcome's figure unless the
+			// first half already exceeds it.
+			if first := TransactWrite5.At(u) / 2; c.q == &TransactWrite5Failed && first > d {
+				d = first
+			}
+		}
+		want += d
+		got := p.Stats().Sub(before)
+		if got.Delay != d {
+			t.Errorf("%s: delay %v, want %v", c.op, got.Delay, d)
+		}
+		if got.Slept < d {
+			t.Errorf("%s: slept %v, less than the delay %v", c.op, got.Slept, d)
+		}
+	}
+	st := p.Stats()
+	if st.Delay != want || st.Total() != 4 || st.Cancelled != 1 || st.Requests["TransactWriteItems"] != 2 {
+		t.Errorf("stats %+v; want delay %v, 4 requests, 1 cancelled", st, want)
+	}
+}
+
+func TestNewProxyRefusesABadEndpoint(t *testing.T) {
+	for _, ep := range []string{"", "127.0.0.1:8000", "https://127.0.0.1:8000", "http://"} {
+		if _, err := NewProxy(ep, nil); err == nil {
+			t.Errorf("NewProxy(%q): no error", ep)
+		}
+	}
+}
+
+func TestOperation(t *testing.T) {
+	for in, want := range map[string]string{"DynamoDB_20120810.GetItem": "GetItem", "": "unknown", "DynamoDB_20120810.": "unknown"} {
+		if got := Operation(in); got != want {
+			t.Errorf("Operation(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A request its client abandons during the delay still reaches the table
+// and is counted, as a request sent to DynamoDB is executed whether or not
+// its client waits for the answer (a store that answers a repeat from a
+// parallel read and drops the transaction still pays for the transaction).
+func TestProxyCarriesAnAbandonedRequest(t *testing.T) {
+	var hits atomic.Int32
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer upstream.Close()
+	p, err := NewProxy(upstream.URL, NewModel(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	// The model's shortest delay for a transaction is 19.4 ms, half of it
+	// before forwarding: a client that gives up after 1 ms has gone
+	// before the request is forwarded.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/", strings.NewReader(`{}`))
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.TransactWriteItems")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("the client got an answer within 1 ms; want it to give up first")
+	}
+	// The proxy finishes the request after the client has gone; the wait is
+	// bounded so that a proxy that drops it fails instead of hanging.
+	for deadline := time.Now().Add(10 * time.Second); p.Stats().Total() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := p.Stats(); hits.Load() != 1 || st.Requests["TransactWriteItems"] != 1 || st.Abandoned != 1 {
+		t.Errorf("upstream saw %d requests; stats %+v; want 1 request, counted and abandoned", hits.Load(), st)
+	}
+}

@@ -1,0 +1,258 @@
+package inregion
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Proxy forwards DynamoDB requests to an endpoint (DynamoDB Local) and, with
+// a model, delays each one: it draws one quantile per request, waits half
+// the operation's latency at that quantile before forwarding (the way to
+// the table) and the rest after DynamoDB Local has answered (the way back),
+// choosing the cancelled quantiles when the answer is
+// TransactionCanceledException. DynamoDB Local's own time comes on top. It
+// identifies the operation by the X-Amz-Target header and counts every
+// request, with the capacity it consumed, computed by AWS's billing rules
+// (see [Capacity]) from the request and the answer, and compared with the
+// ConsumedCapacity DynamoDB Local returned when the request asked for it.
+type Proxy struct {
+	target *url.URL
+	model  *Model // nil: no delay
+	client *http.Client
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Stats is what a proxy counted.
+type Stats struct {
+	// Requests counts the requests by operation (the X-Amz-Target action).
+	Requests map[string]int
+	// Cancelled counts the TransactionCanceledException answers;
+	// Abandoned the requests whose client had gone (its context ended)
+	// by the time the answer was ready. Both are in Requests.
+	Cancelled, Abandoned int
+	// Capacity is the capacity consumed, by AWS's billing rules (see
+	// [Capacity]) for the operations they cover (Computed counts those
+	// requests), else as DynamoDB Local reported it, when asked.
+	Capacity Capacity
+	Computed int
+	// Agreed counts the requests whose ConsumedCapacity DynamoDB Local
+	// reported and the rules computed alike; Disagreed describes the others:
+	// DynamoDB Local does not follow AWS's documented rule for every
+	// operation (see TestProxyCountsAndCapacity).
+	Agreed    int
+	Disagreed []string
+	// Delay is the model's delay added to all requests and Slept the time
+	// the proxy actually waited for it (timers overshoot on a busy
+	// machine); Upstream is the time DynamoDB Local took to answer, as the
+	// proxy measured it.
+	Delay, Slept, Upstream time.Duration
+}
+
+// Total is the number of requests.
+func (s Stats) Total() int {
+	n := 0
+	for _, v := range s.Requests {
+		n += v
+	}
+	return n
+}
+
+// Sub is what was counted between before and s.
+func (s Stats) Sub(before Stats) Stats {
+	d := Stats{Requests: map[string]int{}, Cancelled: s.Cancelled - before.Cancelled, Abandoned: s.Abandoned - before.Abandoned,
+		Capacity: Capacity{RCU: s.Capacity.RCU - before.Capacity.RCU, WCU: s.Capacity.WCU - before.Capacity.WCU},
+		Computed: s.Computed - before.Computed, Agreed: s.Agreed - before.Agreed,
+		Disagreed: s.Disagreed[len(before.Disagreed):], Delay: s.Delay - before.Delay, Slept: s.Slept - before.Slept, Upstream: s.Upstream - before.Upstream}
+	for k, v := range s.Requests {
+		if n := v - before.Requests[k]; n != 0 {
+			d.Requests[k] = n
+		}
+	}
+	return d
+}
+
+// NewProxy returns a proxy to endpoint (http://host:port); model nil adds
+// no delay, so that the same hop measures DynamoDB Local alone.
+func NewProxy(endpoint string, model *Model) (*Proxy, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return nil, fmt.Errorf("inregion: endpoint %q: want http://host:port", endpoint)
+	}
+	t := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
+	return &Proxy{target: u, model: model, client: &http.Client{Transport: t},
+		stats: Stats{Requests: map[string]int{}}}, nil
+}
+
+// Stats returns a copy of what the proxy has counted so far.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Disagreed = append([]string(nil), p.stats.Disagreed...)
+	s.Requests = make(map[string]int, len(p.stats.Requests))
+	for k, v := range p.stats.Requests {
+		s.Requests[k] = v
+	}
+	return s
+}
+
+// Operation is the DynamoDB action of an X-Amz-Target header
+// ("DynamoDB_20120810.GetItem" → "GetItem").
+func Operation(target string) string {
+	_, op, ok := strings.Cut(target, ".")
+	if !ok || op == "" {
+		return "unknown"
+	}
+	return op
+}
+
+// hop-by-hop headers are not forwarded (RFC 9110, section 7.6.1).
+var hopByHop = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Transfer-Encoding": true, "Te": true, "Trailer": true, "Upgrade": true}
+
+// ServeHTTP forwards one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A request the client abandons once sent is still carried to the
+	// table, executed and counted, as DynamoDB would: the server learns
+	// that the client has gone only when it answers.
+	client := r.Context()
+	ctx := context.WithoutCancel(client)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "inregion: reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	op := Operation(r.Header.Get("X-Amz-Target"))
+	done, cancelledQ, modelled := class(op)
+	var u float64
+	var slept, actual time.Duration
+	if p.model != nil && modelled {
+		u = p.model.draw()
+		slept = done.At(u) / 2
+		t0 := time.Now()
+		sleep(slept)
+		actual += time.Since(t0)
+	}
+
+	// The scheme and host are the configured endpoint's; only the path
+	// comes from the request.
+	dest := *p.target
+	dest.Path, dest.RawQuery = r.URL.Path, r.URL.RawQuery
+	out, err := http.NewRequestWithContext(ctx, r.Method, dest.String(), bytes.NewReader(body)) //nolint:gosec // fixed host, see above
+	if err != nil {
+		http.Error(w, "inregion: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	for k, vs := range r.Header {
+		if !hopByHop[k] {
+			out.Header[k] = vs
+		}
+	}
+	out.Host = r.Host // the host the request was signed for
+	start := time.Now()
+	resp, err := p.client.Do(out) //nolint:gosec // to the configured endpoint only
+	var respBody []byte
+	if err == nil {
+		respBody, err = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+	}
+	upstream := time.Since(start)
+	if err != nil {
+		p.record(op, nil, nil, 0, 0, actual, upstream, false, false, client.Err() != nil)
+		http.Error(w, "inregion: forwarding to DynamoDB Local: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	errType := errorType(resp.StatusCode, respBody)
+	cancelled := strings.HasSuffix(errType, "TransactionCanceledException")
+	conditionFailed := strings.HasSuffix(errType, "ConditionalCheckFailedException")
+
+	delay := slept
+	if p.model != nil && modelled {
+		q := done
+		if cancelled {
+			q = cancelledQ
+		}
+		if total := q.At(u); total > slept {
+			// The rest is counted from the time actually waited, so that a
+			// timer's overshoot on the way there is not added twice.
+			t0 := time.Now()
+			sleep(total - actual)
+			actual += time.Since(t0)
+			delay = total
+		}
+	}
+	p.record(op, body, respBody, resp.StatusCode, delay, actual, upstream, cancelled, conditionFailed, client.Err() != nil)
+	for k, vs := range resp.Header {
+		if !hopByHop[k] {
+			w.Header()[k] = vs
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(respBody)
+}
+
+func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, upstream time.Duration, cancelled, conditionFailed, abandoned bool) {
+	c, isReported := reported(op, resp)
+	var mine Capacity
+	canCompute := false
+	if status != 0 {
+		mine, canCompute = computed(op, req, resp, status, cancelled, conditionFailed)
+	}
+	if canCompute {
+		c = mine
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if isReported && canCompute {
+		if mine == c {
+			p.stats.Agreed++
+		} else {
+			p.stats.Disagreed = append(p.stats.Disagreed,
+				fmt.Sprintf("%s: DynamoDB Local reported %+v, the rules give %+v", op, c, mine))
+		}
+	}
+	p.stats.Requests[op]++
+	if cancelled {
+		p.stats.Cancelled++
+	}
+	if abandoned {
+		p.stats.Abandoned++
+	}
+	p.stats.Capacity = p.stats.Capacity.add(c)
+	if canCompute {
+		p.stats.Computed++
+	}
+	p.stats.Delay += delay
+	p.stats.Slept += slept
+	p.stats.Upstream += upstream
+}
+
+// errorType is the __type of a DynamoDB error answer
+// ("com.amazonaws.dynamodb.v20120810#TransactionCanceledException"), or "".
+func errorType(status int, body []byte) string {
+	if status < 400 {
+		return ""
+	}
+	var e struct {
+		Type string `json:"__type"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Type
+}
+
+// sleep waits d.
+func sleep(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
