@@ -7,4 +7,6 @@ import (
 )
 
 // Decides exposes the read-ahead rule to the tests.
-func (s *Store) Decides(found, mine idem.Record, now time.Time) bool { return s.decides(found, mine, now) }
+func (s *Store) Decides(found, mine idem.Record, now time.Time) bool {
+	return s.decides(found, mine, now)
+}
