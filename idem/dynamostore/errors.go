@@ -33,7 +33,8 @@ type claimHeld struct {
 
 func (claimHeld) Error() string { return "dynamostore: operation key already claimed" }
 
-// mapError is the one place SDK errors become the store's errors:
+// MapError is the one place SDK errors become the store's errors, for
+// the store's calls and for a caller's own calls on the same table:
 //
 //   - the claim's condition failed (item 0) → claimHeld with the stored item;
 //   - a condition of the caller's item i failed → *idem.RefusedError{Index: i-1};
@@ -45,7 +46,7 @@ func (claimHeld) Error() string { return "dynamostore: operation key already cla
 //   - anything else is returned unchanged.
 //
 // The SDK's error stays in the chain (%w), for the log and errors.As.
-func mapError(err error) error {
+func MapError(err error) error {
 	if err == nil {
 		return nil
 	}

@@ -176,7 +176,7 @@ func (s *Store) withTable(w types.TransactWriteItem) types.TransactWriteItem {
 func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
 	defer cancel()
-	return mapError(f(ctx))
+	return MapError(f(ctx))
 }
 
 // transact sends the transaction, retrying conflicts.
@@ -198,7 +198,7 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 			return &rec, nil
 		case errors.Is(err, errConflict) && attempt < s.opt.ConflictRetries:
 			if werr := s.backoff(ctx, attempt); werr != nil {
-				return nil, mapError(werr)
+				return nil, MapError(werr)
 			}
 		case errors.Is(err, errConflict):
 			return nil, fmt.Errorf("%w: transaction conflict after %d attempts", idem.ErrBusy, attempt+1)
