@@ -159,7 +159,9 @@ func (s *Store) unlockWrites() { s.claims.End() }
 
 // Purge deletes operations that expired before now and returns how many.
 // Tickets and claims stay.
-func (s *Store) Purge(ctx context.Context, now time.Time) (int64, error) { return s.claims.Purge(ctx, now) }
+func (s *Store) Purge(ctx context.Context, now time.Time) (int64, error) {
+	return s.claims.Purge(ctx, now)
+}
 
 // Ticket implements core.Store.
 func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
