@@ -190,9 +190,10 @@ func TestTooManyWrites(t *testing.T) {
 	}
 }
 
-// A stored item that is not a record (here: no state) is an error on the
-// path of the failed condition's returned item and on the read's, never
-// a replay.
+// A stored item that is not a whole record (here: completed, with the
+// caller's tenant, owner and a result, but no fingerprint or created_at)
+// is an error on the path of the failed condition's returned item and on
+// the read's, never a replay.
 func TestUnreadableRecordIsNeverReplayed(t *testing.T) {
 	client, name := table(t)
 	c := idemtest.Call("alice", "r1", `{}`)
@@ -202,6 +203,7 @@ func TestUnreadableRecordIsNeverReplayed(t *testing.T) {
 	}
 	item := map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "OP#" + k.ID}, "tenant_id": &types.AttributeValueMemberS{Value: "tenant-a"},
+		"state": &types.AttributeValueMemberS{Value: "completed"}, "function": &types.AttributeValueMemberS{Value: c.Function},
 		"user_id": &types.AttributeValueMemberS{Value: "alice"}, "result": &types.AttributeValueMemberS{Value: `{"x":1}`},
 		"expires_at": &types.AttributeValueMemberN{Value: fmt.Sprint(time.Now().Add(time.Hour).Unix())},
 	}
