@@ -91,7 +91,8 @@ func (e *Env[W]) Advance(d time.Duration) {
 	e.now = e.now.Add(d)
 }
 
-// Call is a call of the suite's operation.
+// Call is a call of the suite's operation, create_order: owners alice and
+// carol are in tenant-a, bob in tenant-b.
 func Call(owner, requestID, args string) idem.Call {
 	tenant := "tenant-a"
 	if owner == "bob" {
@@ -340,6 +341,20 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		Want(t, e.Do(ctx, Call("alice", "r-cancel", order)), idem.Created)
 	})
 
+	t.Run("busy after a commit: the repeat with the same data replays, one effect", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		e.Guard.Store = commitThenBusy[W]{e.F.Store}
+		o := e.Do(ctx, Call("alice", "r-amb", order))
+		Want(t, o, idem.Busy)
+		e.Guard.Store = e.F.Store
+		again := e.Do(ctx, Call("alice", "r-amb", order))
+		Want(t, again, idem.Replayed)
+		if string(again.Result) != `{"order_id":"effect-1"}` {
+			t.Fatalf("replayed %s, want the committed effect-1", again.Result)
+		}
+		effects(t, e, 1)
+	})
+
 	t.Run("a restart replays the stored result", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		if e.F.Reopen == nil {
@@ -413,6 +428,17 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		}
 		effects(t, e, 12)
 	})
+}
+
+// commitThenBusy commits through the real store, then reports busy: the
+// write happened but the caller cannot know it (a timeout after commit).
+type commitThenBusy[W any] struct{ idem.Store[W] }
+
+func (s commitThenBusy[W]) Claim(ctx context.Context, rec idem.Record, writes W, now time.Time) (*idem.Record, error) {
+	if held, err := s.Store.Claim(ctx, rec, writes, now); err != nil || held != nil {
+		return held, err
+	}
+	return nil, fmt.Errorf("%w: a timeout after the commit", idem.ErrBusy)
 }
 
 // Concurrent runs n calls at once and returns their outcomes in order.

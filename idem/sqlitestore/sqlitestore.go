@@ -168,7 +168,7 @@ func filePath(path string) (string, error) {
 	case path == "":
 		return "", errors.New("sqlite: empty database path")
 	case path == ":memory:" || strings.HasPrefix(path, "file:"):
-		return "", fmt.Errorf("sqlite: %q is not a file path: name the database file, e.g. tickets.sqlite", path)
+		return "", fmt.Errorf("sqlite: %q is not a file path: name the database file, e.g. data.sqlite", path)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
