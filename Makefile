@@ -59,7 +59,7 @@ load:
 
 ## fuzz: each fuzz target for FUZZTIME (10s in CI; fuzz-long for hours).
 fuzz:
-	go test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZTIME) ./internal/opkey
+	go test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZTIME) ./idem
 	go test -run '^$$' -fuzz '^FuzzParseCall$$' -fuzztime $(FUZZTIME) ./internal/httpapi
 	go test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME) ./internal/httpapi
 

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
@@ -178,17 +179,18 @@ func (s *Service) create(ctx context.Context, fn *Function, user User, key, fing
 }
 
 // repeat answers a call whose key a live operation already holds. The
-// caller is authorized before anything stored is disclosed.
+// checks are idem.Verdict's, in its order: the caller is authorized
+// before anything stored is disclosed.
 func (s *Service) repeat(user User, fingerprint string, existing *Operation) Outcome {
-	if existing.TenantID != user.TenantID || existing.UserID != user.UserID {
+	rec := existing.Record()
+	switch idem.Verdict(&rec, s.Policy, user.TenantID, user.UserID, fingerprint) {
+	case idem.Conflict:
 		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict,
 			Message: "This request_id already belongs to another user; the application must mint a new request_id."}
-	}
-	if existing.State == StatePending {
+	case idem.InProgress:
 		return Outcome{Kind: KindInProgress,
 			Message: "The same operation is still in progress; do not create another ticket. Check again later with the same arguments and request."}
-	}
-	if s.Policy == opkey.PolicyRequest && existing.Fingerprint != fingerprint {
+	case idem.Mismatch:
 		return Reject(CodeArgumentsMismatch,
 			"This request already created a ticket with other arguments; do not create another. Tell the user, and start a new request only if they want a second ticket.")
 	}

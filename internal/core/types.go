@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // User is an authorized caller, found by AIVAX's externalUserId. The tenant
@@ -43,8 +45,19 @@ type Operation struct {
 // Live reports whether the operation still holds its key at now. An
 // operation whose expiry has passed is treated as absent (TTL deletes
 // lazily), on every store.
-func (o Operation) Live(now time.Time) bool {
-	return !o.ExpiresAt.Before(now.Truncate(time.Second))
+func (o Operation) Live(now time.Time) bool { return o.Record().Live(now) }
+
+// Record is the operation as package idem's stores keep it: the user is
+// the record's owner within the tenant.
+func (o Operation) Record() idem.Record {
+	return idem.Record{Key: o.Key, State: idem.State(o.State), Tenant: o.TenantID, Owner: o.UserID,
+		Function: o.Function, Fingerprint: o.Fingerprint, Result: o.Result, CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt}
+}
+
+// OperationOf is the operation a record of package idem holds.
+func OperationOf(r idem.Record) Operation {
+	return Operation{Key: r.Key, State: OperationState(r.State), TenantID: r.Tenant, UserID: r.Owner,
+		Function: r.Function, Fingerprint: r.Fingerprint, Result: r.Result, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 }
 
 // Ticket is the effect of create_ticket. Tickets have no expiry: they
@@ -126,6 +139,7 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrBusy: the store was contended, throttled, timed out or the call was
 	// cancelled. The outcome is unknown; the caller retries with the same
-	// data and the key resolves it.
-	ErrBusy = errors.New("store busy")
+	// data and the key resolves it. It is idem.ErrBusy, which the stores
+	// of package idem return.
+	ErrBusy = idem.ErrBusy
 )

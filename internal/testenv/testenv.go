@@ -152,6 +152,17 @@ func DynamoDB(t testing.TB) string {
 	return ddbEndpoint
 }
 
+// DynamoDBEndpoint is DynamoDB for code without a testing.TB, such as a
+// TestMain whose runnable examples need a table: the same endpoint, or
+// the reason there is none.
+func DynamoDBEndpoint() (string, error) {
+	if ep := os.Getenv(EnvDynamoDBEndpoint); ep != "" {
+		return ep, nil
+	}
+	ddbOnce.Do(func() { ddbEndpoint, ddbErr = startDynamoDB() })
+	return ddbEndpoint, ddbErr
+}
+
 func startDynamoDB() (string, error) {
 	root, err := repoRoot()
 	if err != nil {

@@ -9,8 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 // Partition-key prefixes of the three item kinds.
@@ -26,21 +28,17 @@ func numberAttr(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
+// operationAttributes are the operation item's attribute names
+// (docs/contract.md, Stored items), set here once for the claim, its
+// condition and its parsing.
+var operationAttributes = dynamostore.Attributes{
+	PartitionKey: tableschema.PartitionKey, Prefix: prefixOperation, State: "state", Tenant: "tenant_id",
+	Owner: "user_id", Function: "function", Fingerprint: "fingerprint", Result: "result",
+	CreatedAt: "created_at", ExpiresAt: tableschema.TTLAttribute,
+}
+
 func operationItem(op core.Operation) map[string]types.AttributeValue {
-	item := map[string]types.AttributeValue{
-		"pk":          stringAttr(prefixOperation + op.Key),
-		"state":       stringAttr(string(op.State)),
-		"tenant_id":   stringAttr(op.TenantID),
-		"user_id":     stringAttr(op.UserID),
-		"function":    stringAttr(op.Function),
-		"fingerprint": stringAttr(op.Fingerprint),
-		"created_at":  stringAttr(op.CreatedAt.UTC().Format(time.RFC3339)),
-		"expires_at":  numberAttr(op.ExpiresAt.Unix()),
-	}
-	if op.Result != nil {
-		item["result"] = stringAttr(string(op.Result))
-	}
-	return item
+	return operationAttributes.Item(op.Record())
 }
 
 func ticketItem(t core.Ticket) map[string]types.AttributeValue {
@@ -115,25 +113,6 @@ func (r *itemReader) time(name string) time.Time {
 		r.err = fmt.Errorf("dynamo: item attribute %s: %w", name, err)
 	}
 	return t
-}
-
-func parseOperation(item map[string]types.AttributeValue) (core.Operation, error) {
-	r := itemReader{item: item}
-	pk := r.str("pk")
-	op := core.Operation{
-		Key:         trimPrefix(pk, prefixOperation),
-		State:       core.OperationState(r.str("state")),
-		TenantID:    r.str("tenant_id"),
-		UserID:      r.str("user_id"),
-		Function:    r.str("function"),
-		Fingerprint: r.str("fingerprint"),
-		CreatedAt:   r.time("created_at"),
-		ExpiresAt:   time.Unix(r.num("expires_at"), 0),
-	}
-	if res, ok := r.optStr("result"); ok {
-		op.Result = []byte(res)
-	}
-	return op, r.err
 }
 
 func parseTicket(item map[string]types.AttributeValue) (core.Ticket, error) {

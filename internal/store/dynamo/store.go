@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
@@ -38,6 +39,11 @@ type Options struct {
 	// average, inside the 10 s Lambda timeout; the caller's deadline cuts
 	// them short in any case and the answer is then busy.
 	ConflictBackoff, ConflictBackoffMax time.Duration
+	// ReadAhead sends a strongly consistent read of the operation beside
+	// each claim's transaction, so that a repeat is answered at the
+	// latency of one read (dynamostore.Options.ReadAhead); each create
+	// then costs two requests. Off by default.
+	ReadAhead bool
 }
 
 // DefaultCallTimeout is the deadline of each DynamoDB call when
@@ -70,12 +76,18 @@ type Store struct {
 	client Client
 	table  string
 	opt    Options
+	// claims makes Create's claim: the one TransactWriteItems of the
+	// product.
+	claims *dynamostore.Store
 }
 
 // New returns a Store on table.
 func New(client Client, table string, opt Options) *Store {
 	opt.defaults()
-	return &Store{client: client, table: table, opt: opt}
+	return &Store{client: client, table: table, opt: opt, claims: dynamostore.New(client, table, dynamostore.Options{
+		Attributes: &operationAttributes, CallTimeout: opt.CallTimeout, ConflictRetries: opt.ConflictRetries,
+		ConflictBackoff: opt.ConflictBackoff, ConflictBackoffMax: opt.ConflictBackoffMax, ReadAhead: opt.ReadAhead,
+	})}
 }
 
 // call runs one DynamoDB call under its own deadline and maps its error.

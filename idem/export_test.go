@@ -1,4 +1,4 @@
-package opkey
+package idem
 
 import (
 	"bytes"

@@ -1,9 +1,9 @@
-package opkey_test
+package idem_test
 
 import (
 	"fmt"
 
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // The operation key of a create_ticket call: the arguments in their RFC
@@ -15,16 +15,16 @@ func ExampleKey() {
 		`{"title": "Cannot sign in", "priority": "high"}`,
 		`{ "priority":"high","title":"Cannot sign in" }`,
 	} {
-		canonical, err := opkey.Canonical([]byte(args))
+		canonical, err := idem.Canonical([]byte(args))
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		key, _ := opkey.Key(opkey.PolicyArguments, "tenant-a", "request-example", "create_ticket", canonical)
+		key, _ := idem.Key(idem.PolicyArguments, "tenant-a", "request-example", "create_ticket", canonical)
 		fmt.Println(canonical)
 		fmt.Println(key)
 	}
-	_, err := opkey.Canonical([]byte(`{"title":"a","title":"b"}`))
+	_, err := idem.Canonical([]byte(`{"title":"a","title":"b"}`))
 	fmt.Println(err)
 	// Output:
 	// {"priority":"high","title":"Cannot sign in"}

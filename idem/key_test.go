@@ -6,7 +6,7 @@
 //     github.com/gowebpki/jcs v1.0.2 (the RFC 8785 reference vectors; see
 //     testdata/rfc8785/README.md).
 //   - testdata/keyvectors.json: written by Node with
-//     `node internal/opkey/testdata/keyvectors.mjs > internal/opkey/testdata/keyvectors.json`
+//     `node idem/testdata/keyvectors.mjs > idem/testdata/keyvectors.json`
 //     (Node v20). The script holds the reference JavaScript implementation,
 //     canonicalJson (keys sorted, leaves written by JSON.stringify, at most
 //     64 levels below the arguments object), and computes each key as
@@ -17,7 +17,7 @@
 //     verdict on nesting depth, and JSON.stringify of the RFC 8785
 //     appendix B doubles. TestKeyVectorsNodeRerun runs the script again
 //     when node is on PATH and fails if the committed file is stale.
-package opkey_test
+package idem_test
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // TestRFC8785Vectors checks every jcs v1.0.2 vector through Canonical.
@@ -57,13 +57,13 @@ func TestRFC8785Vectors(t *testing.T) {
 			if isObjectText(raw) {
 				objects++
 			} else {
-				if out, err := opkey.Canonical(raw); !errors.Is(err, opkey.ErrInvalid) {
+				if out, err := idem.Canonical(raw); !errors.Is(err, idem.ErrInvalid) {
 					t.Fatalf("Canonical of a non-object top-level value = %q, %v; want ErrInvalid", out, err)
 				}
 				raw = append(append([]byte(`{"v":`), raw...), '}')
 				want = `{"v":` + want + `}`
 			}
-			got, err := opkey.Canonical(raw)
+			got, err := idem.Canonical(raw)
 			if err != nil {
 				t.Fatalf("Canonical: %v", err)
 			}
@@ -101,7 +101,7 @@ func TestCanonicalNumbers(t *testing.T) {
 		{"1.7976931348623157e308", "1.7976931348623157e+308"},
 	}
 	for _, tc := range texts {
-		got, err := opkey.Canonical([]byte(`{"n":` + tc.in + `}`))
+		got, err := idem.Canonical([]byte(`{"n":` + tc.in + `}`))
 		if err != nil || got != `{"n":`+tc.want+`}` {
 			t.Errorf("Canonical({n:%s}) = %s, %v; want {\"n\":%s}", tc.in, got, err, tc.want)
 		}
@@ -143,7 +143,7 @@ func TestCanonicalNumbers(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := strconv.FormatFloat(math.Float64frombits(bits), 'e', -1, 64) // round-trips exactly
-		got, err := opkey.Canonical([]byte(`{"n":` + in + `}`))
+		got, err := idem.Canonical([]byte(`{"n":` + in + `}`))
 		if err != nil || got != `{"n":`+tc.want+`}` {
 			t.Errorf("%s (%s): Canonical = %s, %v; want %s", tc.hex, in, got, err, tc.want)
 		}
@@ -244,7 +244,7 @@ func TestCanonicalLimits(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := opkey.Canonical([]byte(c.in))
+			out, err := idem.Canonical([]byte(c.in))
 			if c.ok {
 				if err != nil {
 					t.Fatalf("Canonical refused a valid input: %v", err)
@@ -254,7 +254,7 @@ func TestCanonicalLimits(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Canonical accepted it: %q", clip(out))
 			}
-			if !errors.Is(err, opkey.ErrInvalid) {
+			if !errors.Is(err, idem.ErrInvalid) {
 				t.Fatalf("error %v does not wrap ErrInvalid", err)
 			}
 			if out != "" {
@@ -275,7 +275,7 @@ func TestCanonicalErrorsNameTheLimit(t *testing.T) {
 		{`[1]`, "JSON object"},
 		{`{`, "not valid JSON"},
 	} {
-		_, err := opkey.Canonical([]byte(tc.in))
+		_, err := idem.Canonical([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Canonical(%.40s) error = %v; want it to mention %q", tc.in, err, tc.want)
 		}
@@ -295,7 +295,7 @@ func TestAppendStringMatchesJCS(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	check := func(s string) {
 		t.Helper()
-		got := opkey.AppendString(nil, s)
+		got := idem.AppendString(nil, s)
 		in, err := json.Marshal(s) // escapes <, >, &, U+2028/9 and invalid UTF-8 its own way
 		if err != nil {
 			t.Fatal(err)
@@ -325,7 +325,7 @@ func TestAppendStringMatchesJCS(t *testing.T) {
 		check(b.String())
 	}
 	// AppendString appends; it does not replace what is there.
-	if got := string(opkey.AppendString([]byte("x,"), "<")); got != `x,"<"` {
+	if got := string(idem.AppendString([]byte("x,"), "<")); got != `x,"<"` {
 		t.Fatalf("AppendString onto a prefix = %s", got)
 	}
 }
@@ -339,7 +339,7 @@ func TestAppendStringMatchesNode(t *testing.T) {
 		t.Fatalf("only %d strings in keyvectors.json", len(v.Strings))
 	}
 	for _, s := range v.Strings {
-		if got := string(opkey.AppendString(nil, s.S)); got != s.JSON {
+		if got := string(idem.AppendString(nil, s.S)); got != s.JSON {
 			t.Errorf("AppendString(%q) = %s; JSON.stringify wrote %s", s.S, got, s.JSON)
 		}
 		// A JSON string value alone is its own RFC 8785 text.
@@ -408,21 +408,21 @@ func TestKeyVectors(t *testing.T) {
 	byName := map[string]string{}
 	for _, k := range v.Keys {
 		t.Run(k.Name, func(t *testing.T) {
-			canonical, err := opkey.Canonical([]byte(k.Arguments))
+			canonical, err := idem.Canonical([]byte(k.Arguments))
 			if err != nil {
 				t.Fatalf("Canonical: %v", err)
 			}
 			if canonical != k.Canonical {
 				t.Fatalf("Canonical:\n got %s\nwant %s (canonicalJson in Node)", clip(canonical), clip(k.Canonical))
 			}
-			key, fp := opkey.Key(opkey.PolicyArguments, k.Tenant, k.RequestID, k.Function, canonical)
+			key, fp := idem.Key(idem.PolicyArguments, k.Tenant, k.RequestID, k.Function, canonical)
 			if key != k.KeyArguments {
 				t.Errorf("Key(arguments) = %s; Node computed %s", key, k.KeyArguments)
 			}
 			if fp != k.Fingerprint {
 				t.Errorf("fingerprint(arguments) = %s; want %s", fp, k.Fingerprint)
 			}
-			rkey, rfp := opkey.Key(opkey.PolicyRequest, k.Tenant, k.RequestID, k.Function, canonical)
+			rkey, rfp := idem.Key(idem.PolicyRequest, k.Tenant, k.RequestID, k.Function, canonical)
 			if rkey != k.KeyRequest {
 				t.Errorf("Key(request) = %s; Node computed %s", rkey, k.KeyRequest)
 			}
@@ -452,7 +452,7 @@ func TestDepthMatchesReference(t *testing.T) {
 	v := loadVectors(t)
 	accepted, refused := 0, 0
 	for _, d := range v.Depth {
-		got, err := opkey.Canonical([]byte(d.JSON))
+		got, err := idem.Canonical([]byte(d.JSON))
 		if (err == nil) != d.OK {
 			t.Errorf("%s (%d bytes): Canonical error %v; canonicalJson accepts it: %v", d.Shape, len(d.JSON), err, d.OK)
 			continue
@@ -464,7 +464,7 @@ func TestDepthMatchesReference(t *testing.T) {
 			}
 		} else {
 			refused++
-			if !errors.Is(err, opkey.ErrInvalid) {
+			if !errors.Is(err, idem.ErrInvalid) {
 				t.Errorf("%s: %v does not wrap ErrInvalid", d.Shape, err)
 			}
 		}
@@ -493,7 +493,7 @@ func TestKeyVectorsNodeRerun(t *testing.T) {
 		t.Fatalf("node keyvectors.mjs: %v\n%s", err, stderr.Bytes())
 	}
 	if want := readFile(t, "testdata/keyvectors.json"); !bytes.Equal(out, want) {
-		t.Fatal("testdata/keyvectors.json is stale: run `node testdata/keyvectors.mjs > testdata/keyvectors.json` in internal/opkey")
+		t.Fatal("testdata/keyvectors.json is stale: run `node testdata/keyvectors.mjs > testdata/keyvectors.json` in idem")
 	}
 }
 
@@ -512,7 +512,7 @@ func TestKeyIsUnambiguous(t *testing.T) {
 	}
 	seen := map[string]in{}
 	for _, x := range ins {
-		k, _ := opkey.Key(opkey.PolicyArguments, x.tenant, x.req, x.fn, x.canon)
+		k, _ := idem.Key(idem.PolicyArguments, x.tenant, x.req, x.fn, x.canon)
 		if prev, dup := seen[k]; dup {
 			t.Fatalf("%+v and %+v share key %s", prev, x, k)
 		}
@@ -520,13 +520,13 @@ func TestKeyIsUnambiguous(t *testing.T) {
 	}
 	// Under policy request the canonical arguments are not in the key, but
 	// they are in the fingerprint.
-	k1, f1 := opkey.Key(opkey.PolicyRequest, "t", "r", "f", `{"a":1}`)
-	k2, f2 := opkey.Key(opkey.PolicyRequest, "t", "r", "f", `{"a":2}`)
+	k1, f1 := idem.Key(idem.PolicyRequest, "t", "r", "f", `{"a":1}`)
+	k2, f2 := idem.Key(idem.PolicyRequest, "t", "r", "f", `{"a":2}`)
 	if k1 != k2 || f1 == f2 {
 		t.Fatalf("policy request: keys %s %s (want equal), fingerprints %s %s (want different)", k1, k2, f1, f2)
 	}
-	a1, _ := opkey.Key(opkey.PolicyArguments, "t", "r", "f", `{"a":1}`)
-	a2, _ := opkey.Key(opkey.PolicyArguments, "t", "r", "f", `{"a":2}`)
+	a1, _ := idem.Key(idem.PolicyArguments, "t", "r", "f", `{"a":1}`)
+	a2, _ := idem.Key(idem.PolicyArguments, "t", "r", "f", `{"a":2}`)
 	if a1 == a2 || a1 == k1 {
 		t.Fatalf("policy arguments: keys %s %s must differ from each other and from the request key %s", a1, a2, k1)
 	}
@@ -535,17 +535,17 @@ func TestKeyIsUnambiguous(t *testing.T) {
 func TestParsePolicy(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want opkey.Policy
+		want idem.Policy
 		ok   bool
 	}{
-		{"", opkey.PolicyArguments, true},
-		{"arguments", opkey.PolicyArguments, true},
-		{"request", opkey.PolicyRequest, true},
+		{"", idem.PolicyArguments, true},
+		{"arguments", idem.PolicyArguments, true},
+		{"request", idem.PolicyRequest, true},
 		{"Arguments", "", false},
 		{"request ", "", false},
 		{"args", "", false},
 	} {
-		got, err := opkey.ParsePolicy(tc.in)
+		got, err := idem.ParsePolicy(tc.in)
 		if got != tc.want || (err == nil) != tc.ok {
 			t.Errorf("ParsePolicy(%q) = %q, %v; want %q, ok=%v", tc.in, got, err, tc.want, tc.ok)
 		}
@@ -649,8 +649,8 @@ func TestCanonicalMatchesJCS(t *testing.T) {
 			b[rng.IntN(len(b))] = mutations[rng.IntN(len(mutations))]
 			raw = string(b)
 		}
-		got, err := opkey.Canonical([]byte(raw))
-		want, wantErr := opkey.CanonicalJCS([]byte(raw))
+		got, err := idem.Canonical([]byte(raw))
+		want, wantErr := idem.CanonicalJCS([]byte(raw))
 		if got != want || (err == nil) != (wantErr == nil) {
 			t.Fatalf("Canonical(%q) = %q, %v; jcs reference %q, %v", raw, got, err, want, wantErr)
 		}

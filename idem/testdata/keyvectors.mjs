@@ -1,7 +1,7 @@
-// Computes the Node reference vectors of internal/opkey (docs/contract.md,
+// Computes the Node reference vectors of idem (docs/contract.md,
 // Operation key).
 //
-//   node internal/opkey/testdata/keyvectors.mjs > internal/opkey/testdata/keyvectors.json
+//   node idem/testdata/keyvectors.mjs > idem/testdata/keyvectors.json
 //
 // This is the reference JavaScript implementation of the key: canonicalJson
 // sorts object keys, writes every leaf with JSON.stringify and refuses a

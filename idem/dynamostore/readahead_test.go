@@ -1,0 +1,280 @@
+package dynamostore_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
+	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
+)
+
+// gated is a real client whose transaction and read can be ordered, so
+// that which of the two answers a Claim is fixed, not left to timing.
+type gated struct {
+	*dynamodb.Client
+	// hold, when set, keeps the transaction from being sent until it is
+	// closed or the call's deadline passes (the call is then busy).
+	hold chan struct{}
+	// afterRead, when set, keeps the transaction from being sent until
+	// the read has answered.
+	afterRead bool
+	// readAfterTx sends the read once the transaction has committed and
+	// keeps the transaction's answer until the read has answered: the
+	// read sees this call's own write.
+	readAfterTx bool
+	// onRead runs after the read, before it answers.
+	onRead    func()
+	readDone  chan struct{}
+	txDone    chan struct{}
+	gets, txs atomic.Int64
+}
+
+func newGated(c *dynamodb.Client) *gated {
+	return &gated{Client: c, readDone: make(chan struct{}), txDone: make(chan struct{})}
+}
+
+func (g *gated) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	g.txs.Add(1)
+	if g.hold != nil {
+		select {
+		case <-g.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if g.afterRead {
+		<-g.readDone
+	}
+	out, err := g.Client.TransactWriteItems(ctx, in, opts...)
+	if g.readAfterTx {
+		close(g.txDone)
+		<-g.readDone
+	}
+	return out, err
+}
+
+func (g *gated) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	g.gets.Add(1)
+	if g.readAfterTx {
+		<-g.txDone
+	}
+	out, err := g.Client.GetItem(ctx, in, opts...)
+	if g.onRead != nil {
+		g.onRead()
+	}
+	close(g.readDone)
+	return out, err
+}
+
+// readAheadEnv is a table, a plain store to set records up with, and a
+// gated read-ahead store under test, with a clock of the test's.
+type readAheadEnv struct {
+	client *dynamodb.Client
+	name   string
+	plain  *idem.Guard[[]types.TransactWriteItem]
+	now    time.Time
+}
+
+func newReadAheadEnv(t *testing.T) *readAheadEnv {
+	client, name := table(t)
+	e := &readAheadEnv{client: client, name: name, now: time.Now().UTC().Truncate(time.Second)}
+	e.plain = &idem.Guard[[]types.TransactWriteItem]{Store: dynamostore.New(client, name, dynamostore.Options{}),
+		Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+	return e
+}
+
+// guard is a read-ahead Guard over g. Its calls time out after two
+// seconds: a claim that waits for a held transaction ends busy.
+func (e *readAheadEnv) guard(g *gated, policy idem.Policy) *idem.Guard[[]types.TransactWriteItem] {
+	return &idem.Guard[[]types.TransactWriteItem]{
+		Store:  dynamostore.New(g, e.name, dynamostore.Options{ReadAhead: true, CallTimeout: 2 * time.Second}),
+		Policy: policy, Retention: idemtest.Retention, Now: func() time.Time { return e.now },
+	}
+}
+
+func do(g *idem.Guard[[]types.TransactWriteItem], c idem.Call, result string) idem.Outcome {
+	return g.Do(context.Background(), c, func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+		return []byte(result), []types.TransactWriteItem{effectItem(result)}, nil
+	})
+}
+
+// A live record found by the read answers while the transaction is held
+// back: the repeat costs the latency of one read. Had the claim waited
+// for the transaction, the held transaction would have made it busy.
+func TestReadAheadAnswersFromTheRead(t *testing.T) {
+	const order = `{"sku":"A-1","qty":2}`
+	t.Run("completed: replayed byte for byte", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		first := do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`)
+		idemtest.Want(t, first, idem.Created)
+		g := newGated(e.client)
+		g.hold = make(chan struct{})
+		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("alice", "r1", order), `{"order_id":"second"}`)
+		close(g.hold)
+		idemtest.Want(t, o, idem.Replayed)
+		if string(o.Result) != `{"order_id":"first"}` {
+			t.Fatalf("replayed %s", o.Result)
+		}
+	})
+	t.Run("pending: in progress", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		c := idemtest.Call("alice", "r1", order)
+		k, _ := idem.KeyOf(idem.PolicyArguments, c)
+		if _, err := e.plain.Store.Claim(context.Background(), idem.Record{Key: k.ID, State: idem.StatePending, Tenant: c.Tenant,
+			Owner: c.Owner, Function: c.Function, Fingerprint: k.Fingerprint, CreatedAt: e.now, ExpiresAt: e.now.Add(time.Hour)}, nil, e.now); err != nil {
+			t.Fatal(err)
+		}
+		g := newGated(e.client)
+		g.hold = make(chan struct{})
+		o := do(e.guard(g, idem.PolicyArguments), c, `{"order_id":"x"}`)
+		close(g.hold)
+		idemtest.Want(t, o, idem.InProgress)
+	})
+	t.Run("another owner: conflict, nothing disclosed", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		g := newGated(e.client)
+		g.hold = make(chan struct{})
+		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("carol", "r1", order), `{"order_id":"x"}`)
+		close(g.hold)
+		idemtest.Want(t, o, idem.Conflict)
+		if o.Result != nil {
+			t.Fatalf("disclosed %s", o.Result)
+		}
+	})
+	t.Run("policy request, other arguments: mismatch", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		e.plain.Policy = idem.PolicyRequest
+		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		g := newGated(e.client)
+		g.hold = make(chan struct{})
+		o := do(e.guard(g, idem.PolicyRequest), idemtest.Call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
+		close(g.hold)
+		idemtest.Want(t, o, idem.Mismatch)
+	})
+}
+
+// What the read finds but may not answer: the transaction decides.
+func TestReadAheadDefersToTheTransaction(t *testing.T) {
+	const order = `{"sku":"A-1","qty":2}`
+	t.Run("the call's own write, seen by the read: created, not replayed", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		g := newGated(e.client)
+		g.readAfterTx = true
+		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("alice", "r1", order), `{"order_id":"mine"}`)
+		idemtest.Want(t, o, idem.Created)
+		if string(o.Result) != `{"order_id":"mine"}` {
+			t.Fatalf("result %s", o.Result)
+		}
+	})
+	t.Run("expired but present: absent to the read, the transaction reclaims", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"old"}`), idem.Created)
+		e.now = e.now.Add(idemtest.Retention + time.Second)
+		g := newGated(e.client)
+		g.afterRead = true
+		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("alice", "r1", order), `{"order_id":"new"}`)
+		idemtest.Want(t, o, idem.Created)
+		if n := countItems(t, e.client, e.name, "EFFECT#"); n != 2 {
+			t.Fatalf("effects = %d, want 2", n)
+		}
+	})
+	t.Run("about to expire: TTL deletes it after the read, the transaction creates", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"old"}`), idem.Created)
+		e.now = e.now.Add(idemtest.Retention - 30*time.Second) // live, inside the margin
+		c := idemtest.Call("alice", "r1", order)
+		k, _ := idem.KeyOf(idem.PolicyArguments, c)
+		g := newGated(e.client)
+		g.afterRead = true
+		g.onRead = func() { // TTL's deletion, between the read and the transaction
+			if _, err := e.client.DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: &e.name,
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "OP#" + k.ID}}}); err != nil {
+				t.Error(err)
+			}
+		}
+		o := do(e.guard(g, idem.PolicyArguments), c, `{"order_id":"new"}`)
+		idemtest.Want(t, o, idem.Created) // the read's replay would have hidden a committed effect
+		if n := countItems(t, e.client, e.name, "EFFECT#"); n != 2 {
+			t.Fatalf("effects = %d, want 2", n)
+		}
+	})
+}
+
+// Requests per claim with ReadAhead: one transaction and one read, for a
+// new operation and for a repeat alike; without it, the transaction only.
+func TestReadAheadRequests(t *testing.T) {
+	e := newReadAheadEnv(t)
+	for _, readAhead := range []bool{false, true} {
+		g := newGated(e.client)
+		guard := &idem.Guard[[]types.TransactWriteItem]{
+			Store:     dynamostore.New(countingOnly{g}, e.name, dynamostore.Options{ReadAhead: readAhead}),
+			Retention: time.Hour,
+		}
+		rid := "r-" + map[bool]string{false: "plain", true: "ahead"}[readAhead]
+		for i, want := range []idem.Status{idem.Created, idem.Replayed} {
+			before := g.txs.Load() + g.gets.Load()
+			o := do(guard, idemtest.Call("alice", rid, `{}`), `{"order_id":"`+rid+`"}`)
+			idemtest.Want(t, o, want)
+			wantReqs := int64(1)
+			if readAhead {
+				wantReqs = 2
+			}
+			if got := g.txs.Load() + g.gets.Load() - before; got != wantReqs {
+				t.Errorf("read ahead %v, call %d: %d requests, want %d", readAhead, i+1, got, wantReqs)
+			}
+		}
+	}
+}
+
+// countingOnly counts a gated client's requests without ordering them.
+type countingOnly struct{ g *gated }
+
+func (c countingOnly) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.g.txs.Add(1)
+	return c.g.Client.TransactWriteItems(ctx, in, opts...)
+}
+
+func (c countingOnly) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.g.gets.Add(1)
+	return c.g.Client.GetItem(ctx, in, opts...)
+}
+
+// The read-ahead rule on its own, case by case: a read answers only for
+// a live record other than the call's own, expiring past the margin.
+func TestReadAheadRule(t *testing.T) {
+	s := dynamostore.New(nil, "table", dynamostore.Options{ReadAhead: true, ReadAheadMargin: time.Minute})
+	now := time.Date(2026, 5, 1, 9, 30, 0, 250, time.UTC)
+	mine := idem.Record{Key: "k", State: idem.StateCompleted, Tenant: "t", Owner: "o", Function: "f", Fingerprint: "fp",
+		Result: []byte(`{"id":"mine"}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour).Truncate(time.Second)}
+	stored := func(change func(*idem.Record)) idem.Record {
+		r := mine
+		r.CreatedAt = r.CreatedAt.Truncate(time.Second) // stored in whole seconds
+		change(&r)
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		found idem.Record
+		want  bool
+	}{
+		{"the call's own record", stored(func(*idem.Record) {}), false},
+		{"another call's result", stored(func(r *idem.Record) { r.Result = []byte(`{"id":"other"}`) }), true},
+		{"another call's result, same bytes, an earlier second", stored(func(r *idem.Record) { r.CreatedAt = r.CreatedAt.Add(-time.Second) }), true},
+		{"pending", stored(func(r *idem.Record) { r.State, r.Result = idem.StatePending, nil }), true},
+		{"another owner", stored(func(r *idem.Record) { r.Owner = "other" }), true},
+		{"expired", stored(func(r *idem.Record) { r.ExpiresAt = now.Add(-time.Second).Truncate(time.Second) }), false},
+		{"expiring inside the margin", stored(func(r *idem.Record) { r.ExpiresAt = now.Add(59 * time.Second).Truncate(time.Second) }), false},
+		{"expiring just past the margin", stored(func(r *idem.Record) { r.ExpiresAt = now.Add(61 * time.Second).Truncate(time.Second) }), true},
+	} {
+		if got := s.Decides(tc.found, mine, now); got != tc.want {
+			t.Errorf("%s: decides %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

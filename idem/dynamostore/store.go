@@ -1,0 +1,301 @@
+// Package dynamostore is the DynamoDB idem.Store: the claim of an
+// operation key and the caller's own items commit in ONE
+// TransactWriteItems, or none of them does.
+//
+// The transaction's first item is a Put of the record (its result
+// included) on the condition
+//
+//	attribute_not_exists(pk) OR expires_at < :now
+//
+// so a record whose expiry has passed is treated as absent however late
+// TTL deletes it; the caller's Put, Update, Delete and ConditionCheck
+// items follow, up to MaxWrites of them (DynamoDB takes at most 100 items
+// per transaction, the claim being one). When the key is held, the failed
+// condition returns the stored item (ReturnValuesOnConditionCheckFailure
+// ALL_OLD): a repeat costs the same single request, and the record it
+// returns is checked like any other (idem.Verdict).
+//
+// The table needs a string partition key (Attributes.PartitionKey) and
+// TTL on Attributes.ExpiresAt; records can share a table with the
+// caller's own items, told apart by Attributes.Prefix.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+)
+
+// MaxWrites is how many items of the caller's a Claim can carry: DynamoDB
+// takes at most 100 items in one TransactWriteItems, and the claim is one.
+const MaxWrites = 99
+
+// Client is the part of *dynamodb.Client the store uses.
+type Client interface {
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// Options tune the store; zero values take the defaults.
+type Options struct {
+	// Attributes names the record's attributes (DefaultAttributes when nil).
+	Attributes *Attributes
+	// CallTimeout bounds each DynamoDB call (DefaultCallTimeout); a call
+	// that runs out is busy.
+	CallTimeout time.Duration
+	// ConflictRetries is how many times a transaction conflict is retried
+	// (default 10).
+	ConflictRetries int
+	// ConflictBackoff and ConflictBackoffMax shape the full-jitter backoff
+	// between those retries (defaults 20 ms and 1 s). The caller's context
+	// cuts them short; the answer is then busy.
+	ConflictBackoff, ConflictBackoffMax time.Duration
+	// ReadAhead sends a strongly consistent GetItem of the record beside
+	// each transaction, so that a repeat is answered at the latency of one
+	// read: a live record found by the read, other than the one this very
+	// call writes and expiring more than ReadAheadMargin after now,
+	// answers at once (its owner and fingerprint are checked as always);
+	// otherwise the transaction's answer is awaited. Each Claim then
+	// sends two requests instead of one.
+	ReadAhead bool
+	// ReadAheadMargin keeps the read from answering for a record about to
+	// expire (default 1 minute): TTL may delete such a record between the
+	// read and the transaction, and the transaction would then commit.
+	ReadAheadMargin time.Duration
+}
+
+// DefaultCallTimeout is the deadline of each DynamoDB call when
+// Options.CallTimeout is not set.
+const DefaultCallTimeout = 2 * time.Second
+
+func (o *Options) defaults() {
+	if o.Attributes == nil {
+		o.Attributes = &DefaultAttributes
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ConflictRetries <= 0 {
+		o.ConflictRetries = 10
+	}
+	if o.ConflictBackoff <= 0 {
+		o.ConflictBackoff = 20 * time.Millisecond
+	}
+	if o.ConflictBackoffMax <= 0 {
+		o.ConflictBackoffMax = time.Second
+	}
+	if o.ReadAheadMargin <= 0 {
+		o.ReadAheadMargin = time.Minute
+	}
+}
+
+// Compile-time check.
+var _ idem.Store[[]types.TransactWriteItem] = (*Store)(nil)
+
+// Store is the DynamoDB idem.Store. The caller's writes are
+// TransactWriteItems items; one whose TableName is nil is written to the
+// store's table.
+type Store struct {
+	client Client
+	table  string
+	attr   Attributes
+	opt    Options
+}
+
+// New returns a Store of records in table.
+func New(client Client, table string, opt Options) *Store {
+	opt.defaults()
+	return &Store{client: client, table: table, attr: *opt.Attributes, opt: opt}
+}
+
+// Attributes returns the attribute names the store writes.
+func (s *Store) Attributes() Attributes { return s.attr }
+
+// Claim implements idem.Store with one TransactWriteItems (see the
+// package doc). A transaction conflict is retried with full jitter, at
+// most Options.ConflictRetries times, then answered busy.
+func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.TransactWriteItem, now time.Time) (*idem.Record, error) {
+	if err := s.attr.check(); err != nil {
+		return nil, err
+	}
+	if len(writes) > MaxWrites {
+		return nil, fmt.Errorf("dynamostore: %d writes: a transaction holds the claim and at most %d more", len(writes), MaxWrites)
+	}
+	items := make([]types.TransactWriteItem, 0, 1+len(writes))
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName:                           &s.table,
+		Item:                                s.attr.Item(rec),
+		ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #exp < :now"),
+		ExpressionAttributeNames:            map[string]string{"#pk": s.attr.PartitionKey, "#exp": s.attr.ExpiresAt},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	for _, w := range writes {
+		items = append(items, s.withTable(w))
+	}
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
+	if !s.opt.ReadAhead {
+		return s.transact(ctx, in)
+	}
+	return s.readAhead(ctx, rec, in, now)
+}
+
+// withTable is w with the store's table where w names none; the caller's
+// item is not modified.
+func (s *Store) withTable(w types.TransactWriteItem) types.TransactWriteItem {
+	switch {
+	case w.Put != nil && w.Put.TableName == nil:
+		p := *w.Put
+		p.TableName = &s.table
+		w.Put = &p
+	case w.Update != nil && w.Update.TableName == nil:
+		u := *w.Update
+		u.TableName = &s.table
+		w.Update = &u
+	case w.Delete != nil && w.Delete.TableName == nil:
+		d := *w.Delete
+		d.TableName = &s.table
+		w.Delete = &d
+	case w.ConditionCheck != nil && w.ConditionCheck.TableName == nil:
+		c := *w.ConditionCheck
+		c.TableName = &s.table
+		w.ConditionCheck = &c
+	}
+	return w
+}
+
+// call runs one DynamoDB call under its own deadline and maps its error.
+func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
+	defer cancel()
+	return MapError(f(ctx))
+}
+
+// transact sends the transaction, retrying conflicts.
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*idem.Record, error) {
+	for attempt := 0; ; attempt++ {
+		err := s.call(ctx, func(ctx context.Context) error {
+			_, err := s.client.TransactWriteItems(ctx, in)
+			return err
+		})
+		var held claimHeld
+		switch {
+		case err == nil:
+			return nil, nil
+		case errors.As(err, &held):
+			rec, perr := s.attr.Parse(held.item)
+			if perr != nil {
+				return nil, perr
+			}
+			return &rec, nil
+		case errors.Is(err, errConflict) && attempt < s.opt.ConflictRetries:
+			if werr := s.backoff(ctx, attempt); werr != nil {
+				return nil, MapError(werr)
+			}
+		case errors.Is(err, errConflict):
+			return nil, fmt.Errorf("%w: transaction conflict after %d attempts", idem.ErrBusy, attempt+1)
+		default:
+			return nil, err
+		}
+	}
+}
+
+// backoff sleeps a random time up to min(cap, base·2^attempt).
+func (s *Store) backoff(ctx context.Context, attempt int) error {
+	ceiling := s.opt.ConflictBackoff << min(attempt, 10)
+	if ceiling > s.opt.ConflictBackoffMax || ceiling <= 0 {
+		ceiling = s.opt.ConflictBackoffMax
+	}
+	timer := time.NewTimer(rand.N(ceiling) + time.Millisecond) //nolint:gosec // jitter spreads retries; it needs no unpredictability
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+type answer struct {
+	held *idem.Record
+	err  error
+}
+
+// readAhead sends the transaction and a strongly consistent read of the
+// record at once. The transaction's answer is final whenever it comes
+// first. A read that comes first answers only when it is decisive (see
+// decides); else the transaction is awaited. When the read answers, the
+// transaction still runs to its end: its claim condition fails on the
+// record the read found, which lives past the margin, so it writes
+// nothing.
+func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, now time.Time) (*idem.Record, error) {
+	tx := make(chan answer, 1)
+	go func() {
+		held, err := s.transact(ctx, in)
+		tx <- answer{held, err}
+	}()
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	read := make(chan answer, 1)
+	go func() {
+		held, err := s.Get(readCtx, rec.Key)
+		read <- answer{held, err}
+	}()
+	select {
+	case a := <-tx:
+		return a.held, a.err
+	case r := <-read:
+		if r.err == nil && r.held != nil && s.decides(*r.held, rec, now) {
+			return r.held, nil
+		}
+		a := <-tx
+		return a.held, a.err
+	}
+}
+
+// decides reports whether a record found by the read answers the call:
+// it is live at now and past the margin, and it is not the record this
+// call's own transaction writes (that one answers created, which only
+// the transaction can say).
+func (s *Store) decides(found, mine idem.Record, now time.Time) bool {
+	if !found.Live(now) || found.ExpiresAt.Before(now.Add(s.opt.ReadAheadMargin)) {
+		return false
+	}
+	own := found.State == mine.State && found.Tenant == mine.Tenant && found.Owner == mine.Owner &&
+		found.Function == mine.Function && found.Fingerprint == mine.Fingerprint &&
+		found.CreatedAt.Equal(mine.CreatedAt.Truncate(time.Second)) && found.ExpiresAt.Equal(mine.ExpiresAt) &&
+		string(found.Result) == string(mine.Result)
+	return !own
+}
+
+// Get reads the record of key with a strongly consistent read: nil when
+// there is none. An expired record is returned as stored; Record.Live
+// tells.
+func (s *Store) Get(ctx context.Context, key string) (*idem.Record, error) {
+	var out *dynamodb.GetItemOutput
+	err := s.call(ctx, func(ctx context.Context) (err error) {
+		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &s.table, Key: s.attr.Key(key), ConsistentRead: aws.Bool(true),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	rec, err := s.attr.Parse(out.Item)
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}

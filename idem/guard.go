@@ -1,0 +1,149 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Call identifies one call of an operation.
+type Call struct {
+	// Tenant is the key space: the same request in two tenants is two
+	// operations. Take it from the caller's authenticated identity, never
+	// from the call's arguments.
+	Tenant string
+	// Owner is who, inside the tenant, may receive the stored result; a
+	// repeat by another owner is a Conflict.
+	Owner string
+	// RequestID is the application-minted key of the request: the same
+	// for every retry of one request, new for each new request. A call
+	// without one is Invalid, never silently not idempotent.
+	RequestID string
+	// Function is the operation's stable name ("create_order"): part of
+	// the key, so choose it once and keep it through refactors. It is
+	// never derived from a Go identifier.
+	Function string
+	// Arguments is a JSON object; its RFC 8785 form goes into the key.
+	Arguments []byte
+}
+
+// OpKey is a call's operation key.
+type OpKey struct {
+	ID          string // lower-case hex SHA-256 (see Key)
+	Fingerprint string // SHA-256 hex of Canonical
+	Canonical   string // RFC 8785 text of the arguments
+}
+
+// KeyOf derives c's operation key under policy. The error wraps
+// ErrInvalid.
+func KeyOf(policy Policy, c Call) (OpKey, error) {
+	switch {
+	case c.Tenant == "" || c.Owner == "" || c.Function == "":
+		return OpKey{}, fmt.Errorf("%w: a call needs a tenant, an owner and a function name", ErrInvalid)
+	case c.RequestID == "":
+		return OpKey{}, fmt.Errorf("%w: the call carries no request id, so it cannot be made safe to repeat", ErrInvalid)
+	case !utf8.ValidString(c.Tenant) || !utf8.ValidString(c.Owner) || !utf8.ValidString(c.RequestID) || !utf8.ValidString(c.Function):
+		return OpKey{}, fmt.Errorf("%w: tenant, owner, request id and function must be valid UTF-8", ErrInvalid)
+	}
+	canonical, err := Canonical(c.Arguments)
+	if err != nil {
+		return OpKey{}, err
+	}
+	id, fp := Key(policy, c.Tenant, c.RequestID, c.Function, canonical)
+	return OpKey{ID: id, Fingerprint: fp, Canonical: canonical}, nil
+}
+
+// Effect builds, for a call whose key is free, the result to store and
+// the caller's own writes to commit with the claim. It runs before the
+// store is written and must not act outside the writes it returns (send
+// nothing, charge nothing): whatever it does outside them happens even
+// when the key turns out to be held. An error ends the call as Failed
+// with nothing written.
+type Effect[W any] func(k OpKey) (result []byte, writes W, err error)
+
+// Guard makes calls of any operation idempotent over a Store.
+type Guard[W any] struct {
+	Store  Store[W]
+	Policy Policy // PolicyArguments when empty
+	// Retention is how long a record holds its key (its expires_at).
+	Retention time.Duration
+	// Now is the clock records are stamped and judged by (time.Now when
+	// nil).
+	Now func() time.Time
+}
+
+// Outcome is what became of a call.
+type Outcome struct {
+	Status Status
+	Key    string // the operation key, once derived
+	// Result is the result written (Created) or the stored result byte
+	// for byte (Replayed); nil otherwise.
+	Result []byte
+	// Err says why, for Busy, Refused, Invalid and Failed.
+	Err error
+}
+
+// Do runs c once: it derives the key, asks effect for the result and the
+// writes, and claims the key with them in one transaction. A repeat of a
+// completed call returns the stored result without running effect's
+// writes again.
+func (g *Guard[W]) Do(ctx context.Context, c Call, effect Effect[W]) Outcome {
+	policy := g.Policy
+	if policy == "" {
+		policy = PolicyArguments
+	}
+	k, err := KeyOf(policy, c)
+	if err != nil {
+		return Outcome{Status: Invalid, Err: err}
+	}
+	if g.Retention <= 0 {
+		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: Guard.Retention must be positive")}
+	}
+	result, writes, err := effect(k)
+	switch {
+	case err != nil:
+		return Outcome{Status: Failed, Key: k.ID, Err: err}
+	case len(result) == 0:
+		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the effect returned an empty result")}
+	}
+	now := time.Now()
+	if g.Now != nil {
+		now = g.Now()
+	}
+	rec := Record{
+		Key: k.ID, State: StateCompleted, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
+		Fingerprint: k.Fingerprint, Result: result,
+		CreatedAt: now, ExpiresAt: now.Add(g.Retention).Truncate(time.Second),
+	}
+	held, err := g.Store.Claim(ctx, rec, writes, now)
+	return Judge(policy, rec, held, err)
+}
+
+// Judge turns a Store.Claim's answer for rec into an Outcome: what Do
+// returns, for callers that call a Store themselves. The record held is
+// checked by Verdict, and must carry rec's key.
+func Judge(policy Policy, rec Record, held *Record, err error) Outcome {
+	var refused *RefusedError
+	switch {
+	case errors.Is(err, ErrBusy):
+		return Outcome{Status: Busy, Key: rec.Key, Err: err}
+	case errors.As(err, &refused):
+		return Outcome{Status: Refused, Key: rec.Key, Err: err}
+	case err != nil:
+		return Outcome{Status: Failed, Key: rec.Key, Err: err}
+	case held == nil:
+		return Outcome{Status: Created, Key: rec.Key, Result: rec.Result}
+	case held.Key != rec.Key:
+		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: the store answered for key %q, not %q", held.Key, rec.Key)}
+	}
+	switch s := Verdict(held, policy, rec.Tenant, rec.Owner, rec.Fingerprint); s {
+	case Replayed:
+		return Outcome{Status: Replayed, Key: rec.Key, Result: held.Result}
+	case Failed:
+		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: record %s is %q without a result", held.Key, held.State)}
+	default:
+		return Outcome{Status: s, Key: rec.Key}
+	}
+}

@@ -1,0 +1,488 @@
+// Package idemtest is the conformance suite of idem.Store: it runs a store
+// on its real backing storage through idem.Guard against the rules of
+// package idem (created, replayed byte for byte, in progress never taken
+// over, busy, conflict, mismatch, refused writes that claim nothing,
+// expired-but-present treated as absent), sequentially and under
+// concurrency. A store's test calls Run with a Fixture.
+package idemtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+)
+
+// Fixture is one store on fresh, empty storage, and the caller's writes
+// the suite commits with its claims.
+type Fixture[W any] struct {
+	Store idem.Store[W]
+	// Write returns writes that record the effect named id (a row, an
+	// item). Writing the same id twice must fail: the store refuses it.
+	Write func(id string) W
+	// Refuse returns writes whose condition fails, so that the store
+	// refuses them and writes nothing.
+	Refuse func() W
+	// Effects counts the effects stored.
+	Effects func(t *testing.T) int
+	// Reopen, when set, returns a store on the same storage, as after a
+	// restart.
+	Reopen func(t *testing.T) idem.Store[W]
+}
+
+// Open returns a Fixture on fresh storage. now is the suite's clock: a
+// store that reads a clock of its own must read this one.
+type Open[W any] func(t *testing.T, now func() time.Time) Fixture[W]
+
+// Retention is the retention of the suite's records.
+const Retention = 24 * time.Hour
+
+// Shifts are the clocks the suite runs at: today, and a year on either
+// side, so that no rule holds only on the day it was written.
+var Shifts = []struct {
+	Name string
+	By   time.Duration
+}{{"today", 0}, {"a year ahead", 365 * 24 * time.Hour}, {"a year behind", -365 * 24 * time.Hour}}
+
+// Run runs the suite at each of Shifts.
+func Run[W any](t *testing.T, open Open[W]) {
+	for _, sh := range Shifts {
+		t.Run(sh.Name, func(t *testing.T) {
+			run(t, open, time.Now().UTC().Truncate(time.Second).Add(sh.By))
+		})
+	}
+}
+
+// Env is a Guard over one Fixture with a clock that moves only when the
+// test moves it.
+type Env[W any] struct {
+	T       *testing.T
+	F       Fixture[W]
+	Guard   *idem.Guard[W]
+	mu      sync.Mutex
+	now     time.Time
+	effects atomic.Int64
+}
+
+// NewEnv opens a Fixture with the clock at start, under policy.
+func NewEnv[W any](t *testing.T, open Open[W], start time.Time, policy idem.Policy) *Env[W] {
+	e := &Env[W]{T: t, now: start}
+	e.F = open(t, e.Now)
+	e.Guard = &idem.Guard[W]{Store: e.F.Store, Policy: policy, Retention: Retention, Now: e.Now}
+	return e
+}
+
+// Now reads the suite's clock.
+func (e *Env[W]) Now() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+// Advance moves the clock.
+func (e *Env[W]) Advance(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.now = e.now.Add(d)
+}
+
+// Call is a call of the suite's operation, create_order: owners alice and
+// carol are in tenant-a, bob in tenant-b.
+func Call(owner, requestID, args string) idem.Call {
+	tenant := "tenant-a"
+	if owner == "bob" {
+		tenant = "tenant-b"
+	}
+	return idem.Call{Tenant: tenant, Owner: owner, RequestID: requestID, Function: "create_order", Arguments: []byte(args)}
+}
+
+// Do runs c with an effect that writes a new effect and returns its id as
+// the result.
+func (e *Env[W]) Do(ctx context.Context, c idem.Call) idem.Outcome {
+	return e.Guard.Do(ctx, c, func(idem.OpKey) ([]byte, W, error) {
+		id := fmt.Sprintf("effect-%d", e.effects.Add(1))
+		return []byte(`{"order_id":"` + id + `"}`), e.F.Write(id), nil
+	})
+}
+
+// Effects counts the stored effects.
+func (e *Env[W]) Effects() int { return e.F.Effects(e.T) }
+
+// Want fails the test unless o has status s.
+func Want(t *testing.T, o idem.Outcome, s idem.Status) {
+	t.Helper()
+	if o.Status != s {
+		t.Fatalf("status = %v (err %v), want %v", o.Status, o.Err, s)
+	}
+}
+
+const order = `{"sku":"A-1","qty":2}`
+
+func run[W any](t *testing.T, open Open[W], start time.Time) {
+	ctx := context.Background()
+	env := func(t *testing.T, policy idem.Policy) *Env[W] { return NewEnv(t, open, start, policy) }
+	effects := func(t *testing.T, e *Env[W], want int) {
+		t.Helper()
+		if n := e.Effects(); n != want {
+			t.Fatalf("effects stored = %d, want %d", n, want)
+		}
+	}
+
+	t.Run("created, then the repeat replays the stored result byte for byte", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		first := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, first, idem.Created)
+		second := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, second, idem.Replayed)
+		if string(second.Result) != string(first.Result) || second.Key != first.Key {
+			t.Fatalf("replayed %s (key %s), want %s (key %s)", second.Result, second.Key, first.Result, first.Key)
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("member order and white space do not make a new operation", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		first := e.Do(ctx, Call("alice", "r1", `{"sku":"A-1","qty":2}`))
+		second := e.Do(ctx, Call("alice", "r1", `{ "qty" : 2, "sku":"A-1" }`))
+		Want(t, second, idem.Replayed)
+		if string(second.Result) != string(first.Result) {
+			t.Fatal("a variant of the same arguments got another result")
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("policy arguments: changed arguments are a new operation", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		Want(t, e.Do(ctx, Call("alice", "r1", order)), idem.Created)
+		Want(t, e.Do(ctx, Call("alice", "r1", `{"sku":"A-1","qty":3}`)), idem.Created)
+		effects(t, e, 2)
+	})
+
+	t.Run("policy request: changed arguments are a mismatch, nothing written", func(t *testing.T) {
+		e := env(t, idem.PolicyRequest)
+		first := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, first, idem.Created)
+		o := e.Do(ctx, Call("alice", "r1", `{"sku":"A-1","qty":3}`))
+		Want(t, o, idem.Mismatch)
+		if o.Result != nil {
+			t.Fatalf("mismatch disclosed %s", o.Result)
+		}
+		again := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, again, idem.Replayed)
+		if string(again.Result) != string(first.Result) {
+			t.Fatal("the original arguments no longer replay the first result")
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("tenants are key spaces: the same request in two tenants is two operations", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		a := e.Do(ctx, Call("alice", "shared", order))
+		b := e.Do(ctx, Call("bob", "shared", order))
+		Want(t, a, idem.Created)
+		Want(t, b, idem.Created)
+		if a.Key == b.Key {
+			t.Fatal("two tenants share a key")
+		}
+		effects(t, e, 2)
+	})
+
+	t.Run("the function name is the namespace: two functions are two operations", func(t *testing.T) {
+		e := env(t, idem.PolicyRequest)
+		c := Call("alice", "r1", order)
+		Want(t, e.Do(ctx, c), idem.Created)
+		c.Function = "refund"
+		Want(t, e.Do(ctx, c), idem.Created)
+		effects(t, e, 2)
+	})
+
+	t.Run("another owner of the key: conflict, nothing disclosed or written", func(t *testing.T) {
+		for _, policy := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
+			e := env(t, policy)
+			Want(t, e.Do(ctx, Call("alice", "r1", order)), idem.Created)
+			o := e.Do(ctx, Call("carol", "r1", order))
+			Want(t, o, idem.Conflict)
+			if o.Result != nil {
+				t.Fatalf("conflict disclosed %s", o.Result)
+			}
+			effects(t, e, 1)
+		}
+	})
+
+	t.Run("a pending record answers in progress and is never taken over while it lives", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		c := Call("alice", "r-pending", order)
+		k, err := idem.KeyOf(idem.PolicyArguments, c)
+		must(t, err)
+		now := e.Now()
+		var none W
+		held, err := e.F.Store.Claim(ctx, idem.Record{Key: k.ID, State: idem.StatePending, Tenant: c.Tenant, Owner: c.Owner,
+			Function: c.Function, Fingerprint: k.Fingerprint, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, none, now)
+		if err != nil || held != nil {
+			t.Fatalf("pending claim: held %v, err %v", held, err)
+		}
+		for range 3 {
+			Want(t, e.Do(ctx, c), idem.InProgress)
+		}
+		e.Advance(time.Hour) // its last second: still live
+		Want(t, e.Do(ctx, c), idem.InProgress)
+		Want(t, e.Do(ctx, Call("carol", "r-pending", order)), idem.Conflict) // the owner is checked first
+		effects(t, e, 0)
+		e.Advance(time.Second) // expired: absent
+		Want(t, e.Do(ctx, c), idem.Created)
+		effects(t, e, 1)
+	})
+
+	t.Run("expired but present is absent: reclaimed once, the earlier effect stays", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		first := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, first, idem.Created)
+		e.Advance(Retention + time.Second)
+		second := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, second, idem.Created)
+		third := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, third, idem.Replayed)
+		if string(third.Result) != string(second.Result) || string(second.Result) == string(first.Result) {
+			t.Fatalf("reclaim: first %s second %s third %s", first.Result, second.Result, third.Result)
+		}
+		effects(t, e, 2)
+	})
+
+	t.Run("inside the retention the key still replays", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		first := e.Do(ctx, Call("alice", "r1", order))
+		e.Advance(Retention - time.Second)
+		second := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, second, idem.Replayed)
+		if string(second.Result) != string(first.Result) {
+			t.Fatal("replayed another result")
+		}
+	})
+
+	t.Run("refused writes write nothing and claim nothing", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		c := Call("alice", "r-refused", order)
+		o := e.Guard.Do(ctx, c, func(idem.OpKey) ([]byte, W, error) {
+			return []byte(`{"order_id":"never"}`), e.F.Refuse(), nil
+		})
+		Want(t, o, idem.Refused)
+		var refused *idem.RefusedError
+		if !errors.As(o.Err, &refused) {
+			t.Fatalf("refused without a RefusedError: %v", o.Err)
+		}
+		effects(t, e, 0)
+		Want(t, e.Do(ctx, c), idem.Created) // the key was not claimed
+		effects(t, e, 1)
+	})
+
+	t.Run("a write of the caller's that fails inside the transaction leaves nothing", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		Want(t, e.Guard.Do(ctx, Call("alice", "r-taken", order), func(idem.OpKey) ([]byte, W, error) {
+			return []byte(`{"order_id":"same"}`), e.F.Write("same"), nil
+		}), idem.Created)
+		o := e.Guard.Do(ctx, Call("alice", "r-new", order), func(idem.OpKey) ([]byte, W, error) {
+			return []byte(`{"order_id":"same"}`), e.F.Write("same"), nil // the effect's id is taken
+		})
+		if o.Status != idem.Refused {
+			t.Fatalf("status = %v (%v), want refused", o.Status, o.Err)
+		}
+		effects(t, e, 1)
+		Want(t, e.Do(ctx, Call("alice", "r-new", order)), idem.Created)
+	})
+
+	t.Run("an effect that fails writes nothing", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		boom := errors.New("boom")
+		o := e.Guard.Do(ctx, Call("alice", "r1", order), func(idem.OpKey) ([]byte, W, error) {
+			var none W
+			return nil, none, boom
+		})
+		if o.Status != idem.Failed || !errors.Is(o.Err, boom) {
+			t.Fatalf("outcome %v (%v), want failed with the effect's error", o.Status, o.Err)
+		}
+		Want(t, e.Do(ctx, Call("alice", "r1", order)), idem.Created)
+	})
+
+	t.Run("a call that cannot be keyed is invalid and reaches no store", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		ran := false
+		for _, c := range []idem.Call{Call("alice", "", order), Call("alice", "r1", `[1]`), Call("alice", "r1", `{"a":1,"a":2}`),
+			{Tenant: "tenant-a", RequestID: "r1", Function: "f", Arguments: []byte(order)}} {
+			o := e.Guard.Do(ctx, c, func(idem.OpKey) ([]byte, W, error) {
+				ran = true
+				var none W
+				return []byte(`{}`), none, nil
+			})
+			if o.Status != idem.Invalid || !errors.Is(o.Err, idem.ErrInvalid) {
+				t.Fatalf("%+v: %v (%v), want invalid", c, o.Status, o.Err)
+			}
+		}
+		if ran {
+			t.Fatal("the effect ran for a call without a key")
+		}
+		effects(t, e, 0)
+	})
+
+	t.Run("a context that has ended answers busy and writes nothing; the repeat creates", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		o := e.Do(cctx, Call("alice", "r-cancel", order))
+		Want(t, o, idem.Busy)
+		if !errors.Is(o.Err, idem.ErrBusy) {
+			t.Fatalf("busy without ErrBusy: %v", o.Err)
+		}
+		effects(t, e, 0)
+		Want(t, e.Do(ctx, Call("alice", "r-cancel", order)), idem.Created)
+	})
+
+	t.Run("busy after a commit: the repeat with the same data replays, one effect", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		e.Guard.Store = commitThenBusy[W]{e.F.Store}
+		o := e.Do(ctx, Call("alice", "r-amb", order))
+		Want(t, o, idem.Busy)
+		e.Guard.Store = e.F.Store
+		again := e.Do(ctx, Call("alice", "r-amb", order))
+		Want(t, again, idem.Replayed)
+		if string(again.Result) != `{"order_id":"effect-1"}` {
+			t.Fatalf("replayed %s, want the committed effect-1", again.Result)
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("a restart replays the stored result", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		if e.F.Reopen == nil {
+			t.Skip("the store keeps nothing across a restart")
+		}
+		first := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, first, idem.Created)
+		e.Guard.Store = e.F.Reopen(t)
+		second := e.Do(ctx, Call("alice", "r1", order))
+		Want(t, second, idem.Replayed)
+		if string(second.Result) != string(first.Result) {
+			t.Fatal("after a restart, another result")
+		}
+	})
+
+	t.Run("concurrent: 10 identical calls make one effect, 9 replay its result", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		outs := Concurrent(10, func(int) idem.Outcome { return e.Do(ctx, Call("alice", "r-conc", order)) })
+		counts, created := tally(t, outs)
+		if counts[idem.Created] != 1 || counts[idem.Replayed] != 9 {
+			t.Fatalf("outcomes %v, want 1 created and 9 replayed", counts)
+		}
+		for _, o := range outs {
+			if string(o.Result) != created {
+				t.Fatalf("result %s, want %s", o.Result, created)
+			}
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("concurrent: two owners racing for one key, one wins, the other is a conflict", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		owners := []string{"alice", "carol"}
+		outs := Concurrent(8, func(i int) idem.Outcome { return e.Do(ctx, Call(owners[i%2], "r-race", order)) })
+		counts, _ := tally(t, outs)
+		if counts[idem.Created] != 1 || counts[idem.Replayed] != 3 || counts[idem.Conflict] != 4 {
+			t.Fatalf("outcomes %v, want 1 created, 3 replayed (the winner's), 4 conflicts", counts)
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("concurrent: policy request, two argument sets racing: one wins, the other set is a mismatch", func(t *testing.T) {
+		e := env(t, idem.PolicyRequest)
+		args := []string{order, `{"sku":"B-2","qty":1}`}
+		outs := Concurrent(8, func(i int) idem.Outcome { return e.Do(ctx, Call("alice", "r-args", args[i%2])) })
+		counts, _ := tally(t, outs)
+		if counts[idem.Created] != 1 || counts[idem.Replayed] != 3 || counts[idem.Mismatch] != 4 {
+			t.Fatalf("outcomes %v, want 1 created, 3 replayed, 4 mismatches", counts)
+		}
+		effects(t, e, 1)
+	})
+
+	t.Run("concurrent: two reclaimers of an expired key make one new effect", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		Want(t, e.Do(ctx, Call("alice", "r1", order)), idem.Created)
+		e.Advance(Retention + time.Hour)
+		outs := Concurrent(2, func(int) idem.Outcome { return e.Do(ctx, Call("alice", "r1", order)) })
+		counts, _ := tally(t, outs)
+		if counts[idem.Created] != 1 || counts[idem.Replayed] != 1 {
+			t.Fatalf("outcomes %v, want 1 created, 1 replayed", counts)
+		}
+		effects(t, e, 2)
+	})
+
+	t.Run("concurrent: 12 distinct calls are 12 operations, none lost", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		outs := Concurrent(12, func(i int) idem.Outcome { return e.Do(ctx, Call("alice", fmt.Sprintf("r-%d", i), order)) })
+		counts, _ := tally(t, outs)
+		if counts[idem.Created] != 12 {
+			t.Fatalf("outcomes %v, want 12 created", counts)
+		}
+		effects(t, e, 12)
+	})
+}
+
+// commitThenBusy commits through the real store, then reports busy: the
+// write happened but the caller cannot know it (a timeout after commit).
+type commitThenBusy[W any] struct{ idem.Store[W] }
+
+func (s commitThenBusy[W]) Claim(ctx context.Context, rec idem.Record, writes W, now time.Time) (*idem.Record, error) {
+	if held, err := s.Store.Claim(ctx, rec, writes, now); err != nil || held != nil {
+		return held, err
+	}
+	return nil, fmt.Errorf("%w: a timeout after the commit", idem.ErrBusy)
+}
+
+// Concurrent runs n calls at once and returns their outcomes in order.
+func Concurrent(n int, call func(i int) idem.Outcome) []idem.Outcome {
+	outs := make([]idem.Outcome, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			outs[i] = call(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return outs
+}
+
+// tally counts outcomes by status and returns the created one's result.
+// Every replay must carry it; a failed or busy outcome fails the test.
+func tally(t *testing.T, outs []idem.Outcome) (map[idem.Status]int, string) {
+	t.Helper()
+	counts := map[idem.Status]int{}
+	created := ""
+	for _, o := range outs {
+		counts[o.Status]++
+		switch o.Status {
+		case idem.Created:
+			created = string(o.Result)
+		case idem.Failed, idem.Busy:
+			t.Errorf("%v: %v", o.Status, o.Err)
+		}
+	}
+	for _, o := range outs {
+		if o.Status == idem.Replayed && string(o.Result) != created {
+			t.Errorf("replayed %s, created %s", o.Result, created)
+		}
+	}
+	return counts, created
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,68 @@
+// Package memstore is an in-memory idem.Store, for tests and examples. It
+// forgets everything when the process ends, so it is never a production
+// store.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+)
+
+// Writes are the caller's writes in memory: a function run under the
+// store's lock once the key is known to be free. It must change nothing
+// when it returns an error: the error refuses the claim (idem.Refused),
+// and nothing is claimed.
+type Writes func() error
+
+// Compile-time check.
+var _ idem.Store[Writes] = (*Store)(nil)
+
+// Store keeps records in a map under one mutex, which makes each Claim a
+// transaction.
+type Store struct {
+	mu   sync.Mutex
+	recs map[string]idem.Record
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{recs: map[string]idem.Record{}} }
+
+// Claim implements idem.Store. A context that has ended answers busy,
+// with nothing written.
+func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now time.Time) (*idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", idem.ErrBusy, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if held, ok := s.recs[rec.Key]; ok && held.Live(now) {
+		held.Result = clone(held.Result)
+		return &held, nil
+	}
+	if writes != nil {
+		if err := writes(); err != nil {
+			return nil, &idem.RefusedError{Index: -1, Err: err}
+		}
+	}
+	rec.Result = clone(rec.Result)
+	s.recs[rec.Key] = rec
+	return nil, nil
+}
+
+// Len returns how many records are stored, expired ones included.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.recs)
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

@@ -1,0 +1,149 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is the state of a claimed operation.
+type State string
+
+// The two states. A record is written completed, with its result, in the
+// transaction of the caller's writes; a pending record (written by a
+// caller whose result comes later) is never re-executed or taken over
+// while it lives.
+const (
+	StatePending   State = "pending"
+	StateCompleted State = "completed"
+)
+
+// Record is what a store keeps under an operation key: who holds the key
+// and, once completed, the result every repeat receives.
+type Record struct {
+	Key         string // the operation key (Key.ID)
+	State       State
+	Tenant      string // the key space the key was derived in
+	Owner       string // who, inside the tenant, may receive the result
+	Function    string // the operation's stable name
+	Fingerprint string // SHA-256 hex of the canonical arguments
+	Result      []byte // the stored result, returned byte for byte; nil while pending
+	CreatedAt   time.Time
+	ExpiresAt   time.Time // whole seconds; the record is treated as absent after it
+}
+
+// Live reports whether the record still holds its key at now. A record
+// whose expiry has passed is treated as absent on every store, whether or
+// not it has been deleted: DynamoDB's TTL deletes lazily, sometimes days
+// late.
+func (r Record) Live(now time.Time) bool {
+	return !r.ExpiresAt.Before(now.Truncate(time.Second))
+}
+
+// Store claims an operation key and commits the caller's own writes, of
+// type W, in one transaction.
+type Store[W any] interface {
+	// Claim writes rec and writes in one transaction if no live record
+	// (see Record.Live, at now) holds rec.Key, and returns nil. If a live
+	// record holds it, Claim writes nothing and returns that record. A
+	// record that is present but expired is replaced.
+	//
+	// Errors: ErrBusy (wrapped) when the outcome is unknown (the store was
+	// contended, throttled, timed out, or ctx ended): the caller repeats
+	// with the same data and the key resolves it. *RefusedError when a
+	// condition of the caller's writes failed: nothing was written and
+	// nothing claimed. Any other error: nothing is known to be written.
+	Claim(ctx context.Context, rec Record, writes W, now time.Time) (held *Record, err error)
+}
+
+// ErrBusy marks an error whose outcome is unknown: the store was
+// contended, throttled, timed out, or the call's context ended. Repeating
+// the call with the same data is safe; the key resolves it.
+var ErrBusy = errors.New("store busy")
+
+// RefusedError reports that a condition of the caller's own writes failed
+// (on DynamoDB, a ConditionCheck, or the condition of a Put or Update, of
+// the caller's items; on SQLite and in memory, the caller's function
+// returned an error). The transaction was cancelled: nothing of the
+// caller's was written and the key was not claimed.
+type RefusedError struct {
+	// Index is the position of the refused write among the caller's
+	// writes, or -1 where the store cannot tell (SQLite, memory).
+	Index int
+	// Err is the store's or the caller's own error.
+	Err error
+}
+
+func (e *RefusedError) Error() string {
+	if e.Index >= 0 {
+		return fmt.Sprintf("idem: write %d refused: %v", e.Index, e.Err)
+	}
+	return fmt.Sprintf("idem: writes refused: %v", e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Status is what became of a call.
+type Status int
+
+// The statuses. The zero value is not a status.
+const (
+	// Created: the key was free; the record, its result and the caller's
+	// writes were committed together.
+	Created Status = iota + 1
+	// Replayed: a live completed record holds the key; its result is
+	// returned byte for byte and nothing was written.
+	Replayed
+	// InProgress: a live pending record holds the key; nothing was written
+	// and the record is not taken over.
+	InProgress
+	// Busy: the outcome is unknown; repeat with the same data.
+	Busy
+	// Conflict: the key is held by another owner; nothing of theirs is
+	// disclosed and nothing was written.
+	Conflict
+	// Mismatch: under PolicyRequest, the same request was made with other
+	// arguments; nothing was written.
+	Mismatch
+	// Refused: a condition of the caller's own writes failed; nothing was
+	// written and nothing claimed.
+	Refused
+	// Invalid: the call cannot be keyed (arguments not canonicalizable, a
+	// missing request id, tenant, owner or function); nothing was written.
+	Invalid
+	// Failed: anything else (the effect's own error, a store error, a
+	// stored record that does not read back); nothing is known to be
+	// written unless the store says otherwise.
+	Failed
+)
+
+var statusNames = [...]string{"", "created", "replayed", "in_progress", "busy", "conflict", "mismatch", "refused", "invalid", "failed"}
+
+func (s Status) String() string {
+	if s > 0 && int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Verdict decides what a call gets from the live record that holds its
+// key. The checks run in this order, whichever path found the record (a
+// read, or the item a failed condition returned): the owner (another
+// tenant or owner → Conflict, before anything stored is looked at), the
+// state (pending → InProgress), the fingerprint under PolicyRequest
+// (other arguments → Mismatch), then the result (completed without one →
+// Failed). Replayed otherwise.
+func Verdict(held *Record, policy Policy, tenant, owner, fingerprint string) Status {
+	switch {
+	case held.Tenant != tenant || held.Owner != owner:
+		return Conflict
+	case held.State == StatePending:
+		return InProgress
+	case policy == PolicyRequest && held.Fingerprint != fingerprint:
+		return Mismatch
+	case held.State != StateCompleted || len(held.Result) == 0:
+		return Failed
+	}
+	return Replayed
+}

@@ -1,0 +1,70 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
+	"github.com/aivax-examples/idempotent-callback/idem/sqlitestore"
+)
+
+// effects is the suite's own table: each effect references the claim
+// that wrote it.
+const effects = `CREATE TABLE IF NOT EXISTS effects (
+	id TEXT PRIMARY KEY, operation_key TEXT NOT NULL, generation INTEGER NOT NULL,
+	FOREIGN KEY (operation_key, generation) REFERENCES claims (operation_key, generation))`
+
+func open(t *testing.T, path string, now func() time.Time) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), path, sqlitestore.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.DB().Exec(effects); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	idemtest.Run(t, func(t *testing.T, now func() time.Time) idemtest.Fixture[sqlitestore.Writes] {
+		path := filepath.Join(t.TempDir(), "idem.sqlite")
+		s := open(t, path, now)
+		return idemtest.Fixture[sqlitestore.Writes]{
+			Store: s,
+			Write: func(id string) sqlitestore.Writes {
+				return func(ctx context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
+					_, err := tx.ExecContext(ctx, `INSERT INTO effects (id, operation_key, generation) VALUES (?, ?, ?)`, id, c.Key, c.Generation)
+					return err
+				}
+			},
+			// A write that succeeds, then a condition of the caller's that
+			// fails: the rollback must take the write back too.
+			Refuse: func() sqlitestore.Writes {
+				return func(ctx context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
+					if _, err := tx.ExecContext(ctx, `INSERT INTO effects (id, operation_key, generation) VALUES ('refused', ?, ?)`, c.Key, c.Generation); err != nil {
+						return err
+					}
+					return errors.New("out of stock")
+				}
+			},
+			Effects: func(t *testing.T) int {
+				var n int
+				if err := s.DB().QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+			Reopen: func(t *testing.T) idem.Store[sqlitestore.Writes] {
+				_ = s.Close()
+				return open(t, path, now)
+			},
+		}
+	})
+}
