@@ -165,3 +165,37 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// The clock assumption: a holder whose clock runs behind the taker's by
+// less than the lease margin started its last send, by the taker's clock,
+// before its lease's end (its calls are cut off the margin before the end
+// by its own clock), so the window the taker counts from the lease's end
+// covers that send. Checked at the shortest timeout, where the margin is
+// half the 3.2 s lease.
+func TestTakeoverCoversAHolderWhoseClockRunsBehind(t *testing.T) {
+	timeout := 100 * time.Millisecond
+	lease := delivery.LeaseFor(timeout)
+	margin := lease / 2
+	for _, skew := range []time.Duration{0, time.Second, margin - time.Millisecond} {
+		f := newFixture(t, &script{sends: []error{created}, lookups: []lookupAnswer{noLookup}})
+		f.eng.CallTimeout, f.eng.Lease = timeout, lease
+		id := f.ticket()
+		ctx := context.Background()
+		// The holder claims by its clock, which runs skew behind the
+		// taker's (f.now from here on).
+		until := delivery.CeilSecond(f.now.Add(lease))
+		if _, err := f.store.Claim(ctx, id, "dead-worker", f.now, until); err != nil {
+			t.Fatal(err)
+		}
+		// Its latest send starts at its calls' deadline by its clock: on
+		// the taker's clock, skew later.
+		latestStart := until.Add(-margin).Add(skew)
+		f.now = until.Add(time.Second) // the first whole second the lease has run out
+		f.deliver(id)
+		r := f.record(id)
+		if sends, _ := f.dest.counts(); sends != 0 || r.DueAt.Before(latestStart.Add(delivery.OutcomeWindow(timeout))) {
+			t.Fatalf("skew %v: after the takeover %+v, %d sends; want no send before %v, the window of a send started at %v",
+				skew, r, sends, latestStart.Add(delivery.OutcomeWindow(timeout)), latestStart)
+		}
+	}
+}
