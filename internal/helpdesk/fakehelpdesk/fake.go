@@ -367,7 +367,7 @@ func (s *Server) commitDue() {
 }
 
 // holdUnlocked carries out CommitUnlockedAfter for a create: the key is
-// checked now (a known key is answered from its record), and the create
+// checked on arrival (a known key is answered from its record), and the create
 // is stored once the fake's clock has moved d on. The client is never
 // answered: it waits until it gives up.
 func (s *Server) holdUnlocked(w http.ResponseWriter, r *http.Request, kind Kind, key string, body []byte, d time.Duration) {
