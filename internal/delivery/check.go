@@ -33,7 +33,7 @@ func Check(ctx context.Context, d Destination) (line string, ok bool) {
 	case errors.As(err, &se) && se.Outcome == Misconfigured:
 		return fmt.Sprintf("delivery check: REFUSED: the helpdesk refused a lookup (HTTP %d): the credentials may not list tickets by external id, "+
 			"so a ticket whose send may have created it ends unknown instead of being found; "+
-			"Zendesk: the token's user must be allowed to see all tickets (an admin, or an agent role with ticket access to all tickets): %v", se.Status, err), false
+			"Zendesk: the token's user must be an agent or admin with access to all tickets: %v", se.Status, err), false
 	}
 	return fmt.Sprintf("delivery check: the lookup failed: %v", err), false
 }
