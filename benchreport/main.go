@@ -227,6 +227,9 @@ func measure(o options, root, dir string) error {
 	if err := measureDelivery(r, dir, count); err != nil {
 		return err
 	}
+	if err := measureStreamLambda(r, count); err != nil {
+		return err
+	}
 	logf("throughput")
 	if err := r.goTest("throughput.test.json", []string{"BENCH_THROUGHPUT_OUT=" + filepath.Join(dir, report.FileThroughput),
 		"BENCH_CELL_DURATION=" + o.cell.String()},
@@ -297,6 +300,19 @@ func measureInRegion(r *runner, dir string) error {
 	logf("in-region latency model")
 	return r.goTest("inregion.test.json", []string{results.InRegionEnv + "=" + filepath.Join(dir, report.FileInRegion)},
 		"-count=1", "-timeout", "10m", "-run", "^TestInRegion$", "./internal/bench")
+}
+
+// measureStreamLambda runs the stream path under Lambda's polling: steady
+// commits, then a burst of 1,000 tickets committed at once.
+func measureStreamLambda(r *runner, count string) error {
+	logf("delivery: stream path under Lambda's polling")
+	if err := r.goTest(report.FileDeliveryStreamLambda, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamLambda$", "-benchtime", "200x",
+		"-count", count, "-timeout", "10m", "./functions/delivery"); err != nil {
+		return err
+	}
+	logf("delivery: a burst of 1,000 tickets through the stream")
+	return r.goTest(report.FileDeliveryStreamBurst, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamBurst$", "-benchtime", "1x",
+		"-count", count, "-timeout", "20m", "./functions/delivery")
 }
 
 // checkClean reports whether the tree at root has uncommitted changes

@@ -210,6 +210,7 @@ type DeliveryReport struct {
 	HandlerNew       Row             // BenchmarkHandlerOverhead/deliver_new_key
 	Workers          []DeliveryBench // the local worker on SQLite, then on DynamoDB Local
 	Stream           DeliveryBench
+	StreamLambda     StreamLambda // the stream path under Lambda's polling: streamlambda.go
 	Sweep            []SweepDrain // BenchmarkDeliverySweepDrain, by create delay
 	Matrix           []MatrixRow
 	MatrixSettings   results.DeliveryMatrix // the matrix's settings; Rows empty
@@ -396,6 +397,9 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	if err := rp.loadInRegion(dir); err != nil {
+		return nil, err
+	}
+	if err := rp.loadStreamLambda(dir); err != nil {
 		return nil, err
 	}
 	return rp, nil

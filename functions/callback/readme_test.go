@@ -231,3 +231,30 @@ func decodeLines(t *testing.T, s string) []map[string]any {
 	}
 	return out
 }
+
+// TestRequestIDConflictRowSaysWhen: the README's and docs/contract.md's
+// responses tables say, as the contract's row does, that another user's
+// request_id answers request_id_conflict only when it gives the same
+// operation key: under the arguments policy, the same arguments too.
+func TestRequestIDConflictRowSaysWhen(t *testing.T) {
+	for _, name := range []string{"../../README.md", "../../docs/contract.md"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.HasPrefix(line, "|") && strings.Contains(line, `"code":"request_id_conflict"`) {
+				rows = append(rows, line)
+			}
+		}
+		if len(rows) != 1 {
+			t.Fatalf("%s: %d table rows answer request_id_conflict, want 1", name, len(rows))
+		}
+		for _, says := range []string{"another user of the tenant", "`arguments` policy", "the same arguments", "under `request`", "| 403 |"} {
+			if !strings.Contains(rows[0], says) {
+				t.Errorf("%s: the request_id_conflict row does not say %q:\n%s", name, says, rows[0])
+			}
+		}
+	}
+}

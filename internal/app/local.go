@@ -130,6 +130,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		// Kind and host only: the URL's path or query and the credentials
 		// may hold secrets.
 		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", core.RedactRawURL(cfg.Delivery.URL)))
+		cs = append(cs, checkAtStart(ctx, dst, logger))
 	}
 	cs = append(cs, storeCloser)
 	if rec != nil {
@@ -212,4 +213,23 @@ func runWorker(ctx context.Context, w *delivery.Worker, logger *slog.Logger) io.
 		logger.Info("delivery worker stopped")
 		return nil
 	})
+}
+
+// checkAtStart runs delivery.Check on dst beside the server's start (it
+// takes up to the client timeout) and logs its line: an error when the
+// helpdesk refuses or fails the lookup, so a token that may create but
+// not list tickets is seen at start, not when a ticket ends unknown. The
+// closer waits for it.
+func checkAtStart(ctx context.Context, dst delivery.Destination, logger *slog.Logger) io.Closer {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line, ok := delivery.Check(ctx, dst)
+		if ok {
+			logger.Info("delivery check", slog.String("result", line))
+			return
+		}
+		logger.Error("delivery check", slog.String("result", line))
+	}()
+	return closerFunc(func() error { <-done; return nil })
 }

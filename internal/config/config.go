@@ -478,7 +478,9 @@ func ParseFile(b []byte) (Local, error) {
 }
 
 // metricsListen checks the Prometheus listener's address: absent means
-// none, and an address without a host binds loopback, not every interface.
+// none, an address without a host binds loopback, and any other host must
+// be loopback ("localhost", 127.0.0.0/8, ::1): /metrics has no
+// authentication, so 0.0.0.0, [::] or a public address is refused.
 func metricsListen(addr, listen string) (string, error) {
 	if addr == "" {
 		return "", nil
@@ -489,6 +491,8 @@ func metricsListen(addr, listen string) (string, error) {
 	}
 	if host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
+	} else if !isLoopback(host) {
+		return "", fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s", addr, port, port, port)
 	}
 	if addr == listen {
 		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)
