@@ -94,6 +94,9 @@ var Codes = []string{
 
 // Callback is one request, as its log line reports it.
 type Callback struct {
+	// Door is the door the call came through: httpapi.DoorAIVAX (the
+	// callback; "" means it too) or httpapi.DoorMCP.
+	Door     string
 	Function string // as the caller named it; Labels keeps only known names
 	Outcome  string // the status name the log line carries
 	Code     string // the rejection code, or ""
