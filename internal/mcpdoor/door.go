@@ -284,7 +284,7 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case aw.refused != (outcome.Response{}):
 		rep = aw.refused
-	case aw.passed && aw.refusedAfter != (outcome.Response{}):
+	case aw.refusedAfter != (outcome.Response{}):
 		rep = aw.refusedAfter
 	default:
 		rep = outcome.Response{Status: http.StatusOK, Name: "mcp"}
@@ -311,7 +311,9 @@ func (d *Door) verify(ctx context.Context, token string, _ *http.Request) (*auth
 		}
 		return nil, errors.New("keys unavailable")
 	}
-	return &auth.TokenInfo{UserID: t.User, Scopes: t.Scopes, Expiration: t.Expires}, nil
+	// No Expiration: the verifier has checked exp with the 60 s skew and
+	// its own clock (see AllowMissingExpiration in New).
+	return &auth.TokenInfo{UserID: t.User, Scopes: t.Scopes}, nil
 }
 
 // afterToken runs once the token and its scopes passed: the user must be
@@ -350,7 +352,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 	}
 	c.rpc = rr
 	ti.Extra = map[string]any{extraCall: c}
-	sdk.ServeHTTP(aw.ResponseWriter, r)
+	sdk.ServeHTTP(aw, r)
 }
 
 // busyRefusal answers a user lookup the store could not make: the client
@@ -434,12 +436,39 @@ type authWriter struct {
 	http.ResponseWriter
 	passed       bool
 	refused      outcome.Response // a refusal of the middleware
-	refusedAfter outcome.Response // a refusal after the token (user)
+	refusedAfter outcome.Response // a refusal after the token (user, or the SDK's)
 	wrote        bool
+	swallow      bool // the SDK's plain-text body is replaced
+}
+
+// sdkRefusal names an SDK refusal by its status.
+func sdkRefusal(code int) outcome.Response {
+	switch code {
+	case http.StatusRequestEntityTooLarge:
+		return outcome.TooLarge
+	case http.StatusMethodNotAllowed:
+		return outcome.MethodNotAllowed
+	case http.StatusForbidden:
+		return outcome.Response{Status: code, Name: core.KindForbidden.String()}
+	}
+	if code >= 500 {
+		return outcome.Response{Status: code, Name: outcome.Internal.Name}
+	}
+	return outcome.Response{Status: code, Name: outcome.BadRequest.Name}
 }
 
 func (a *authWriter) WriteHeader(code int) {
 	if a.passed {
+		if code >= 400 && strings.HasPrefix(a.Header().Get("Content-Type"), "text/plain") {
+			// The SDK's own refusals (a body that is not JSON-RPC, a
+			// wrong Accept or Content-Type) are plain text: every answer
+			// of the door is JSON.
+			a.refusedAfter = sdkRefusal(code)
+			a.Header().Del("X-Content-Type-Options")
+			writeError(a.ResponseWriter, a.refusedAfter)
+			a.swallow = true
+			return
+		}
 		a.ResponseWriter.WriteHeader(code)
 		return
 	}
@@ -463,6 +492,9 @@ func (a *authWriter) WriteHeader(code int) {
 }
 
 func (a *authWriter) Write(b []byte) (int, error) {
+	if a.swallow {
+		return len(b), nil
+	}
 	if a.passed {
 		return a.ResponseWriter.Write(b)
 	}
