@@ -46,4 +46,3 @@ func FuzzJSONRPCBody(f *testing.F) {
 		}
 	})
 }
-
