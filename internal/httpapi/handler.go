@@ -335,7 +335,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		// The same function, outcome and code as the line: EMF names these
 		// members as its dimensions.
 		attrs = append(attrs, h.Metrics.Callback(ctx, metrics.Callback{
-			Function: o.Function, Outcome: rep.Name, Code: o.Code, Duration: d}))
+			Door: DoorAIVAX, Function: o.Function, Outcome: rep.Name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }
