@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
@@ -389,5 +392,33 @@ func TestLogLine(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Errorf("no line with %s:\n%s", want, logs)
 		}
+	}
+}
+
+// TestMetrics: MCP tool calls are counted by function and outcome with
+// door mcp, beside the callback's door aivax; authentication failures as
+// unauthenticated and forbidden.
+func TestMetrics(t *testing.T) {
+	rec := prom.New()
+	e := newEnv(t, memstore.New(), envOptions{rec: rec})
+	tok := e.token("user-a")
+	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))
+	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))
+	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, ""))
+	e.post(tok, toolsCall("nope", `{}`, `"r"`))
+	e.post("", toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))
+	e.post(e.token("user-d"), toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))
+	want := `
+# HELP callbacks_total Requests by door, function, outcome and rejection code.
+# TYPE callbacks_total counter
+callbacks_total{code="",door="mcp",function="",outcome="forbidden"} 1
+callbacks_total{code="",door="mcp",function="",outcome="unauthenticated"} 1
+callbacks_total{code="",door="mcp",function="create_ticket",outcome="created"} 1
+callbacks_total{code="",door="mcp",function="create_ticket",outcome="deduplicated"} 1
+callbacks_total{code="missing_request_id",door="mcp",function="create_ticket",outcome="rejected"} 1
+callbacks_total{code="unknown_function",door="mcp",function="",outcome="rejected"} 1
+`
+	if err := testutil.GatherAndCompare(rec.Registry(), strings.NewReader(want), metrics.Callbacks); err != nil {
+		t.Error(err)
 	}
 }

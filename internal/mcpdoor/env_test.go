@@ -27,6 +27,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
@@ -117,6 +118,7 @@ type env struct {
 type envOptions struct {
 	scopes  []string
 	maxBody int64
+	rec     metrics.Recorder
 }
 
 var testUsers = memstore.Users{
@@ -144,6 +146,7 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 		Service: svc, Users: e.users,
 		Verifier: &jwtauth.Verifier{Issuer: iss.srv.URL, Audience: e.audience, UserClaim: "sub", Keys: e.keys, Now: clock.Now},
 		Issuer:   iss.srv.URL, Audience: e.audience, Scopes: opt.scopes, MaxBody: opt.maxBody, Logger: logger,
+		Metrics: opt.rec,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +155,7 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	callback := &httpapi.Handler{Service: svc, Auth: verifier, MaxBody: opt.maxBody, Logger: logger}
+	callback := &httpapi.Handler{Service: svc, Auth: verifier, MaxBody: opt.maxBody, Logger: logger, Metrics: opt.rec}
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if mcpdoor.Handles(r.URL.Path) {
 			door.ServeHTTP(w, r)
