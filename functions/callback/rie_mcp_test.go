@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -90,8 +91,8 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // events/mcp-create.json (with a fresh token) repeats events/create.json's
 // operation through /mcp, so it is deduplicated with the callback's
 // ticket; refusals come before authentication; and the Go SDK's client,
-// on both protocol revisions, talks to the function through function URL
-// events.
+// on both protocol revisions, and the TypeScript SDK's clients talk to the
+// function through function URL events.
 func TestMCPUnderRIE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bootstrap and starts DynamoDB Local and the RIE")
@@ -218,7 +219,33 @@ func TestMCPUnderRIE(t *testing.T) {
 		}
 		_ = cs.Close()
 	}
-	if n := countItems(t, client, table)["TICKET#"]; n != 3 {
-		t.Errorf("%d tickets; want 3 (the callback's, and one per revision)", n)
+	// The official TypeScript SDK's clients, through the same events.
+	node, modules := testenv.MCPTSClients(t)
+	script := filepath.Join(root, "internal", "mcpdoor", "testdata", "tsclient.cjs")
+	for _, c := range []struct{ pkg, rev string }{{"client", "2026-07-28"}, {"client", "2025-11-25"}, {"sdk", "2025-11-25"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, node, script, proxy+"/mcp", token, c.rev, c.pkg, "req-rie-ts-"+c.pkg+"-"+c.rev)
+		cmd.Env = append(cmd.Environ(), "MCP_TS_MODULES="+modules)
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("TypeScript %s %s: %v\n%s", c.pkg, c.rev, err, output.String())
+		}
+		var r struct {
+			Negotiated    string `json:"negotiated"`
+			First, Second struct {
+				Structured struct {
+					TicketID     string `json:"ticket_id"`
+					Deduplicated bool   `json:"deduplicated"`
+				} `json:"structured"`
+			}
+		}
+		if err := json.Unmarshal(out, &r); err != nil || r.Negotiated != c.rev || r.First.Structured.TicketID == "" ||
+			r.First.Structured.Deduplicated || r.Second.Structured.TicketID != r.First.Structured.TicketID || !r.Second.Structured.Deduplicated {
+			t.Errorf("TypeScript %s %s: %s", c.pkg, c.rev, out)
+		}
+	}
+	if n := countItems(t, client, table)["TICKET#"]; n != 6 {
+		t.Errorf("%d tickets; want 6 (the callback's, one per Go revision, one per TypeScript run)", n)
 	}
 }
