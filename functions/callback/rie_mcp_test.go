@@ -3,8 +3,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +60,7 @@ func testIssuer(t *testing.T) (*jwtauth.DevIssuer, string) {
 // reach the bootstrap as they would reach its function URL.
 func urlProxy(t *testing.T, invokeURL, host string) string {
 	t.Helper()
+	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		headers := map[string]string{"host": host, "x-forwarded-proto": "https"}
@@ -67,7 +71,16 @@ func urlProxy(t *testing.T, invokeURL, host string) string {
 			RequestContext: events.LambdaFunctionURLRequestContext{DomainName: host,
 				HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: "HTTP/1.1", SourceIP: "203.0.113.10"}}}
 		raw, _ := json.Marshal(ev)
-		resp := invoke(t, invokeURL, urlEvent{raw: raw})
+		// The emulator runs one invocation at a time, as one Lambda
+		// execution environment does.
+		mu.Lock()
+		resp, err := invokeErr(invokeURL, raw)
+		mu.Unlock()
+		if err != nil {
+			t.Errorf("proxy: %v", err)
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
 		for k, v := range resp.Headers {
 			w.Header().Set(k, v)
 		}
@@ -76,6 +89,26 @@ func urlProxy(t *testing.T, invokeURL, host string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// invokeErr is invoke for a goroutine other than the test's: it returns
+// the error instead of failing the test.
+func invokeErr(url string, raw []byte) (urlResponse, error) {
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Post(url, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return urlResponse{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return urlResponse{}, err
+	}
+	var r urlResponse
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil {
+		return urlResponse{}, fmt.Errorf("the emulator answered %d: %s", resp.StatusCode, b)
+	}
+	return r, nil
 }
 
 type bearerTransport string
