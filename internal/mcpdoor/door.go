@@ -62,7 +62,7 @@ const (
 type Config struct {
 	Service  *core.Service // the callback's service
 	Users    core.Users    // the service's user records
-	Verifier *jwtauth.Verifier
+	Verifier TokenVerifier
 	Issuer   string
 	Audience string   // the public URL of /mcp
 	Scopes   []string // each required in the token's scope claim
@@ -75,6 +75,13 @@ type Config struct {
 	CallLimit time.Duration
 	// Version is the server's version in the MCP handshake.
 	Version string
+}
+
+// TokenVerifier checks an access token: *jwtauth.Verifier. An error
+// wrapping jwtauth.ErrInvalid refuses the request with 401; another error
+// (no key can be had) with 500.
+type TokenVerifier interface {
+	Verify(ctx context.Context, raw string) (jwtauth.Token, error)
 }
 
 // Door serves /mcp and the metadata paths.
