@@ -10,8 +10,8 @@
 package report
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +35,7 @@ const (
 	FileDynamoDB       = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
 	FileSQLite         = "sqlite.json"   // BenchmarkSQLite, internal/bench
 	FileSQLiteBase     = "sqlite.base.json"
-	FileRoundTrips     = "roundtrips.json" // TestRoundTripsPerCallback, internal/store/dynamo
+	FileRoundTrips     = "roundtrips.json"     // TestRoundTripsPerCallback, internal/store/dynamo
 	FileMCPOverhead    = "mcp-overhead.json"   // BenchmarkMCPHandlerOverhead, internal/mcpdoor
 	FileJWT            = "jwt.json"            // BenchmarkVerify, internal/jwtauth
 	FileMCPRoundTrips  = "mcp-roundtrips.json" // TestMCPRoundTrips, internal/mcpdoor

@@ -167,8 +167,8 @@ func Tool(f *core.Function) *mcp.Tool {
 	return &mcp.Tool{
 		Name:         f.Name,
 		Description:  f.Description,
-		InputSchema:  json.RawMessage(f.Schema()),
-		OutputSchema: json.RawMessage(f.OutputSchema()),
+		InputSchema:  f.Schema(),
+		OutputSchema: f.OutputSchema(),
 		Annotations:  ann,
 	}
 }
