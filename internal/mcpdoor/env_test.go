@@ -135,11 +135,11 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	e := &env{t: t, iss: iss, store: &countingStore{Store: store}, users: &countingUsers{Users: testUsers},
 		logs: &syncBuffer{}, clock: clock}
 	e.keys = &jwtauth.Keys{Issuer: iss.srv.URL, Now: clock.Now}
+	// The listener exists before the server starts: the door's audience
+	// names it, and the handler is in place before any request.
 	srv := httptest.NewUnstartedServer(nil)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	e.url = srv.URL
-	e.audience = srv.URL + "/mcp"
+	e.url = "http://" + srv.Listener.Addr().String()
+	e.audience = e.url + "/mcp"
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
 	svc := &core.Service{Store: e.store, Users: e.users, Policy: opkey.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString}
 	door, err := mcpdoor.New(mcpdoor.Config{
@@ -163,6 +163,8 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 		}
 		callback.ServeHTTP(w, r)
 	})
+	srv.Start()
+	t.Cleanup(srv.Close)
 	return e
 }
 
