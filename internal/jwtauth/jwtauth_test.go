@@ -171,3 +171,44 @@ func TestDevIssuer(t *testing.T) {
 		t.Errorf("a broken key file: %v", err)
 	}
 }
+
+// TestCachedKidDoesNotWaitForRefetch: while a refetch for an unknown kid
+// hangs on the issuer, a token with a cached kid is still verified (it
+// would block here, and the test time out, if it waited for the fetch).
+func TestCachedKidDoesNotWaitForRefetch(t *testing.T) {
+	dev, err := jwtauth.LoadDevIssuer(filepath.Join(t.TempDir(), "k.pem"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 1 {
+			entered <- struct{}{}
+			<-release
+		}
+		j, _ := jwkset.NewJWKFromKey(&dev.Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: dev.KID, ALG: jwkset.AlgES256}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
+	}))
+	defer srv.Close()
+	now := time.Now()
+	k := &jwtauth.Keys{JWKSURL: srv.URL, Now: func() time.Time { return now }}
+	if _, err := k.Key(context.Background(), dev.KID, "ES256"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(jwtauth.RefetchEvery)
+	done := make(chan error, 1)
+	go func() {
+		_, err := k.Key(context.Background(), "rotated", "ES256")
+		done <- err
+	}()
+	<-entered
+	if _, err := k.Key(context.Background(), dev.KID, "ES256"); err != nil {
+		t.Errorf("cached kid during a refetch: %v", err)
+	}
+	close(release)
+	if err := <-done; !errors.Is(err, jwtauth.ErrInvalid) {
+		t.Errorf("unknown kid after the refetch: %v; want ErrInvalid", err)
+	}
+}

@@ -26,8 +26,9 @@ const maxDocument = 1 << 20
 // Keys is the issuer's JWK Set, fetched on first use and cached for the
 // life of the process. A kid that is not cached refetches the set, at
 // most once per RefetchEvery; a request that finds the refetch spent is
-// refused at once (it never waits for the next one). Requests that arrive
-// while a fetch is under way wait for that fetch and read its keys.
+// refused at once (it never waits for the next one). Requests with an
+// unknown kid that arrive while a fetch is under way wait for that fetch
+// and read its keys; requests with a cached kid never wait.
 type Keys struct {
 	// Issuer is discovered from when JWKSURL is empty: its
 	// /.well-known/openid-configuration, then its
@@ -39,25 +40,31 @@ type Keys struct {
 	// Timeout bounds one fetch (discovery and the set); 5 s when zero.
 	Timeout time.Duration
 
-	mu        sync.Mutex
-	jwksURL   string         // JWKSURL, or the discovered one
-	keys      map[string]any // kid → public key
-	algs      map[string]string
-	loaded    bool
-	lastFetch time.Time // zero before the first attempt
+	mu     sync.RWMutex // the cache
+	keys   map[string]any
+	algs   map[string]string
+	loaded bool
+
+	fetchMu   sync.Mutex // one fetch at a time, and its bookkeeping
+	jwksURL   string     // JWKSURL, or the discovered one
+	lastFetch time.Time  // zero before the first attempt
 	fetches   int
 }
 
 // Key implements KeySource.
 func (k *Keys) Key(ctx context.Context, kid, alg string) (any, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if key, ok := k.lookup(kid, alg); ok {
+	if key, ok, _ := k.cached(kid, alg); ok {
+		return key, nil
+	}
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
+	// A fetch this request waited for may have brought the key.
+	if key, ok, _ := k.cached(kid, alg); ok {
 		return key, nil
 	}
 	now := k.now()
 	if !k.lastFetch.IsZero() && now.Sub(k.lastFetch) < RefetchEvery {
-		if !k.loaded {
+		if _, _, loaded := k.cached("", ""); !loaded {
 			return nil, errors.New("jwks: not loaded; the last fetch failed")
 		}
 		return nil, fmt.Errorf("%w: unknown kid", ErrInvalid)
@@ -65,12 +72,12 @@ func (k *Keys) Key(ctx context.Context, kid, alg string) (any, error) {
 	k.lastFetch = now
 	k.fetches++
 	if err := k.fetch(ctx); err != nil {
-		if !k.loaded {
+		if _, _, loaded := k.cached("", ""); !loaded {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: unknown kid (refetch failed: %v)", ErrInvalid, err)
 	}
-	if key, ok := k.lookup(kid, alg); ok {
+	if key, ok, _ := k.cached(kid, alg); ok {
 		return key, nil
 	}
 	return nil, fmt.Errorf("%w: unknown kid", ErrInvalid)
@@ -78,20 +85,22 @@ func (k *Keys) Key(ctx context.Context, kid, alg string) (any, error) {
 
 // Fetches is how many times the set (with its discovery) was fetched.
 func (k *Keys) Fetches() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
 	return k.fetches
 }
 
-func (k *Keys) lookup(kid, alg string) (any, bool) {
-	key, ok := k.keys[kid]
-	if !ok {
-		return nil, false
+// cached looks kid up for alg, and says whether a set was ever loaded.
+func (k *Keys) cached(kid, alg string) (key any, ok, loaded bool) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	key, ok = k.keys[kid]
+	if ok {
+		if a := k.algs[kid]; a != "" && a != alg {
+			key, ok = nil, false
+		}
 	}
-	if a := k.algs[kid]; a != "" && a != alg {
-		return nil, false
-	}
-	return key, true
+	return key, ok, k.loaded
 }
 
 func (k *Keys) now() time.Time {
@@ -141,7 +150,9 @@ func (k *Keys) fetch(ctx context.Context) error {
 		}
 		keys[m.KID], algs[m.KID] = j.Key(), m.ALG.String()
 	}
+	k.mu.Lock()
 	k.keys, k.algs, k.loaded = keys, algs, true
+	k.mu.Unlock()
 	return nil
 }
 

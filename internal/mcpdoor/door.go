@@ -195,6 +195,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type call struct {
 	start   time.Time
 	ctx     context.Context // the HTTP request's, for the log line's values
+	body    []byte          // the request's body, read before the token
 	user    string          // the token's user, once verified
 	rpc     rpcRequest
 	mu      sync.Mutex
@@ -283,6 +284,7 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rep)
 		return
 	}
+	c.body = body
 	r.Body = readCloser{bytes.NewReader(body)}
 	r.ContentLength = int64(len(body))
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
@@ -351,8 +353,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		return
 	}
 	c.user = user
-	body, _ := readAll(r)
-	rr, ok := parseRPC(body)
+	rr, ok := parseRPC(c.body)
 	if !ok {
 		aw.refuseAfter(outcome.BadRequest)
 		return
@@ -367,16 +368,6 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 var busyRefusal = outcome.Response{Status: http.StatusServiceUnavailable, Name: core.KindBusy.String()}
 
 const extraCall = "aivax-call"
-
-func readAll(r *http.Request) ([]byte, error) {
-	rc, ok := r.Body.(readCloser)
-	if !ok {
-		return nil, errors.New("body not buffered")
-	}
-	b := make([]byte, rc.Len())
-	_, err := rc.ReadAt(b, rc.Size()-int64(rc.Len()))
-	return b, err
-}
 
 // toolHandler answers tools/call for fn through the service.
 func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
