@@ -193,7 +193,7 @@ func TestCachedKidDoesNotWaitForRefetch(t *testing.T) {
 	}))
 	defer srv.Close()
 	now := time.Now()
-	k := &jwtauth.Keys{JWKSURL: srv.URL, Now: func() time.Time { return now }}
+	k := &jwtauth.Keys{JWKSURL: srv.URL, Now: func() time.Time { return now }, Timeout: time.Minute}
 	if _, err := k.Key(context.Background(), dev.KID, "ES256"); err != nil {
 		t.Fatal(err)
 	}
