@@ -296,9 +296,14 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case aw.refusedAfter != (outcome.Response{}):
 		rep = aw.refusedAfter
 	default:
-		rep = outcome.Response{Status: http.StatusOK, Name: "mcp"}
+		rep = rpcAnswer
 	}
 }
+
+// rpcAnswer names, in the log line, a JSON-RPC answer the SDK gave to a
+// request no tool handled (initialize, tools/list, server/discover, a
+// notification); such lines are not counted in the metrics.
+var rpcAnswer = outcome.Response{Status: http.StatusOK, Name: "rpc"}
 
 type readCloser struct{ *bytes.Reader }
 
@@ -565,10 +570,17 @@ func (d *Door) logRequest(c *call, rep outcome.Response) {
 	}
 	var fn, code string
 	if c.rpc.Method == "tools/call" && rep.Status == http.StatusOK {
-		// A tools/call no handler took names a tool that does not exist:
-		// the SDK answered a JSON-RPC error, nothing was written.
+		// A tools/call no handler took: the SDK answered a JSON-RPC error
+		// and nothing was written. Either the tool does not exist, or the
+		// call's params were not the shape the SDK reads.
 		fn, code, name = c.rpc.Tool, core.CodeUnknownFunction, core.KindRejected.String()
-		attrs = append(attrs, slog.String("function", httpapi.ClipLogged(fn)), slog.String("code", code))
+		if _, known := core.LookupFunction(fn); known {
+			code, name = "", outcome.BadRequest.Name
+		}
+		attrs = append(attrs, slog.String("function", httpapi.ClipLogged(fn)))
+		if code != "" {
+			attrs = append(attrs, slog.String("code", code))
+		}
 	}
 	attrs = append(attrs,
 		slog.String("outcome", name),
@@ -578,7 +590,7 @@ func (d *Door) logRequest(c *call, rep outcome.Response) {
 	if rep.Status >= 500 {
 		level = slog.LevelError
 	}
-	counted := rep.Status != http.StatusOK || code != ""
+	counted := rep != rpcAnswer || name != rep.Name
 	if d.cfg.Metrics != nil && counted {
 		attrs = append(attrs, d.cfg.Metrics.Callback(c.ctx, metrics.Callback{
 			Door: httpapi.DoorMCP, Function: fn, Outcome: name, Code: code, Duration: dur}))
