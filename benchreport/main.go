@@ -224,6 +224,9 @@ func measure(o options, root, dir string) error {
 	if err := r.goTest(report.FileRoundTrips, nil, "-count=1", "-v", "-run", "^TestRoundTripsPerCallback$", "./internal/store/dynamo"); err != nil {
 		return err
 	}
+	if err := measureMCP(r, count); err != nil {
+		return err
+	}
 	if err := measureDelivery(r, dir, count); err != nil {
 		return err
 	}
@@ -248,6 +251,22 @@ func measure(o options, root, dir string) error {
 	meta.LoadEnd = loadAverage()
 	meta.Seconds = int(time.Since(start).Seconds())
 	return results.WriteJSON(filepath.Join(dir, report.FileMeta), meta)
+}
+
+// measureMCP runs the MCP door's benchmarks (its handler overhead without
+// JWT, one JWT verification with a cached key) and counts its DynamoDB
+// requests per operation.
+func measureMCP(r *runner, count string) error {
+	logf("MCP door: handler overhead, JWT verification, DynamoDB requests")
+	if err := r.goTest(report.FileMCPOverhead, nil, "-run", "^$", "-bench", "^BenchmarkMCPHandlerOverhead$", "-benchmem",
+		"-count", count, "./internal/mcpdoor"); err != nil {
+		return err
+	}
+	if err := r.goTest(report.FileJWT, nil, "-run", "^$", "-bench", "^BenchmarkVerify$", "-benchmem",
+		"-count", count, "./internal/jwtauth"); err != nil {
+		return err
+	}
+	return r.goTest(report.FileMCPRoundTrips, nil, "-count=1", "-v", "-run", "^TestMCPRoundTrips$", "./internal/mcpdoor")
 }
 
 // measureDelivery runs the delivery benchmarks and the delivery tests whose

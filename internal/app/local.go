@@ -33,6 +33,7 @@ func RunLocal(args []string) int {
 	fs := flag.NewFlagSet("callback", flag.ContinueOnError)
 	path := fs.String("config", "config.json", "the local configuration file (docs/contract.md, Configuration: Local server)")
 	printNonce := fs.Bool("nonce", false, "print a fresh X-Request-Nonce for the configured hook_key and exit")
+	mcpTokenFor := fs.String("mcp-token", "", "print an MCP access token for this configured user, signed by the development issuer (mcp.dev_key), and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -60,6 +61,15 @@ func RunLocal(args []string) int {
 			return 1
 		}
 		fmt.Println(n)
+		return 0
+	}
+	if *mcpTokenFor != "" {
+		tok, err := devToken(cfg, *mcpTokenFor)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(tok)
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -136,20 +146,25 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	if rec != nil {
 		serviceStore = metrics.TimedStore{Store: serviceStore, Recorder: rec}
 	}
-	var h http.Handler = &httpapi.Handler{
-		Service: &core.Service{
-			Store:     serviceStore,
-			Users:     localUsers(cfg.Users),
-			Policy:    cfg.Policy,
-			Retention: cfg.Retention,
-			NewID:     uuid.NewString,
-			Deliver:   dst != nil,
-		},
+	svc := &core.Service{
+		Store:     serviceStore,
+		Users:     localUsers(cfg.Users),
+		Policy:    cfg.Policy,
+		Retention: cfg.Retention,
+		NewID:     uuid.NewString,
+		Deliver:   dst != nil,
+	}
+	h, err := withMCP(&httpapi.Handler{
+		Service:   svc,
 		Auth:      auth,
 		MaxBody:   cfg.MaxBodyBytes,
 		Logger:    logger,
 		PublicURL: cfg.PublicURL,
 		Metrics:   rec,
+	}, cfg.MCP, svc, cfg.MaxBodyBytes, rec, logger)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, err
 	}
 	if rec != nil {
 		h = metrics.Collect(h)
