@@ -62,6 +62,7 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzCanonicalKey$$' -fuzztime $(FUZZTIME) ./idem
 	go test -run '^$$' -fuzz '^FuzzParseCall$$' -fuzztime $(FUZZTIME) ./internal/httpapi
 	go test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime $(FUZZTIME) ./internal/httpapi
+	go test -run '^$$' -fuzz '^FuzzJSONRPCBody$$' -fuzztime $(FUZZTIME) ./internal/mcpdoor
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=10m

@@ -224,7 +224,13 @@ func measure(o options, root, dir string) error {
 	if err := r.goTest(report.FileRoundTrips, nil, "-count=1", "-v", "-run", "^TestRoundTripsPerCallback$", "./internal/store/dynamo"); err != nil {
 		return err
 	}
+	if err := measureMCP(r, count); err != nil {
+		return err
+	}
 	if err := measureDelivery(r, dir, count); err != nil {
+		return err
+	}
+	if err := measureStreamLambda(r, count); err != nil {
 		return err
 	}
 	logf("throughput")
@@ -245,6 +251,22 @@ func measure(o options, root, dir string) error {
 	meta.LoadEnd = loadAverage()
 	meta.Seconds = int(time.Since(start).Seconds())
 	return results.WriteJSON(filepath.Join(dir, report.FileMeta), meta)
+}
+
+// measureMCP runs the MCP door's benchmarks (its handler overhead without
+// JWT, one JWT verification with a cached key) and counts its DynamoDB
+// requests per operation.
+func measureMCP(r *runner, count string) error {
+	logf("MCP door: handler overhead, JWT verification, DynamoDB requests")
+	if err := r.goTest(report.FileMCPOverhead, nil, "-run", "^$", "-bench", "^BenchmarkMCPHandlerOverhead$", "-benchmem",
+		"-count", count, "./internal/mcpdoor"); err != nil {
+		return err
+	}
+	if err := r.goTest(report.FileJWT, nil, "-run", "^$", "-bench", "^BenchmarkVerify$", "-benchmem",
+		"-count", count, "./internal/jwtauth"); err != nil {
+		return err
+	}
+	return r.goTest(report.FileMCPRoundTrips, nil, "-count=1", "-v", "-run", "^TestMCPRoundTrips$", "./internal/mcpdoor")
 }
 
 // measureDelivery runs the delivery benchmarks and the delivery tests whose
@@ -297,6 +319,19 @@ func measureInRegion(r *runner, dir string) error {
 	logf("in-region latency model")
 	return r.goTest("inregion.test.json", []string{results.InRegionEnv + "=" + filepath.Join(dir, report.FileInRegion)},
 		"-count=1", "-timeout", "10m", "-run", "^TestInRegion$", "./internal/bench")
+}
+
+// measureStreamLambda runs the stream path under Lambda's polling: steady
+// commits, then a burst of 1,000 tickets committed at once.
+func measureStreamLambda(r *runner, count string) error {
+	logf("delivery: stream path under Lambda's polling")
+	if err := r.goTest(report.FileDeliveryStreamLambda, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamLambda$", "-benchtime", "200x",
+		"-count", count, "-timeout", "10m", "./functions/delivery"); err != nil {
+		return err
+	}
+	logf("delivery: a burst of 1,000 tickets through the stream")
+	return r.goTest(report.FileDeliveryStreamBurst, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamBurst$", "-benchtime", "1x",
+		"-count", count, "-timeout", "20m", "./functions/delivery")
 }
 
 // checkClean reports whether the tree at root has uncommitted changes

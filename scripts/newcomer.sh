@@ -2,9 +2,9 @@
 # The README's first command as a newcomer runs it, in the checkout this
 # script lives in: `make run` with the shipped config.example.json (copied
 # to config.json by make run), the README's curl pair block exactly as
-# written, then its metrics block. Checks the answers (created, then
-# deduplicated with the same ticket_id, and the metrics the README shows)
-# and stops the server. Needs a checkout with no config.json and no
+# written, then its metrics block, then its MCP pair. Checks the answers
+# (created, then deduplicated with the same ticket_id, and the metrics the
+# README shows) and stops the server. Needs a checkout with no config.json and no
 # tickets.sqlite yet: the README's answers are those of a fresh database.
 set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
@@ -35,7 +35,7 @@ stop() {
 	kill -INT -- "-$server" 2>/dev/null || true
 	for _ in $(seq 1 40); do kill -0 "$server" 2>/dev/null || break; sleep 0.25; done
 	kill -KILL -- "-$server" 2>/dev/null || true
-	rm -f config.json tickets.sqlite tickets.sqlite-wal tickets.sqlite-shm
+	rm -f config.json tickets.sqlite tickets.sqlite-wal tickets.sqlite-shm mcp-dev-key.pem
 }
 trap stop EXIT
 
@@ -77,4 +77,17 @@ shown=$(block curl-output)
 metrics=$(bash -euo pipefail -c "$(block metrics-curl)")
 echo "$metrics"
 [ "$metrics" = "$(block metrics-output)" ] || fail "the metrics block printed what the README does not show: $metrics"
-echo "newcomer: make run and the README's curl pair answer as the README shows"
+# The MCP pair: created, then the same ticket deduplicated.
+mcp=$(bash -euo pipefail -c "$(block mcp-curl-pair)")
+echo "$mcp"
+mfirst=$(sed -n 1p <<<"$mcp")
+msecond=$(sed -n 2p <<<"$mcp")
+[ "$(wc -l <<<"$mcp")" -eq 2 ] || fail "the MCP pair printed $(wc -l <<<"$mcp") lines, want 2"
+grep -q '"deduplicated":false}}}$' <<<"$mfirst" || fail "first MCP answer is not a new ticket: $mfirst"
+grep -q '"deduplicated":true}}}$' <<<"$msecond" || fail "second MCP answer is not the stored ticket: $msecond"
+[ -n "$(id "$mfirst")" ] && [ "$(id "$mfirst")" = "$(id "$msecond")" ] ||
+	fail "the two MCP answers name different tickets: $mfirst / $msecond"
+mshown=$(block mcp-curl-output)
+[ "${mcp//$(id "$mfirst")/$(id "$(sed -n 1p <<<"$mshown")")}" = "$mshown" ] ||
+	fail "the MCP answers differ from the README's (ticket id aside): $mcp"
+echo "newcomer: make run and the README's curl pairs (callback and MCP) answer as the README shows"

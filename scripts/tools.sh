@@ -10,6 +10,9 @@
 #   .cache/dynamodb-local/      DynamoDB Local (jar + DynamoDBLocal_lib), taken
 #                               from the amplify-dynamodb-simulator npm package
 #   .cache/vulndb/              offline Go vulnerability database (govulncheck -db file://...)
+#   .cache/mcp-ts/              the official TypeScript MCP SDK's clients, for the MCP
+#                               door's tests: `npm ci` of tools/mcp-ts (versions and
+#                               integrity hashes pinned in its package-lock.json)
 #
 # Only what the go command cannot fetch as a Go tool is pinned here.
 set -euo pipefail
@@ -134,8 +137,29 @@ install_vulndb() {
 }
 
 # ---------------------------------------------------------------------------
+# The TypeScript MCP clients: tools/mcp-ts's package.json and lock, installed
+# with npm ci (exact versions, checked against the lock's integrity hashes).
+install_mcp_ts() {
+	local dest="$CACHE/mcp-ts" src="$ROOT/tools/mcp-ts" sum
+	sum="$(cat "$src/package.json" "$src/package-lock.json" | cksum | cut -d' ' -f1)"
+	if [[ -f "$dest/.lock-$sum" && -d "$dest/node_modules/@modelcontextprotocol/client" ]]; then
+		log "mcp-ts: already present in $dest (skip)"
+		return
+	fi
+	need npm
+	need node
+	rm -rf "$dest"
+	mkdir -p "$dest"
+	cp "$src/package.json" "$src/package-lock.json" "$dest/"
+	(cd "$dest" && npm ci --no-audit --no-fund --silent >/dev/null)
+	touch "$dest/.lock-$sum"
+	log "mcp-ts: installed $(cd "$dest" && node -p "const v = (p) => JSON.parse(require('fs').readFileSync('node_modules/' + p + '/package.json')).version; v('@modelcontextprotocol/client') + ' (client), ' + v('@modelcontextprotocol/sdk') + ' (sdk)'")"
+}
+
+# ---------------------------------------------------------------------------
 log "cache: $CACHE"
 step dynamodb-local install_dynamodb_local
 step go-tools install_go_tools
 step vulndb install_vulndb
+step mcp-ts install_mcp_ts
 log "all tools ready"

@@ -10,6 +10,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,7 +35,13 @@ const (
 	FileDynamoDB       = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
 	FileSQLite         = "sqlite.json"   // BenchmarkSQLite, internal/bench
 	FileSQLiteBase     = "sqlite.base.json"
-	FileRoundTrips     = "roundtrips.json" // TestRoundTripsPerCallback, internal/store/dynamo
+	FileRoundTrips     = "roundtrips.json"     // TestRoundTripsPerCallback, internal/store/dynamo
+	FileMCPOverhead    = "mcp-overhead.json"   // BenchmarkMCPHandlerOverhead, internal/mcpdoor
+	FileJWT            = "jwt.json"            // BenchmarkVerify, internal/jwtauth
+	FileMCPRoundTrips  = "mcp-roundtrips.json" // TestMCPRoundTrips, internal/mcpdoor
+	mcpNew             = "BenchmarkMCPHandlerOverhead/new_key"
+	mcpRepeat          = "BenchmarkMCPHandlerOverhead/repeat_key"
+	mcpRoundTripsTest  = "TestMCPRoundTrips"
 	FileThroughput     = "throughput.json" // results.Throughput from TestThroughput
 	FileColdStart      = "coldstart.json"  // results.ColdStart from TestColdStart
 	roundTripsTest     = "TestRoundTripsPerCallback"
@@ -201,6 +208,16 @@ type Report struct {
 	OneVCPUMB                         int
 	Delivery                          DeliveryReport
 	InRegion                          InRegionReport // TestInRegion (inregion.go)
+	// MCP is the MCP door's figures; nil when the results hold none (a
+	// results directory made before the door).
+	MCP *MCPReport
+}
+
+// MCPReport is what the report shows of the MCP door.
+type MCPReport struct {
+	HandlerNew, HandlerRepeat Row         // BenchmarkMCPHandlerOverhead
+	JWT                       []Row       // BenchmarkVerify, internal/jwtauth, by algorithm
+	RoundTrips                []RoundTrip // TestMCPRoundTrips
 }
 
 // DeliveryReport is what the report shows of delivery to the helpdesk.
@@ -210,6 +227,7 @@ type DeliveryReport struct {
 	HandlerNew       Row             // BenchmarkHandlerOverhead/deliver_new_key
 	Workers          []DeliveryBench // the local worker on SQLite, then on DynamoDB Local
 	Stream           DeliveryBench
+	StreamLambda     StreamLambda // the stream path under Lambda's polling: streamlambda.go
 	Sweep            []SweepDrain // BenchmarkDeliverySweepDrain, by create delay
 	Matrix           []MatrixRow
 	MatrixSettings   results.DeliveryMatrix // the matrix's settings; Rows empty
@@ -234,6 +252,10 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	if rp.RoundTrips, err = rt.roundTrips(roundTripsTest); err != nil {
+		return nil, err
+	}
+
+	if rp.MCP, err = loadMCP(dir); err != nil {
 		return nil, err
 	}
 
@@ -396,6 +418,9 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	if err := rp.loadInRegion(dir); err != nil {
+		return nil, err
+	}
+	if err := rp.loadStreamLambda(dir); err != nil {
 		return nil, err
 	}
 	return rp, nil
@@ -690,4 +715,37 @@ func WriteFile(rp *Report, path string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644) //nolint:gosec // a document of the repository, readable like every checked-in file
+}
+
+// loadMCP reads the MCP door's results; none (no overhead file) is nil.
+func loadMCP(dir string) (*MCPReport, error) {
+	if _, err := os.Stat(filepath.Join(dir, FileMCPOverhead)); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	m := &MCPReport{}
+	overhead, err := readTestJSON(filepath.Join(dir, FileMCPOverhead))
+	if err != nil {
+		return nil, err
+	}
+	if m.HandlerNew, err = overhead.row(mcpNew); err != nil {
+		return nil, err
+	}
+	if m.HandlerRepeat, err = overhead.row(mcpRepeat); err != nil {
+		return nil, err
+	}
+	jwt, err := readTestJSON(filepath.Join(dir, FileJWT))
+	if err != nil {
+		return nil, err
+	}
+	if m.JWT, err = jwt.rows(); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileJWT, err)
+	}
+	rt, err := readTestJSON(filepath.Join(dir, FileMCPRoundTrips))
+	if err != nil {
+		return nil, err
+	}
+	if m.RoundTrips, err = rt.roundTrips(mcpRoundTripsTest); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

@@ -433,3 +433,41 @@ func TestDeliveriesNamesTheStoreAndRegionFirst(t *testing.T) {
 		t.Fatalf("retry: %d, first line %q, want it to start %q\n%s", code, first, want, stderr)
 	}
 }
+
+// TestDeliveriesCheck: `deliveries check` makes one lookup of a key no
+// ticket has, on the configuration's destination, and says in one line
+// whether the helpdesk answers it (exit 0) or refuses it (exit 1, REFUSED,
+// with what the token needs); it needs no store. The local server makes
+// the same check at start and logs the refusal as an error.
+func TestDeliveriesCheck(t *testing.T) {
+	for _, kind := range []string{"zendesk", "webhook"} {
+		for _, refuse := range []bool{false, true} {
+			fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			lookup := fakehelpdesk.ZendeskLookup
+			d := &config.Destination{Kind: kind, URL: fake.URL(), Email: fake.Config().Email, Token: fake.Config().Token}
+			if kind == "webhook" {
+				lookup = fakehelpdesk.WebhookLookup
+				d = &config.Destination{Kind: kind, URL: fake.WebhookURL(), Secret: fake.Config().Secret, Lookup: true}
+			}
+			if refuse {
+				fake.Script(fakehelpdesk.Rule{Kind: lookup, Fault: fakehelpdesk.Forbidden()})
+			}
+			var stdout, stderr bytes.Buffer
+			code := app.Deliveries(context.Background(), config.Local{Delivery: d}, []string{"check"}, strings.NewReader(""), &stdout, &stderr)
+			want, says := 0, "lookups work"
+			if refuse {
+				want, says = 1, "REFUSED: the helpdesk refused a lookup (HTTP 403)"
+			}
+			if code != want || !strings.Contains(stdout.String(), says) || strings.Count(stdout.String(), "\n") != 1 ||
+				fake.Requests(lookup) != 1 || fake.Total() != 0 {
+				t.Fatalf("%s, refused %t: exit %d, %d lookups, %d tickets\n%s%s; want exit %d, one line saying %q, one lookup, no ticket",
+					kind, refuse, code, fake.Requests(lookup), fake.Total(), stdout.String(), stderr.String(), want, says)
+			}
+		}
+	}
+	var stderr bytes.Buffer
+	if code := app.Deliveries(context.Background(), config.Local{}, []string{"check"}, strings.NewReader(""), io.Discard, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "no delivery block") {
+		t.Fatalf("without a delivery block: exit %d, %s", code, stderr.String())
+	}
+}

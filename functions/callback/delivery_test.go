@@ -277,3 +277,29 @@ func TestLocalServerSIGTERMFinishesDelivery(t *testing.T) {
 		t.Fatalf("after the stop: %d\n%s%s", code, stdout, stderr)
 	}
 }
+
+// TestLocalServerChecksLookupsAtStart: the local server looks up a key no
+// ticket has at start, and logs an error line saying the helpdesk refused
+// it when the token may create but not list tickets.
+func TestLocalServerChecksLookupsAtStart(t *testing.T) {
+	bin := buildLocal(t)
+	for _, refuse := range []bool{false, true} {
+		fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
+		if refuse {
+			fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, Fault: fakehelpdesk.Forbidden()})
+		}
+		cfg := writeConfig(t, fmt.Sprintf(`{"listen":"127.0.0.1:0","insecure_no_auth":true,"store":{"kind":"sqlite","path":%q},
+			"users":{"user-a":{"tenant_id":"tenant-a","user_id":"alice"}},"delivery":%s}`,
+			filepath.Join(t.TempDir(), "tickets.sqlite"), deliveryBlock(fake, "zendesk")))
+		s := startServer(t, bin, cfg)
+		want := `"level":"INFO","msg":"delivery check","result":"delivery check: lookups work`
+		if refuse {
+			want = `"level":"ERROR","msg":"delivery check","result":"delivery check: REFUSED: the helpdesk refused a lookup (HTTP 403)`
+		}
+		waitFor(t, "the check's line", func() bool { return strings.Contains(s.logs(), want) }, s.logs)
+		s.stop()
+		if fake.Requests(fakehelpdesk.ZendeskLookup) != 1 {
+			t.Fatalf("%d lookups at start, want 1", fake.Requests(fakehelpdesk.ZendeskLookup))
+		}
+	}
+}

@@ -118,8 +118,8 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 	// Each DynamoDB action only on the items it is for.
 	leading := map[string][]string{}
 	var kms *yaml.Node
-	for _, pol := range tp.node(fn + ".Policies").Content {
-		for _, st := range child(pol, "Statement").Content {
+	for _, pol := range callbackPolicies(tp) {
+		for _, st := range pol {
 			a := child(st, "Action")
 			actions := []string{a.Value}
 			if a.Kind == yaml.SequenceNode {

@@ -71,6 +71,7 @@ func TestTemplateMetrics(t *testing.T) {
 	for _, want := range []seen{
 		{"callbacks_total", "outcome=internal"},
 		{"callbacks_total", "outcome=busy"},
+		{"callbacks_total", "door=mcp,outcome=unauthenticated"},
 		{"callbacks_total", ""},
 		{"AWS/Lambda:Throttles", "FunctionName=!Ref CallbackFunction"},
 		{"deliveries_total", "state=unknown"},
@@ -148,6 +149,9 @@ func TestTemplateMetrics(t *testing.T) {
 	for _, o := range []string{"created", "deduplicated", "busy", "in_progress", "rejected", "unauthenticated", "forbidden", "bad_request", "internal"} {
 		wantShown = append(wantShown, "callbacks_total{outcome="+o+"}")
 	}
+	for _, o := range []string{"created", "deduplicated", "rejected", "unauthenticated", "forbidden", "internal"} {
+		wantShown = append(wantShown, "callbacks_total{door=mcp,outcome="+o+"}")
+	}
 	for _, s := range metrics.DeliveryStates {
 		wantShown = append(wantShown, "deliveries_total{state="+s+"}")
 	}
@@ -221,6 +225,8 @@ func (c checker) metric(where, name string, dims map[string]string) {
 			allowed = metrics.Codes
 		case metrics.LabelState:
 			allowed = metrics.DeliveryStates
+		case metrics.LabelDoor:
+			allowed = metrics.Doors
 		case metrics.LabelFunction:
 			for _, f := range core.Functions() {
 				allowed = append(allowed, f.Name)

@@ -162,6 +162,31 @@ func TestReadmeQuickStart(t *testing.T) {
 	if got, want := strings.TrimSpace(string(scraped)), strings.TrimSpace(section(t, readme, "metrics-output")); got != want {
 		t.Fatalf("metrics curl printed\n%s\nREADME shows\n%s", got, want)
 	}
+	// The README's MCP pair: created, then the same ticket deduplicated,
+	// byte for byte as shown once the ticket id is the README's.
+	mcpScript := strings.ReplaceAll(section(t, readme, "mcp-curl-pair"), "127.0.0.1:3210", addr)
+	mcpWant := strings.TrimSpace(section(t, readme, "mcp-curl-output"))
+	mcpOut := runScript(t, dir, mcpScript, &serverLog)
+	var mcpFirst struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(strings.SplitN(mcpOut, "\n", 2)[0]), &mcpFirst)
+	mcpID, _ := mcpFirst.Result.StructuredContent["ticket_id"].(string)
+	var mcpShown struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(strings.SplitN(mcpWant, "\n", 2)[0]), &mcpShown)
+	mcpShownID, _ := mcpShown.Result.StructuredContent["ticket_id"].(string)
+	if mcpID == "" || mcpShownID == "" || mcpID == id {
+		t.Fatalf("MCP pair answered %q; want a new ticket", mcpOut)
+	}
+	if got := strings.TrimSpace(strings.ReplaceAll(mcpOut, mcpID, mcpShownID)); got != mcpWant {
+		t.Fatalf("MCP pair answered (ticket id replaced)\n%s\nREADME shows\n%s", got, mcpWant)
+	}
 	again := decodeLines(t, strings.TrimSpace(run()))
 	for i, o := range again {
 		if o["deduplicated"] != true || o["status"] != "created" {
@@ -230,4 +255,48 @@ func decodeLines(t *testing.T, s string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// TestRequestIDConflictRowSaysWhen: the README's and docs/contract.md's
+// responses tables say, as the contract's row does, that another user's
+// request_id answers request_id_conflict only when it gives the same
+// operation key: under the arguments policy, the same arguments too.
+func TestRequestIDConflictRowSaysWhen(t *testing.T) {
+	for _, name := range []string{"../../README.md", "../../docs/contract.md"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []string
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.HasPrefix(line, "|") && strings.Contains(line, `"code":"request_id_conflict"`) {
+				rows = append(rows, line)
+			}
+		}
+		if len(rows) != 1 {
+			t.Fatalf("%s: %d table rows answer request_id_conflict, want 1", name, len(rows))
+		}
+		for _, says := range []string{"another user of the tenant", "`arguments` policy", "the same arguments", "under `request`", "| 403 |"} {
+			if !strings.Contains(rows[0], says) {
+				t.Errorf("%s: the request_id_conflict row does not say %q:\n%s", name, says, rows[0])
+			}
+		}
+	}
+}
+
+// runScript runs a README block with bash in dir and returns what it
+// printed.
+func runScript(t *testing.T, dir, script string, serverLog *bytes.Buffer) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("README block: %v\n%s\nserver:\n%s", err, stderr.String(), serverLog.String())
+	}
+	return string(out)
 }

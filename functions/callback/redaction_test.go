@@ -43,8 +43,8 @@ func TestSlackStyleURLNeverShown(t *testing.T) {
 	ticket := fmt.Sprint(s.delivery(id))
 	s.stop()
 	logs := s.logs()
-	if !strings.Contains(logs, "/services/*") {
-		t.Errorf("the start line does not name the destination as https://host/services/*:\n%s", logs)
+	if !strings.Contains(logs, "/*") {
+		t.Errorf("the start line does not name the destination as https://host/*:\n%s", logs)
 	}
 	if !strings.Contains(shown, "send unknown") {
 		t.Errorf("show does not give the send's error:\n%s", shown)

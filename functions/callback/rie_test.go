@@ -237,8 +237,8 @@ func loadEvents(t *testing.T, dir string) ([]string, map[string]urlEvent, map[st
 	var names []string
 	for _, f := range files {
 		name := filepath.Base(f)
-		if name == "env.json" || name == "expected.json" || strings.HasPrefix(name, "delivery-") {
-			continue // delivery-*.json are the delivery function's events
+		if name == "env.json" || name == "expected.json" || strings.HasPrefix(name, "delivery-") || strings.HasPrefix(name, "mcp-") {
+			continue // delivery-*.json are the delivery function's events; mcp-*.json need an issuer (rie_mcp_test.go)
 		}
 		raw, err := os.ReadFile(f)
 		if err != nil {

@@ -74,17 +74,15 @@ func TestTemplate(t *testing.T) {
 		t.Errorf("FunctionsUrl: want !Sub ${CallbackFunctionUrl.FunctionUrl}functions, got %s %q", v.Tag, v.Value)
 	}
 
-	// Least privilege: inline statements only (a SAM policy template such
-	// as DynamoDBCrudPolicy would bring Scan, Query, DeleteItem...), and
-	// exactly these actions.
+	// Least privilege: the function's own role with inline statements
+	// only (a SAM policy template such as DynamoDBCrudPolicy would bring
+	// Scan, Query, DeleteItem...; SAM's default role would bring
+	// AWSLambdaBasicExecutionRole, logs on every log group), logs on its
+	// own log group only, and exactly these actions.
 	var actions []string
 	byAction := map[string]*yaml.Node{}
-	for i, pol := range tp.node(p + ".Policies").Content {
-		if pol.Kind != yaml.MappingNode || len(pol.Content) != 2 || pol.Content[0].Value != "Statement" {
-			t.Errorf("Policies[%d]: want an inline {Statement: [...]} document", i)
-			continue
-		}
-		for _, st := range pol.Content[1].Content {
+	for _, pol := range callbackPolicies(tp) {
+		for _, st := range pol {
 			if value(st, "Effect") != "Allow" {
 				t.Errorf("statement %s: Effect %q", value(st, "Sid"), value(st, "Effect"))
 			}
@@ -146,6 +144,59 @@ func TestTemplate(t *testing.T) {
 type tmpl struct {
 	t    *testing.T
 	root *yaml.Node
+}
+
+// callbackPolicies checks that the callback function runs under its own
+// role (CallbackFunctionRole: no managed policy, no SAM Policies on the
+// function, logs written to CallbackLogGroup only) and returns the
+// statements of the role's inline policies, the logs statement left out.
+func callbackPolicies(tp tmpl) [][]*yaml.Node {
+	tp.t.Helper()
+	fn := "Resources.CallbackFunction.Properties"
+	tp.tagged(fn+".Role", "!GetAtt", "CallbackFunctionRole.Arn")
+	if tp.lookup(fn+".Policies") != nil {
+		tp.t.Errorf("%s.Policies: the role is the function's own; SAM policies would add to it", fn)
+	}
+	role := "Resources.CallbackFunctionRole"
+	tp.str(role+".Type", "AWS::IAM::Role")
+	if tp.lookup(role+".Properties.ManagedPolicyArns") != nil {
+		tp.t.Errorf("%s: no managed policies (AWSLambdaBasicExecutionRole writes to every log group)", role)
+	}
+	assume := tp.node(role + ".Properties.AssumeRolePolicyDocument.Statement")
+	if len(assume.Content) != 1 || value(child(assume.Content[0], "Principal"), "Service") != "lambda.amazonaws.com" ||
+		value(assume.Content[0], "Action") != "sts:AssumeRole" {
+		tp.t.Errorf("%s: want assumed by lambda.amazonaws.com only", role)
+	}
+	var out [][]*yaml.Node
+	logs := 0
+	for i, pol := range tp.node(role + ".Properties.Policies").Content {
+		sts := child(child(pol, "PolicyDocument"), "Statement")
+		if sts == nil || sts.Kind != yaml.SequenceNode {
+			tp.t.Errorf("%s Policies[%d]: want an inline PolicyDocument with a Statement list", role, i)
+			continue
+		}
+		var kept []*yaml.Node
+		for _, st := range sts.Content {
+			if value(st, "Sid") != "WriteOwnLogs" {
+				kept = append(kept, st)
+				continue
+			}
+			logs++
+			var acts []string
+			for _, a := range child(st, "Action").Content {
+				acts = append(acts, a.Value)
+			}
+			if r := child(st, "Resource"); value(st, "Effect") != "Allow" || r == nil || r.Tag != "!GetAtt" || r.Value != "CallbackLogGroup.Arn" ||
+				!slices.Equal(acts, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+				tp.t.Errorf("%s WriteOwnLogs: want logs:CreateLogStream and logs:PutLogEvents on !GetAtt CallbackLogGroup.Arn only", role)
+			}
+		}
+		out = append(out, kept)
+	}
+	if logs != 1 {
+		tp.t.Errorf("%s: %d WriteOwnLogs statements, want 1", role, logs)
+	}
+	return out
 }
 
 func (tp tmpl) lookup(path string) *yaml.Node {

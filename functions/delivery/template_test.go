@@ -165,6 +165,14 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 	if n, _ := strconv.Atoi(fmt.Sprint(at(t, tp, sp+".MaximumRecordAgeInSeconds"))); n < 60 || n > 6*3600 {
 		t.Errorf("MaximumRecordAgeInSeconds %d: want a bound of minutes to hours (-1 is forever)", n)
 	}
+	// Chosen for latency: a batch no larger than the handler delivers side
+	// by side (so it takes one ticket's time), ten batches of a shard at
+	// once, and no waiting to fill a batch.
+	if n, _ := strconv.Atoi(fmt.Sprint(at(t, tp, sp+".BatchSize"))); n < 1 || n > deliverylambda.DefaultConcurrency {
+		t.Errorf("BatchSize %d: want 1..%d, the tickets the handler delivers at once", n, deliverylambda.DefaultConcurrency)
+	}
+	eq(t, tp, sp+".ParallelizationFactor", "10")
+	eq(t, tp, sp+".MaximumBatchingWindowInSeconds", "0")
 	eq(t, tp, sp+".DestinationConfig.OnFailure.Type", "SQS")
 	eq(t, tp, sp+".DestinationConfig.OnFailure.Destination", map[string]any{"!GetAtt": "DeliveryDeadLetterQueue.Arn"})
 	filters := at(t, tp, sp+".FilterCriteria.Filters").([]any)

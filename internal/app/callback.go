@@ -45,7 +45,8 @@ func CallbackHandler(ctx context.Context, cfg config.Lambda, logger *slog.Logger
 // core.Service → metrics.TimedStore → dynamo.Store, and for users
 // usercache → metrics.TimedUsers → the same dynamo.Store. With
 // DELIVERY_KIND set, the service writes each new ticket pending in the
-// same transaction (the outbox).
+// same transaction (the outbox). With MCP_ISSUER and MCP_AUDIENCE, the MCP
+// door serves /mcp on the same service, beside httpapi.Handler.
 func callbackHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
 	auth, err := authenticator(hookKey, false, cfg.Common, logger)
 	if err != nil {
@@ -56,21 +57,26 @@ func callbackHandler(cfg config.Lambda, client *dynamodb.Client, hookKey string,
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
 	store := dynamo.New(client, cfg.TableName, dynamo.Options{CallTimeout: cfg.CallTimeout})
-	return metrics.Collect(&httpapi.Handler{
-		Service: &core.Service{
-			Store:     metrics.TimedStore{Store: store, Recorder: rec},
-			Users:     usercache.New(metrics.TimedUsers{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize),
-			Policy:    cfg.Policy,
-			Retention: cfg.Retention,
-			NewID:     uuid.NewString,
-			Deliver:   cfg.Deliver,
-		},
+	svc := &core.Service{
+		Store:     metrics.TimedStore{Store: store, Recorder: rec},
+		Users:     usercache.New(metrics.TimedUsers{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize),
+		Policy:    cfg.Policy,
+		Retention: cfg.Retention,
+		NewID:     uuid.NewString,
+		Deliver:   cfg.Deliver,
+	}
+	h, err := withMCP(&httpapi.Handler{
+		Service:   svc,
 		Auth:      auth,
 		MaxBody:   cfg.MaxBodyBytes,
 		Logger:    logger,
 		PublicURL: cfg.PublicURL,
 		Metrics:   rec,
-	}), nil
+	}, cfg.MCP, svc, cfg.MaxBodyBytes, rec, logger)
+	if err != nil {
+		return nil, err
+	}
+	return metrics.Collect(h), nil
 }
 
 // readParameter reads the hook key's SSM parameter (ssmparam.Read: one

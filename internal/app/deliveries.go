@@ -39,6 +39,10 @@ const DeliveriesUsage = `usage: callback -config config.json deliveries COMMAND
   resolve -resend TICKET_ID
           an unknown ticket is NOT in the helpdesk (a person checked): send it
           again, back to pending, due now, attempts reset
+  check   one lookup, on the configuration's delivery destination, of a key
+          no ticket has: says in one line whether the helpdesk answers
+          lookups or refuses them (exit status 1: the token may not list
+          tickets, so a ticket a send may have created would end unknown)
 A ticket that an earlier send may have created is looked up first after a
 retry or a resend, and sent again only if the helpdesk still does not hold
 it once that send can no longer arrive. Every change first names the store
@@ -80,7 +84,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	bulk := cmd == "retry" && set["state"]
-	want := map[string]int{"list": 0, "show": 1, "retry": 1, "resolve": 1}
+	want := map[string]int{"list": 0, "show": 1, "retry": 1, "resolve": 1, "check": 0}
 	if bulk {
 		want["retry"] = 0
 	}
@@ -120,6 +124,10 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 	if bulk && (st != delivery.StateFailed || *since < 0) {
 		fmt.Fprintf(stderr, "deliveries retry: -state %q: only failed tickets are retried (unknown ones are resolved, one by one), and -since must not be negative\n", *state)
 		return 2
+	}
+
+	if cmd == "check" {
+		return check(ctx, cfg, stdout, stderr)
 	}
 
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -179,6 +187,28 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		}
 	}
 	return show(ctx, admin, pos[0], stdout, stderr)
+}
+
+// check runs delivery.Check on the configuration's destination and
+// writes its line: 0 when the lookups work (or the destination has none),
+// 1 when they are refused or fail, or no destination is configured.
+func check(ctx context.Context, cfg config.Local, stdout, stderr io.Writer) int {
+	if cfg.Delivery == nil {
+		fmt.Fprintln(stderr, "deliveries check: the configuration has no delivery block: nothing to check")
+		return 1
+	}
+	dst, err := newDestination(*cfg.Delivery)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "destination: %s %s\n", cfg.Delivery.Kind, core.RedactRawURL(cfg.Delivery.URL))
+	line, ok := delivery.Check(ctx, dst)
+	fmt.Fprintln(stdout, line)
+	if !ok {
+		return 1
+	}
+	return 0
 }
 
 // table writes records as the list's table.

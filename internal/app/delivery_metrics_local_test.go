@@ -40,8 +40,9 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 3, Fault: fakehelpdesk.TooManyRequests("3600")})
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 4, Fault: fakehelpdesk.Fault{Status: 502}})
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 5, Fault: fakehelpdesk.Fault{Status: 502}})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 2, Fault: fakehelpdesk.Fault{Status: 500}})
+	// The first lookup is the server's check at start.
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 3, Fault: fakehelpdesk.Fault{Status: 500}})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 4, Fault: fakehelpdesk.Fault{Status: 500}})
 
 	cfg := localConfig(t, metricsHookKey)
 	cfg.Delivery = &config.Destination{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token,

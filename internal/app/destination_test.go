@@ -232,7 +232,7 @@ func TestSlackURLNeverLogged(t *testing.T) {
 			t.Fatalf("%q leaked:\n%s", secret, text)
 		}
 	}
-	if sendErr == nil || lookErr == nil || !strings.Contains(text, fake.URL()+"/services/*") {
+	if sendErr == nil || lookErr == nil || !strings.Contains(text, fake.URL()+"/*") {
 		t.Fatalf("not what the test means to check (%v, %v):\n%s", sendErr, lookErr, text)
 	}
 }

@@ -33,6 +33,7 @@ func RunLocal(args []string) int {
 	fs := flag.NewFlagSet("callback", flag.ContinueOnError)
 	path := fs.String("config", "config.json", "the local configuration file (docs/contract.md, Configuration: Local server)")
 	printNonce := fs.Bool("nonce", false, "print a fresh X-Request-Nonce for the configured hook_key and exit")
+	mcpTokenFor := fs.String("mcp-token", "", "print an MCP access token for this configured user, signed by the development issuer (mcp.dev_key), and exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -60,6 +61,15 @@ func RunLocal(args []string) int {
 			return 1
 		}
 		fmt.Println(n)
+		return 0
+	}
+	if *mcpTokenFor != "" {
+		tok, err := devToken(cfg, *mcpTokenFor)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(tok)
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -130,25 +140,31 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		// Kind and host only: the URL's path or query and the credentials
 		// may hold secrets.
 		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", core.RedactRawURL(cfg.Delivery.URL)))
+		cs = append(cs, checkAtStart(ctx, dst, logger))
 	}
 	cs = append(cs, storeCloser)
 	if rec != nil {
 		serviceStore = metrics.TimedStore{Store: serviceStore, Recorder: rec}
 	}
-	var h http.Handler = &httpapi.Handler{
-		Service: &core.Service{
-			Store:     serviceStore,
-			Users:     localUsers(cfg.Users),
-			Policy:    cfg.Policy,
-			Retention: cfg.Retention,
-			NewID:     uuid.NewString,
-			Deliver:   dst != nil,
-		},
+	svc := &core.Service{
+		Store:     serviceStore,
+		Users:     localUsers(cfg.Users),
+		Policy:    cfg.Policy,
+		Retention: cfg.Retention,
+		NewID:     uuid.NewString,
+		Deliver:   dst != nil,
+	}
+	h, err := withMCP(&httpapi.Handler{
+		Service:   svc,
 		Auth:      auth,
 		MaxBody:   cfg.MaxBodyBytes,
 		Logger:    logger,
 		PublicURL: cfg.PublicURL,
 		Metrics:   rec,
+	}, cfg.MCP, svc, cfg.MaxBodyBytes, rec, logger)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, err
 	}
 	if rec != nil {
 		h = metrics.Collect(h)
@@ -212,4 +228,23 @@ func runWorker(ctx context.Context, w *delivery.Worker, logger *slog.Logger) io.
 		logger.Info("delivery worker stopped")
 		return nil
 	})
+}
+
+// checkAtStart runs delivery.Check on dst beside the server's start (it
+// takes up to the client timeout) and logs its line: an error when the
+// helpdesk refuses or fails the lookup, so a token that may create but
+// not list tickets is seen at start, not when a ticket ends unknown. The
+// closer waits for it.
+func checkAtStart(ctx context.Context, dst delivery.Destination, logger *slog.Logger) io.Closer {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line, ok := delivery.Check(ctx, dst)
+		if ok {
+			logger.Info("delivery check", slog.String("result", line))
+			return
+		}
+		logger.Error("delivery check", slog.String("result", line))
+	}()
+	return closerFunc(func() error { <-done; return nil })
 }

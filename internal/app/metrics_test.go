@@ -56,10 +56,10 @@ var secrets = []string{"tenant-a", "alice", "user-a", "Cannot sign in"}
 // wantCallbacks is what the four calls count, by the label values every
 // side emits (empty values are absent labels / dimensions).
 var wantCallbacks = map[string]float64{
-	"callbacks_total{function=create_ticket,outcome=created}":                         1,
-	"callbacks_total{function=create_ticket,outcome=deduplicated}":                    1,
-	"callbacks_total{code=invalid_arguments,function=create_ticket,outcome=rejected}": 1,
-	"callbacks_total{outcome=unauthenticated}":                                        1,
+	"callbacks_total{door=aivax,function=create_ticket,outcome=created}":                         1,
+	"callbacks_total{door=aivax,function=create_ticket,outcome=deduplicated}":                    1,
+	"callbacks_total{code=invalid_arguments,door=aivax,function=create_ticket,outcome=rejected}": 1,
+	"callbacks_total{door=aivax,outcome=unauthenticated}":                                        1,
 }
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -154,8 +154,16 @@ func TestLambdaEMFCounts(t *testing.T) {
 		}
 	}
 	// The Prometheus series' rollups: in total, by outcome, by function
-	// and outcome, by outcome and code.
+	// and outcome, by outcome and code, and by door with outcome (and
+	// function).
 	want := map[string]float64{
+		"callbacks_total{door=aivax,outcome=created}":                             1,
+		"callbacks_total{door=aivax,outcome=deduplicated}":                        1,
+		"callbacks_total{door=aivax,outcome=rejected}":                            1,
+		"callbacks_total{door=aivax,outcome=unauthenticated}":                     1,
+		"callbacks_total{door=aivax,function=create_ticket,outcome=created}":      1,
+		"callbacks_total{door=aivax,function=create_ticket,outcome=deduplicated}": 1,
+		"callbacks_total{door=aivax,function=create_ticket,outcome=rejected}":     1,
 		"callbacks_total{}":                                            4,
 		"callbacks_total{outcome=created}":                             1,
 		"callbacks_total{outcome=deduplicated}":                        1,

@@ -48,6 +48,8 @@ type Lambda struct {
 	// Deliver: DELIVERY_KIND names a destination, so new tickets are
 	// written pending for the delivery function.
 	Deliver bool
+	// MCP is the MCP door (MCP_* variables); off when unset.
+	MCP MCP
 }
 
 // Defaults this package applies itself (nonce.DefaultMinCost and
@@ -226,6 +228,9 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 		return c, err
 	}
 	var err error
+	if c.MCP, err = mcpFromEnv(getenv); err != nil {
+		return c, err
+	}
 	c.Common, err = readCommon(src)
 	return c, err
 }
@@ -264,6 +269,7 @@ type Local struct {
 	InsecureNoAuth bool
 	Users          map[string]User
 	Delivery       *Destination // nil: no destination, tickets are not delivered
+	MCP            MCP          // the file's "mcp" object; off when absent
 }
 
 // StoreSettings chooses the local server's store.
@@ -292,6 +298,7 @@ type localFile struct {
 	InsecureNoAuth bool            `json:"insecure_no_auth"`
 	Users          map[string]User `json:"users"`
 	Delivery       *Destination    `json:"delivery"`
+	MCP            *MCP            `json:"mcp"`
 }
 
 // splitFile decodes one JSON value of the file: the members of
@@ -366,6 +373,14 @@ func LoadFile(path string) (Local, error) {
 		}
 		c.Store.Path = filepath.Join(dir, c.Store.Path)
 	}
+	if c.MCP.DevKey != "" && !filepath.IsAbs(c.MCP.DevKey) {
+		// Beside the file, as store.path.
+		dir, err := filepath.Abs(filepath.Dir(path))
+		if err != nil {
+			return c, fmt.Errorf("config: mcp.dev_key: %w", err)
+		}
+		c.MCP.DevKey = filepath.Join(dir, c.MCP.DevKey)
+	}
 	return c, nil
 }
 
@@ -428,6 +443,12 @@ func ParseFile(b []byte) (Local, error) {
 	if c.Common, err = readCommon(src); err != nil {
 		return c, err
 	}
+	if f.MCP != nil {
+		c.MCP = *f.MCP
+	}
+	if err := c.MCP.check(mcpFileNames); err != nil {
+		return c, err
+	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
@@ -478,7 +499,9 @@ func ParseFile(b []byte) (Local, error) {
 }
 
 // metricsListen checks the Prometheus listener's address: absent means
-// none, and an address without a host binds loopback, not every interface.
+// none, an address without a host binds loopback, and any other host must
+// be loopback ("localhost", 127.0.0.0/8, ::1): /metrics has no
+// authentication, so 0.0.0.0, [::] or a public address is refused.
 func metricsListen(addr, listen string) (string, error) {
 	if addr == "" {
 		return "", nil
@@ -489,6 +512,8 @@ func metricsListen(addr, listen string) (string, error) {
 	}
 	if host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
+	} else if !isLoopback(host) {
+		return "", fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s", addr, port, port, port)
 	}
 	if addr == listen {
 		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)

@@ -6,13 +6,14 @@ import (
 )
 
 // RedactURL is a destination URL as every log line, error text, stored
-// field and operator's output shows it: scheme, host (with its port) and
-// the first path segment; the rest of the path becomes "/*", and user
-// info, query and fragment are left out, since any of them may carry a
-// secret (Slack, Zapier and Teams put theirs in the path). So
-// https://hooks.slack.com/services/T0/B0/XYZ?token=abc is
-// https://hooks.slack.com/services/*. It is the contract's one rule for
-// showing a URL, so every layer that shows one calls it.
+// field and operator's output shows it: scheme and host (with its port)
+// only. A path becomes "/*", and user info, query and fragment are left
+// out, since any of them may carry a secret: Slack, Zapier and Teams put
+// theirs in the path, and in Make-style URLs
+// (https://hook.eu1.make.com/<token>) the first path segment is the secret
+// itself. So https://hooks.slack.com/services/T0/B0/XYZ?token=abc is
+// https://hooks.slack.com/*. It is the contract's one rule for showing a
+// URL, so every layer that shows one calls it.
 func RedactURL(u *url.URL) string {
 	if u == nil {
 		return ""
@@ -27,11 +28,7 @@ func RedactURL(u *url.URL) string {
 	if u.Host != "" || u.Scheme != "" {
 		b.WriteString("//" + u.Host)
 	}
-	first, _, more := CutFirstSegment(u.EscapedPath())
-	if first != "" || more {
-		b.WriteString("/" + first)
-	}
-	if more {
+	if strings.TrimPrefix(u.EscapedPath(), "/") != "" {
 		b.WriteString("/*")
 	}
 	return b.String()
@@ -45,9 +42,4 @@ func RedactRawURL(raw string) string {
 		return "[unparsable url]"
 	}
 	return RedactURL(u)
-}
-
-// CutFirstSegment splits the path "/a/b/c" into "a" and "b/c".
-func CutFirstSegment(p string) (first, rest string, more bool) {
-	return strings.Cut(strings.TrimPrefix(p, "/"), "/")
 }

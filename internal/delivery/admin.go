@@ -10,21 +10,44 @@ import (
 
 // Admin is what a person's tools need of a store, beside reading one
 // ticket's record (Store.Delivery): listing tickets by delivery state, and
-// one conditional write that moves a ticket on only from the state the
-// person saw. The transitions themselves (Retry, ResolveDelivered,
+// one conditional write that moves a ticket on only from the record the
+// person's tool read. The transitions themselves (Retry, ResolveDelivered,
 // ResolveResend) are decided here, once for every store.
 type Admin interface {
 	Delivery(ctx context.Context, id string) (Record, error)
 	// List returns up to limit records in state, ordered by ticket id.
 	List(ctx context.Context, state State, limit int) ([]Record, error)
-	// Settle writes u only if the ticket's state is from; else it returns
-	// ErrNoRecord (no delivery record) or a *StateError naming the state
-	// it is in. A Pending update makes the ticket due at u.DueAt.
-	Settle(ctx context.Context, id string, from State, u Update) error
+	// Settle writes u only if the ticket's record is still read: in
+	// read.State, with read's attempts, failed lookups, "may be in the
+	// helpdesk" and send start (a ticket that went round another cycle
+	// since it was read differs in one of them). Else it returns
+	// ErrNoRecord (no delivery record), a *StateError naming the state it
+	// is in, or, in the same state, an error that Is ErrChanged. A Pending
+	// update makes the ticket due at u.DueAt.
+	Settle(ctx context.Context, id string, read Record, u Update) error
 }
 
 // ErrWrongState: the ticket is not in the state the change needs.
 var ErrWrongState = errors.New("delivery: ticket not in the state this change needs")
+
+// ErrChanged: the ticket is in the state the change needs, but its record
+// changed since it was read (it went round another delivery cycle): the
+// change was refused, so that it cannot write back an older send's start.
+var ErrChanged = errors.New("delivery: the ticket's record changed since it was read: refused, nothing changed; run the command again")
+
+// Changed is the error of a Settle refused because the record changed
+// since it was read, for ticket id.
+func Changed(id string) error {
+	return fmt.Errorf("delivery: ticket %s: %w", id, ErrChanged)
+}
+
+// SameAsRead reports whether the record r is still the one read, as
+// Settle compares them: state, attempts, failed lookups, "may be in the
+// helpdesk" and send start.
+func SameAsRead(r, read Record) bool {
+	return r.State == read.State && r.Attempts == read.Attempts && r.LookupFailures == read.LookupFailures &&
+		r.SentUnknown == read.SentUnknown && r.SentAt.Equal(read.SentAt)
+}
 
 // StateError is a change refused because of the ticket's state.
 type StateError struct {
@@ -56,7 +79,11 @@ func ResolveDelivered(ctx context.Context, a Admin, id string, r Receipt, now ti
 	if strings.TrimSpace(r.ExternalID) == "" {
 		return errors.New("delivery: resolving as delivered needs the helpdesk's id")
 	}
-	return a.Settle(ctx, id, StateUnknown, Update{State: StateDelivered, ExternalID: r.ExternalID,
+	read, err := readIn(ctx, a, id, StateUnknown)
+	if err != nil {
+		return err
+	}
+	return a.Settle(ctx, id, read, Update{State: StateDelivered, ExternalID: r.ExternalID,
 		ExternalURL: r.ExternalURL, DeliveredAt: now, Error: ""})
 }
 
@@ -72,17 +99,28 @@ func ResolveResend(ctx context.Context, a Admin, id string, now time.Time) error
 
 // again moves a ticket in state from back to pending, due now, with fresh
 // counts and its knowledge of earlier sends kept. The record is read
-// first: from is final, so only a person changes it between the read and
-// the conditional write, and a second person's change makes that write
-// fail on the state.
+// first, and the write is conditional on it: between the two another
+// person may have put the ticket back and a worker taken it round a whole
+// cycle to the same state, with a later send; writing back the send start
+// read would then date that later send too early, and a lookup could rule
+// it out inside its window.
 func again(ctx context.Context, a Admin, id string, from State, now time.Time) error {
-	r, err := a.Delivery(ctx, id)
+	r, err := readIn(ctx, a, id, from)
 	if err != nil {
 		return err
 	}
-	if r.State != from {
-		return &StateError{TicketID: id, State: r.State, Want: from}
-	}
-	return a.Settle(ctx, id, from, Update{State: StatePending, DueAt: now.Truncate(time.Second),
+	return a.Settle(ctx, id, r, Update{State: StatePending, DueAt: now.Truncate(time.Second),
 		SentUnknown: r.SentUnknown, SentAt: r.SentAt})
+}
+
+// readIn reads id's record and checks that it is in state want.
+func readIn(ctx context.Context, a Admin, id string, want State) (Record, error) {
+	r, err := a.Delivery(ctx, id)
+	if err != nil {
+		return Record{}, err
+	}
+	if r.State != want {
+		return Record{}, &StateError{TicketID: id, State: r.State, Want: want}
+	}
+	return r, nil
 }

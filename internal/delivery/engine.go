@@ -110,11 +110,18 @@ type Engine struct {
 // credentials and URL. After a Misconfigured answer delivery pauses until
 // until; each further refusal doubles the pause, up to MaxPause; any call
 // the destination accepts ends it.
+//
+// Lookups are tracked apart: a refused lookup counts against its ticket
+// and pauses nothing, lookupsRefused only keeps its log line to one per
+// change, and only a lookup the destination answers ends it (a working
+// send says nothing of the token's right to read).
 type health struct {
-	refused bool      // the last answer that told anything was a refusal
-	streak  int       // refusals since the destination last accepted a call
+	refused bool      // the last send that told anything was a refusal
+	streak  int       // refusals since the destination last accepted a send
 	until   time.Time // calls wait until then
 	reason  string    // the refusal, for the held tickets' error
+
+	lookupsRefused bool // the last lookup that told anything was a refusal
 }
 
 // healthMu guards every Engine's health. One lock for all engines keeps
@@ -341,6 +348,9 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 		lookedAt := e.now()
 		r, found, err := e.Destination.Lookup(ctx, c.Ticket.ID)
 		var se *SendError
+		if err == nil {
+			e.lookupAnswered()
+		}
 		switch {
 		case err == nil && found:
 			return e.delivered(u, r), false
@@ -355,9 +365,28 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 			u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
 		case errors.Is(err, ErrNoLookup):
 			// The destination cannot be queried: a resend carries the
-			// same key, which the helpdesk deduplicates.
+			// same key, which the helpdesk deduplicates once it has
+			// committed the earlier send. Before that send's window has
+			// closed (a takeover after a lapsed lease, or a person's
+			// resend) it may still be committing, and a receiver that
+			// does not answer 409 meanwhile would create it twice: wait
+			// for the window's end, as after an ordinary unknown send.
+			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
+				u.DueAt = CeilSecond(end)
+				return u, false
+			}
 		case errors.As(err, &se) && se.Outcome == Misconfigured:
-			return e.hold(u, se), true
+			// The destination refuses our lookups (a token that may
+			// create but not list, say): a failed lookup of this ticket,
+			// so it ends delivered or unknown, never pending for ever.
+			// Sends are not paused: tickets that need no lookup still go.
+			e.lookupRefused(se)
+			u.LookupFailures++
+			u.Error = "lookup refused: " + err.Error()
+			if u.LookupFailures >= e.maxLookups() {
+				return e.exhausted(u, false), false
+			}
+			return e.release(u, e.now().Add(e.backoff(u.LookupFailures, se.RetryAfter))), true
 		default:
 			u.LookupFailures++
 			u.Error = "lookup: " + err.Error()
@@ -468,20 +497,49 @@ func (e *Engine) refused(se *SendError) time.Time {
 	until := h.until
 	healthMu.Unlock()
 	if first && e.Log != nil {
-		e.Log.Error("delivery destination refused our credentials or URL",
+		e.Log.Error("delivery destination refused our credentials or URL", slog.String("call", "send"),
 			slog.Int("status", se.Status), slog.String("error", se.Error()), slog.Time("paused_until", until))
 	}
 	return until
 }
 
+// lookupRefused notes that the destination refused a lookup (401 or 403).
+// The first refusal after a lookup it answered is logged, with what the
+// token needs.
+func (e *Engine) lookupRefused(se *SendError) {
+	healthMu.Lock()
+	first := !e.health.lookupsRefused
+	e.health.lookupsRefused = true
+	healthMu.Unlock()
+	if first && e.Log != nil {
+		e.Log.Error("delivery destination refused our credentials or URL", slog.String("call", "lookup"),
+			slog.Int("status", se.Status), slog.String("error", se.Error()),
+			slog.String("effect", "tickets whose send may have created them cannot be looked up and end unknown once their lookups run out; the token must be allowed to list tickets by external_id"))
+	}
+}
+
+// lookupAnswered notes a lookup the destination answered (found or
+// absent): a refusal of lookups ends.
+func (e *Engine) lookupAnswered() {
+	healthMu.Lock()
+	was := e.health.lookupsRefused
+	e.health.lookupsRefused = false
+	healthMu.Unlock()
+	if was && e.Log != nil {
+		e.Log.Info("delivery destination answers our lookups again")
+	}
+}
+
 // accepted notes a send the destination accepted (it created the ticket
-// or refused it on its merits): any pause ends. A lookup does not end a
-// pause: a token that may read but not create would otherwise end every
-// pause at the next lookup, and its refusals would be logged each time.
+// or refused it on its merits): any pause of sends ends. A lookup does not
+// end a pause: a token that may read but not create would otherwise end
+// every pause at the next lookup, and its refusals would be logged each
+// time. Nor does a send end a refusal of lookups, for the same reason the
+// other way round.
 func (e *Engine) accepted() {
 	healthMu.Lock()
 	was := e.health.refused
-	e.health = health{}
+	e.health = health{lookupsRefused: e.health.lookupsRefused}
 	healthMu.Unlock()
 	if was && e.Log != nil {
 		e.Log.Info("delivery destination accepts our credentials again")

@@ -252,23 +252,6 @@ func TestMisconfiguredPausesTheDestination(t *testing.T) {
 	}
 }
 
-// 403 on a lookup: not a failed lookup, and the ticket keeps waiting.
-func TestMisconfiguredLookupHolds(t *testing.T) {
-	forbidden := lookupAnswer{err: &delivery.SendError{Outcome: delivery.Misconfigured, Status: 403, Err: errors.New("forbidden")}}
-	f := newFixture(t, &script{sends: []error{timeout}, lookups: []lookupAnswer{forbidden, found}})
-	f.eng.MaxLookups = 1
-	id := f.ticket()
-	f.deliver(id)
-	f.now = f.record(id).DueAt
-	f.deliver(id)
-	if r := f.record(id); r.State != delivery.StatePending || r.LookupFailures != 0 || !r.SentUnknown || !r.DueAt.After(f.now) {
-		t.Fatalf("after a 403 lookup: %+v", r)
-	}
-	if r := f.untilFinal(id); r.State != delivery.StateDelivered {
-		t.Fatalf("%+v", r)
-	}
-}
-
 // The operator's retry of a ticket that may be in the helpdesk looks it up
 // first: found is delivered with no send; absent inside the window waits;
 // absent past it resends. Resolve-resend keeps the same rule.

@@ -268,6 +268,13 @@ func (h *Handler) callbackURL(r *http.Request) string {
 	return scheme + "://" + r.Host + "/callback"
 }
 
+// The doors a call comes through, as log lines and metrics name them:
+// AIVAX's callback, and the MCP door (internal/mcpdoor).
+const (
+	DoorAIVAX = "aivax"
+	DoorMCP   = "mcp"
+)
+
 // MaxLoggedLen bounds, in bytes, what the log line carries of a value the
 // caller chose (the path, the function name): a caller must not be able to
 // write megabytes into the logs per request.
@@ -308,6 +315,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 	o := rep.out
 	attrs := []slog.Attr{
 		slog.String("path", clipLogged(r.URL.Path)),
+		slog.String("door", DoorAIVAX),
 		slog.String("function", clipLogged(o.Function)),
 		slog.String("tenant", o.TenantID),
 		slog.String("outcome", rep.Name),
@@ -327,7 +335,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		// The same function, outcome and code as the line: EMF names these
 		// members as its dimensions.
 		attrs = append(attrs, h.Metrics.Callback(ctx, metrics.Callback{
-			Function: o.Function, Outcome: rep.Name, Code: o.Code, Duration: d}))
+			Door: DoorAIVAX, Function: o.Function, Outcome: rep.Name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }

@@ -52,6 +52,8 @@ const (
 
 // Label (dimension) names.
 const (
+	// LabelDoor is the door a call came through: Doors.
+	LabelDoor     = "door"
 	LabelFunction = "function"
 	LabelOutcome  = "outcome"
 	LabelCode     = "code"
@@ -85,6 +87,13 @@ var DeliveryStates = func() []string {
 // callback's response table (internal/httpapi/outcome).
 var Outcomes = outcome.Names()
 
+// Doors are the values of the door label: AIVAX's callback and the MCP
+// door. A call that names no door is the callback's.
+var Doors = []string{"aivax", "mcp"}
+
+// DoorLabel is c's door label: one of Doors.
+func (c Callback) DoorLabel() string { return closed(c.Door, Doors, Doors[0]) }
+
 // Codes are the values of the code label.
 var Codes = []string{
 	core.CodeUnknownFunction, core.CodeMissingExternalUserID, core.CodeMissingRequestID,
@@ -94,6 +103,11 @@ var Codes = []string{
 
 // Callback is one request, as its log line reports it.
 type Callback struct {
+	// Door is the door the call came through: httpapi.DoorAIVAX (the
+	// callback) or httpapi.DoorMCP. When set, the line carries it as its
+	// "door" member, which CloudWatch's door dimension names; "" counts
+	// as the callback's, without the door dimension.
+	Door     string
 	Function string // as the caller named it; Labels keeps only known names
 	Outcome  string // the status name the log line carries
 	Code     string // the rejection code, or ""

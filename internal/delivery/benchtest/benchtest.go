@@ -123,3 +123,34 @@ func LocalWorker(b *testing.B, s deliverytest.Adapter) {
 	}
 	ts.Report(b, committed, elapsed, fake.Requests(fakehelpdesk.WebhookCreate)+fake.Requests(fakehelpdesk.WebhookLookup))
 }
+
+// Latencies returns, for each ticket of committed (id to commit time),
+// the time from its commit to its delivered record, and the time the last
+// of them was delivered. A ticket not delivered is left out.
+func (s *DeliveryTimer) Latencies(committed map[string]time.Time) ([]time.Duration, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lat := make([]time.Duration, 0, len(committed))
+	var last time.Time
+	for id, at := range committed {
+		done, ok := s.done[id]
+		if !ok {
+			continue
+		}
+		lat = append(lat, done.Sub(at))
+		if done.After(last) {
+			last = done
+		}
+	}
+	return lat, last
+}
+
+// Percentiles returns the median and the 99th percentile of lat (zero
+// when it is empty); lat is sorted in place.
+func Percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100]
+}

@@ -676,6 +676,52 @@ func runAdmin(t *testing.T, h Harness) {
 		}
 	})
 
+	t.Run("retry and resolve settle only the record they read: a ticket that went round another cycle meanwhile is left alone", func(t *testing.T) {
+		for _, c := range []struct {
+			name   string
+			final  delivery.State
+			change func(ctx context.Context, a delivery.Admin, id string, now time.Time) error
+		}{
+			{"retry", delivery.StateFailed, delivery.Retry},
+			{"resolve -resend", delivery.StateUnknown, delivery.ResolveResend},
+			{"resolve as delivered", delivery.StateUnknown, func(ctx context.Context, a delivery.Admin, id string, now time.Time) error {
+				return delivery.ResolveDelivered(ctx, a, id, delivery.Receipt{ExternalID: "4410"}, now)
+			}},
+		} {
+			e := NewEnv(t, h.Open(t), true)
+			id := e.Create(fmt.Sprintf(`{"title":"cycled %s"}`, c.name))
+			first := delivery.Update{State: c.final, Attempts: 2, SentUnknown: true, SentAt: SentAt(e.Now), Error: "first cycle"}
+			e.claimAndRecord(id, first)
+			// Between the person's read and write, another person puts the
+			// ticket back and a worker takes it round a cycle to the same
+			// state, with a later send.
+			later := SentAt(e.Now.Add(10 * time.Minute))
+			cycled := &cycling{Adapter: e.Store, cycle: func() {
+				if err := delivery.ResolveResend(ctx, e.Store, id, e.Now); err != nil && !errors.Is(err, delivery.ErrWrongState) {
+					t.Fatal(err)
+				}
+				if err := delivery.Retry(ctx, e.Store, id, e.Now); err != nil && !errors.Is(err, delivery.ErrWrongState) {
+					t.Fatal(err)
+				}
+				e.claimAndRecord(id, delivery.Update{State: c.final, Attempts: 2, SentUnknown: true, SentAt: later, Error: "second cycle"})
+			}}
+			err := c.change(ctx, cycled, id, e.Now.Add(time.Hour))
+			if !errors.Is(err, delivery.ErrChanged) {
+				t.Fatalf("%s of a ticket that changed since it was read: %v, want ErrChanged", c.name, err)
+			}
+			if r := e.Record(id); r.State != c.final || !r.SentAt.Equal(later) || r.Error != "second cycle" {
+				t.Fatalf("%s refused, yet the record is %+v; want the second cycle's, sent at %v", c.name, r, later)
+			}
+			// Read again, the change goes through.
+			if err := c.change(ctx, e.Store, id, e.Now.Add(time.Hour)); err != nil {
+				t.Fatalf("%s after a fresh read: %v", c.name, err)
+			}
+			if r := e.Record(id); r.State == c.final || (r.State == delivery.StatePending && !r.SentAt.Equal(later)) {
+				t.Fatalf("%s after a fresh read: %+v; want it moved on, keeping the later send %v", c.name, r, later)
+			}
+		}
+	})
+
 	t.Run("resolve unknown as to be sent again: pending, due now, counts reset, earlier send kept for a lookup", func(t *testing.T) {
 		e := NewEnv(t, h.Open(t), true)
 		id := e.Create(`{"title":"resend"}`)
@@ -746,4 +792,22 @@ func runAdmin(t *testing.T, h Harness) {
 			t.Fatalf("after a known send: %+v, want no send start", r)
 		}
 	})
+}
+
+// cycling is an Adapter whose first read of a delivery record runs cycle
+// after reading: another person's change and a worker's cycle landing
+// between an operator's read and write.
+type cycling struct {
+	Adapter
+	cycle func()
+	done  bool
+}
+
+func (c *cycling) Delivery(ctx context.Context, id string) (delivery.Record, error) {
+	r, err := c.Adapter.Delivery(ctx, id)
+	if !c.done {
+		c.done = true
+		c.cycle()
+	}
+	return r, err
 }

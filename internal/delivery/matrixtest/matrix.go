@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
+	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
@@ -285,6 +286,24 @@ var failureModes = []failureMode{
 		},
 		check: errorSays("lookups ran out"),
 		want:  map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
+	{name: "lookups refused (403), sends accepted",
+		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
+			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+			f.Script(fakehelpdesk.Rule{Kind: l, Times: 100, Fault: fakehelpdesk.Forbidden()})
+		},
+		// A token that may create but not list: each refused lookup is a
+		// failed lookup of the ticket, never resent blindly, and the
+		// ticket ends unknown once they run out (never pending for ever).
+		check: func(t *testing.T, _ time.Time, steps []delivery.Record) {
+			t.Helper()
+			errorSays("lookups ran out")(t, time.Time{}, steps)
+			for i, r := range steps[1:] {
+				if r.LookupFailures != i+1 {
+					t.Fatalf("step %d: %+v; want %d failed lookups", i+2, r, i+1)
+				}
+			}
+		},
+		want: map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
 	{name: "revoked token, then restored",
 		setup: func(f *fakehelpdesk.Server, _, _ fakehelpdesk.Kind) { f.SetRevoked(true) },
 		between: func(f *fakehelpdesk.Server, n int) {
@@ -321,6 +340,12 @@ func settle(t *testing.T, f *fakehelpdesk.Server) {
 
 func newDest(t *testing.T, f *fakehelpdesk.Server, kind string) (delivery.Destination, fakehelpdesk.Kind, fakehelpdesk.Kind) {
 	t.Helper()
+	return newDestTimeout(t, f, kind, matrixTimeout)
+}
+
+// newDestTimeout is newDest with the given client timeout.
+func newDestTimeout(t *testing.T, f *fakehelpdesk.Server, kind string, timeout time.Duration) (delivery.Destination, fakehelpdesk.Kind, fakehelpdesk.Kind) {
+	t.Helper()
 	fc := f.Config()
 	var d delivery.Destination
 	var err error
@@ -328,9 +353,9 @@ func newDest(t *testing.T, f *fakehelpdesk.Server, kind string) (delivery.Destin
 	switch kind {
 	case destZendesk:
 		create, lookup = fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup
-		d, err = zendesk.New(zendesk.Config{URL: f.URL(), Email: fc.Email, Token: fc.Token, Timeout: matrixTimeout})
+		d, err = zendesk.New(zendesk.Config{URL: f.URL(), Email: fc.Email, Token: fc.Token, Timeout: timeout})
 	default:
-		d, err = webhook.New(webhook.Config{URL: f.WebhookURL(), Secret: fc.Secret, Lookup: kind == destWebhook, Timeout: matrixTimeout, Now: f.Now})
+		d, err = webhook.New(webhook.Config{URL: f.WebhookURL(), Secret: fc.Secret, Lookup: kind == destWebhook, Timeout: timeout, Now: f.Now})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -464,6 +489,15 @@ func Run(t *testing.T, h deliverytest.Harness) {
 		}
 	}
 
+	for _, kind := range matrixDests {
+		t.Run(takeoverMode+"/"+kind, func(t *testing.T) {
+			g := takeover(t, s, kind)
+			mu.Lock()
+			figs = append(figs, g)
+			mu.Unlock()
+		})
+	}
+
 	t.Run("duplicate wake-ups of one ticket send once", func(t *testing.T) {
 		f := fakehelpdesk.New(t, fakehelpdesk.Config{})
 		d, create, _ := newDest(t, f, destZendesk)
@@ -557,4 +591,83 @@ func matrixResults(figs []figure) results.DeliveryMatrix {
 			Creates: g.creates, Lookups: g.lookups, Steps: g.steps})
 	}
 	return m
+}
+
+// takeoverMode names the lapsed-lease row; its client timeout is its own.
+var takeoverMode = fmt.Sprintf("lease lapsed mid-send, late commit, no 409 (timeout %s)", config.MinDeliveryTimeout)
+
+// takeover is the lapsed-lease row, at the shortest client timeout the
+// configuration allows (so the lease, 2·timeout + 3 s, is shorter than the
+// outcome window counted from a send late in it): worker A claims the
+// ticket, sends late in its lease to a receiver that checks the key on
+// arrival, commits inside the send's outcome window and never answers 409
+// meanwhile, and dies before recording. Worker B takes over a second
+// after the lease's end. Without lookup it must not resend before that
+// window has closed, or the receiver holds two tickets; with lookup, the
+// lookup inside the window answers "not yet known" and the ticket is found
+// after it. Either way the helpdesk ends holding one ticket.
+func takeover(t *testing.T, s deliverytest.Adapter, kind string) figure {
+	ctx := context.Background()
+	timeout := config.MinDeliveryTimeout
+	f := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	d, create, lookup := newDestTimeout(t, f, kind, timeout)
+	e := deliverytest.NewEnv(t, s, true)
+	id := e.Create(`{"title":"taken over","description":"matrix"}`)
+	eng := &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
+		Lease: delivery.LeaseFor(timeout), CallTimeout: timeout, Now: func() time.Time { return e.Now }}
+	advance := func(to time.Time) {
+		if d := to.Sub(e.Now); d > 0 {
+			f.Advance(d)
+			e.Now = to
+		}
+	}
+	window := delivery.OutcomeWindow(timeout)
+	lease := delivery.CeilSecond(e.Now.Add(eng.Lease))
+	c, err := s.Claim(ctx, id, "dead-worker", e.Now, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sends as late as its calls may start: the lease's end less the
+	// engine's margin (half of so short a lease). The receiver commits
+	// most of a window after the send's start.
+	sendAt := lease.Add(-eng.Lease / 2).Add(-50 * time.Millisecond)
+	advance(sendAt)
+	commitAfter := window - time.Second
+	f.Script(fakehelpdesk.Rule{Kind: create, N: 1, Fault: fakehelpdesk.LateCommitUnlocked(commitAfter)})
+	if _, err := d.Send(ctx, c.Ticket); err == nil {
+		t.Fatal("the held create was answered")
+	}
+	// A dies here. B takes over a second after the lease's end, before
+	// the receiver has committed A's send.
+	advance(lease.Add(time.Second))
+	if !e.Now.Before(sendAt.Add(commitAfter)) {
+		t.Fatalf("the takeover at %v is not before the commit at %v", e.Now, sendAt.Add(commitAfter))
+	}
+	var steps []delivery.Record
+	for n := 1; ; n++ {
+		if n > 4*matrixMaxAttempts {
+			t.Fatalf("not final after %d steps: %+v", n-1, steps)
+		}
+		if _, err := eng.Deliver(ctx, id); err != nil {
+			t.Fatalf("step %d: %v", n, err)
+		}
+		r := e.Record(id)
+		steps = append(steps, r)
+		if !r.State.Live() {
+			break
+		}
+		advance(r.DueAt)
+	}
+	// Whatever the receiver still holds commits within the window.
+	advance(e.Now.Add(window))
+	final := steps[len(steps)-1]
+	creates, lookups := f.Requests(create), f.Requests(lookup)
+	if final.State != delivery.StateDelivered || f.Held(id) != 1 || f.Total() != 1 {
+		t.Fatalf("ended %s after %d steps (%d creates, %d lookups); the receiver holds %d tickets under the key, %d in all; want delivered, 1\nrecords: %+v",
+			final.State, len(steps), creates, lookups, f.Held(id), f.Total(), steps)
+	}
+	if first := steps[0]; first.State != delivery.StatePending || first.DueAt.Before(lease.Add(window)) || first.Attempts != 1 {
+		t.Fatalf("after the takeover: %+v; want pending, A's send counted, due no earlier than its window's end %v", first, lease.Add(window))
+	}
+	return figure{takeoverMode, kind, final.State, creates, lookups, len(steps)}
 }

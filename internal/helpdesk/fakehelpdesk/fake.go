@@ -95,12 +95,32 @@ type Fault struct {
 	// answers 409. On a lookup it only delays the answer. It overrides the
 	// fields above.
 	CommitAfter time.Duration
+	// CommitUnlockedAfter holds a create and stores it once the fake's
+	// clock (Advance included) has moved this long past its arrival,
+	// whether or not its client is still waiting (a client that waits
+	// gets no answer). It takes no lock on the key: the key is checked on
+	// arrival only, so a create under the same key before the commit is
+	// handled as if this one had not arrived (no 409), and this one still
+	// stores its own ticket when it commits. It overrides the fields above.
+	CommitUnlockedAfter time.Duration
 }
 
 // LateCommit holds a create and commits it d after it arrived, even when
 // the client has given up by then: the helpdesk that finishes a create its
 // client timed out on.
 func LateCommit(d time.Duration) Fault { return Fault{CommitAfter: d} }
+
+// LateCommitUnlocked is a receiver that checks the key when a create
+// arrives and commits it d later on the fake's clock, with no lock on keys
+// in flight: it never answers 409 while the create is committing, and a
+// second create under the key meanwhile makes a second ticket.
+func LateCommitUnlocked(d time.Duration) Fault { return Fault{CommitUnlockedAfter: d} }
+
+// Forbidden answers 403, storing nothing: a token without the right to
+// make this request.
+func Forbidden() Fault {
+	return Fault{Status: http.StatusForbidden, Body: `{"error":"Forbidden","description":"You do not have access to this page"}`}
+}
 
 // CommitThenDrop stores the ticket, then closes the connection unanswered.
 func CommitThenDrop() Fault { return Fault{Commit: true, Drop: true} }
@@ -155,6 +175,15 @@ type Rule struct {
 type rule struct {
 	Rule
 	left int
+}
+
+// heldCreate is a create held by CommitUnlockedAfter until the fake's
+// clock reaches at.
+type heldCreate struct {
+	kind       Kind
+	ctype, key string
+	body       []byte
+	at         time.Time
 }
 
 // Received is one request as the fake received it.
@@ -216,6 +245,7 @@ type Server struct {
 	conns    int
 	received []Received
 	inflight map[string]bool // kind-prefixed key -> being processed
+	unlocked []heldCreate    // creates held by CommitUnlockedAfter, by commit time
 	zNextID  int64
 	zTickets []*zTicket
 	zKeys    map[string]*idem
@@ -305,8 +335,65 @@ func (s *Server) nowLocked() time.Time { return time.Now().Add(s.offset) }
 // Advance moves the fake's clock forward by d.
 func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.offset += d
+	s.mu.Unlock()
+	s.commitDue()
+}
+
+// commitDue stores the creates held by CommitUnlockedAfter whose time has
+// come on the fake's clock, each as a ticket of its own.
+func (s *Server) commitDue() {
+	s.mu.Lock()
+	now := s.nowLocked()
+	var due []heldCreate
+	kept := s.unlocked[:0]
+	for _, h := range s.unlocked {
+		if now.Before(h.at) {
+			kept = append(kept, h)
+		} else {
+			due = append(due, h)
+		}
+	}
+	s.unlocked = kept
+	s.mu.Unlock()
+	for _, h := range due {
+		switch h.kind {
+		case ZendeskCreate:
+			s.zendeskCreate(h.ctype, h.key, h.body, true)
+		case WebhookCreate:
+			s.webhookCreate(h.key, h.body, true)
+		}
+	}
+}
+
+// holdUnlocked carries out CommitUnlockedAfter for a create: the key is
+// checked on arrival (a known key is answered from its record), and the create
+// is stored once the fake's clock has moved d on. The client is never
+// answered: it waits until it gives up.
+func (s *Server) holdUnlocked(w http.ResponseWriter, r *http.Request, kind Kind, key string, body []byte, d time.Duration) {
+	ctype := r.Header.Get("Content-Type")
+	s.mu.Lock()
+	var known bool
+	switch kind {
+	case ZendeskCreate:
+		e, ok := s.zKeys[key]
+		known = ok && s.nowLocked().Before(e.at.Add(s.cfg.KeyTTL))
+	case WebhookCreate:
+		e, ok := s.wKeys[key]
+		known = ok && s.nowLocked().Before(e.at.Add(s.cfg.KeyTTL))
+	}
+	if !known {
+		s.unlocked = append(s.unlocked, heldCreate{kind: kind, ctype: ctype, key: key, body: body, at: s.nowLocked().Add(d)})
+	}
+	s.mu.Unlock()
+	if known {
+		write(w, s.handle(kind, ctype, key, body))
+		return
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.closing:
+	}
 }
 
 // SetRevoked revokes the credentials the fake accepts (or restores them):
@@ -356,6 +443,7 @@ func (s *Server) Script(r Rule) {
 // Held is the number of tickets held under key: Zendesk tickets whose
 // external_id is key plus webhook tickets created under the key.
 func (s *Server) Held(key string) int {
+	s.commitDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -374,6 +462,7 @@ func (s *Server) Held(key string) int {
 
 // Total is the number of tickets held, both sides together.
 func (s *Server) Total() int {
+	s.commitDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.zTickets) + len(s.wTickets)
@@ -484,8 +573,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	s.commitDue()
 	s.mu.Lock()
 	fault, scripted := s.match(kind, n, key)
+	if scripted && fault.CommitUnlockedAfter > 0 && key != "" && (kind == ZendeskCreate || kind == WebhookCreate) {
+		s.mu.Unlock()
+		s.holdUnlocked(w, r, kind, key, body, fault.CommitUnlockedAfter)
+		return
+	}
 	// Only creates are exclusive per key; lookups run side by side.
 	exclusive := key != "" && (kind == ZendeskCreate || kind == WebhookCreate)
 	busy := exclusive && s.inflight[string(kind)+" "+key]
@@ -537,11 +632,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handle(kind Kind, ctype, key string, body []byte) answer {
 	switch kind {
 	case ZendeskCreate:
-		return s.zendeskCreate(ctype, key, body)
+		return s.zendeskCreate(ctype, key, body, false)
 	case ZendeskLookup:
 		return s.zendeskLookup(key)
 	case WebhookCreate:
-		return s.webhookCreate(key, body)
+		return s.webhookCreate(key, body, false)
 	case WebhookLookup:
 		return s.webhookLookup(key)
 	}
@@ -753,7 +848,10 @@ type zCreate struct {
 	} `json:"ticket"`
 }
 
-func (s *Server) zendeskCreate(ctype, key string, body []byte) answer {
+// zendeskCreate creates a Zendesk ticket, answered from the key's record
+// when the key is known, unless unlocked (a create whose key was checked
+// on arrival, by CommitUnlockedAfter): that one stores its ticket anyway.
+func (s *Server) zendeskCreate(ctype, key string, body []byte, unlocked bool) answer {
 	var req zCreate
 	if err := json.Unmarshal(body, &req); err != nil || req.Ticket == nil ||
 		!strings.HasPrefix(ctype, "application/json") {
@@ -766,7 +864,7 @@ func (s *Server) zendeskCreate(ctype, key string, body []byte) answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if key != "" {
+	if key != "" && !unlocked {
 		if e, ok := s.zKeys[key]; ok && now.Before(e.at.Add(s.cfg.KeyTTL)) {
 			if e.sum != sum {
 				return jsonAnswer(http.StatusBadRequest, idempotentRequestError)
@@ -780,7 +878,7 @@ func (s *Server) zendeskCreate(ctype, key string, body []byte) answer {
 		committed: now, hidden: s.lagN}
 	s.zTickets = append(s.zTickets, t)
 	out, _ := json.Marshal(map[string]any{"ticket": s.zJSON(t)})
-	if key != "" {
+	if _, ok := s.zKeys[key]; key != "" && !(unlocked && ok) {
 		s.zKeys[key] = &idem{sum: sum, at: now, status: http.StatusCreated, answer: out}
 	}
 	return answer{status: http.StatusCreated, ctype: "application/json", body: out}
@@ -820,7 +918,8 @@ func (s *Server) zendeskLookup(externalID string) answer {
 
 // --- Webhook ---
 
-func (s *Server) webhookCreate(key string, body []byte) answer {
+// webhookCreate creates a webhook ticket; unlocked as for zendeskCreate.
+func (s *Server) webhookCreate(key string, body []byte, unlocked bool) answer {
 	if key == "" {
 		return jsonAnswer(http.StatusBadRequest, `{"error":"Idempotency-Key missing"}`)
 	}
@@ -832,7 +931,7 @@ func (s *Server) webhookCreate(key string, body []byte) answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if e, ok := s.wKeys[key]; ok && now.Before(e.at.Add(s.cfg.KeyTTL)) {
+	if e, ok := s.wKeys[key]; ok && !unlocked && now.Before(e.at.Add(s.cfg.KeyTTL)) {
 		if e.sum != sum {
 			return jsonAnswer(http.StatusUnprocessableEntity, `{"error":"idempotency key reused with another body"}`)
 		}
@@ -842,7 +941,9 @@ func (s *Server) webhookCreate(key string, body []byte) answer {
 	t := &wTicket{id: s.wNextID, key: key, committed: now, hidden: s.lagN}
 	s.wTickets = append(s.wTickets, t)
 	a := s.wAnswer(t, http.StatusCreated)
-	s.wKeys[key] = &idem{sum: sum, at: now, status: a.status, answer: a.body}
+	if _, ok := s.wKeys[key]; !(unlocked && ok) {
+		s.wKeys[key] = &idem{sum: sum, at: now, status: a.status, answer: a.body}
+	}
 	return a
 }
 

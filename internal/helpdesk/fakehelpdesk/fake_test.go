@@ -348,6 +348,45 @@ func TestInProgress(t *testing.T) {
 	}
 }
 
+// A create held by LateCommitUnlocked is never answered and commits once
+// the fake's clock has moved on: a second create under its key before then
+// gets no 409 and makes a ticket of its own, and the held one still
+// commits (two tickets); a second create after the commit is answered from
+// the key's record (one ticket).
+func TestLateCommitUnlocked(t *testing.T) {
+	for _, kind := range []fakehelpdesk.Kind{fakehelpdesk.ZendeskCreate, fakehelpdesk.WebhookCreate} {
+		for _, before := range []bool{true, false} {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			s.Script(fakehelpdesk.Rule{Kind: kind, N: 1, Fault: fakehelpdesk.LateCommitUnlocked(5 * time.Second)})
+			send := func(c *client) reply {
+				if kind == fakehelpdesk.ZendeskCreate {
+					return c.zendeskCreate("k", zBody("k", "a"))
+				}
+				return c.webhookCreate("k", `{}`, "")
+			}
+			if r := send(newClient(t, s, 200*time.Millisecond)); r.err == nil {
+				t.Fatalf("%s: the held create was answered %d", kind, r.status)
+			}
+			if s.Held("k") != 0 {
+				t.Fatalf("%s: held %d before the commit", kind, s.Held("k"))
+			}
+			c := newClient(t, s, 10*time.Second)
+			wantHeld := 1
+			if before {
+				want(t, send(c), 201, "")
+				wantHeld = 2
+				s.Advance(5 * time.Second)
+			} else {
+				s.Advance(5 * time.Second)
+				want(t, send(c), 201, "")
+			}
+			if s.Held("k") != wantHeld || s.Total() != wantHeld {
+				t.Fatalf("%s, second create before the commit %t: held %d, total %d; want %d", kind, before, s.Held("k"), s.Total(), wantHeld)
+			}
+		}
+	}
+}
+
 func TestLookupLag(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	c := newClient(t, s, 5*time.Second)

@@ -40,8 +40,8 @@
 //   - 5xx (503 included): Unknown, since a 5xx may come after a commit.
 //
 // Retry-After (seconds or an HTTP-date) is reported on every answer that
-// carries it. Error texts name the method and the URL as Redact shows it
-// (scheme, host, first path segment; never the rest of the path, the query
-// or user info), never a header, so credentials stay out of errors and
-// logs, including a secret a webhook URL carries in its path.
+// carries it. Error texts name the method and the URL as core.RedactURL
+// shows it (scheme and host; never a path segment, the query or user
+// info), never a header, so credentials stay out of errors and logs,
+// including a secret a webhook URL carries in its path.
 package httpsend

@@ -183,7 +183,7 @@ func Scrub(msg string, u *url.URL) string {
 			msg = strings.ReplaceAll(msg, s, red)
 		}
 	}
-	parts := []string{u.RawQuery, u.Fragment, u.User.String(), pathTail(u.EscapedPath()), pathTail(u.Path)}
+	parts := []string{u.RawQuery, u.Fragment, u.User.String(), strings.TrimPrefix(u.EscapedPath(), "/"), strings.TrimPrefix(u.Path, "/")}
 	for p := range strings.SplitSeq(u.RawQuery, "&") {
 		_, v, _ := strings.Cut(p, "=")
 		parts = append(parts, p, v)
@@ -197,12 +197,6 @@ func Scrub(msg string, u *url.URL) string {
 		}
 	}
 	return msg
-}
-
-// pathTail is the path after its first segment, "" when there is none.
-func pathTail(p string) string {
-	_, rest, _ := core.CutFirstSegment(p)
-	return rest
 }
 
 // Classify turns the answer to a create into a send error, nil for a 2xx.

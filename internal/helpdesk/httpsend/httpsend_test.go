@@ -391,7 +391,7 @@ func TestErrorsHideQuery(t *testing.T) {
 	req := post(t, "http://"+helpdesktest.ClosedAddr(t)+"/x?token="+secret)
 	req.Header.Set("Authorization", "Basic "+secret)
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
-	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/x") {
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/*") {
 		t.Fatalf("dial error %q", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -422,11 +422,12 @@ func TestExcerpt(t *testing.T) {
 }
 
 // TestSlackURLNeverInErrors: a URL with a secret in its path and query
-// (a Slack-style webhook) is never quoted whole by an error of Do or
-// Classify: connection refused, timeout, 5xx, and an answer that quotes
-// the URL back.
+// (a Slack-style webhook), or in its first path segment (Make style), is
+// never quoted by an error of Do or Classify, not even its first segment:
+// connection refused, timeout, 5xx, and an answer that quotes the URL back.
 func TestSlackURLNeverInErrors(t *testing.T) {
 	const path, query = "/services/T000/B000/XXXXSECRET", "token=abc-secret"
+	const makeToken = "mk7q2pXsecretTokenOfTheScenario"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving
 		if r.URL.Query().Get("slow") != "" {
@@ -443,6 +444,7 @@ func TestSlackURLNeverInErrors(t *testing.T) {
 		srv.URL + path + "?" + query,
 		srv.URL + path + "?" + query + "&slow=1",
 		"http://" + helpdesktest.ClosedAddr(t) + path + "?" + query,
+		srv.URL + "/" + makeToken, // Make style: the first segment is the secret
 	} {
 		req := post(t, raw)
 		resp, err := c.Do(context.Background(), req)
@@ -453,12 +455,12 @@ func TestSlackURLNeverInErrors(t *testing.T) {
 		out.WriteString(httpsend.Classify(req, resp).Error() + "\n")
 	}
 	text := out.String()
-	for _, secret := range []string{"T000", "B000", "XXXXSECRET", "abc-secret"} {
+	for _, secret := range []string{"T000", "B000", "XXXXSECRET", "abc-secret", makeToken, "services"} {
 		if strings.Contains(text, secret) {
 			t.Fatalf("%q leaked:\n%s", secret, text)
 		}
 	}
-	if strings.Count(text, "/services/*") < 3 || !strings.Contains(text, "answered 502") ||
+	if strings.Count(text, "/*") < 4 || !strings.Contains(text, "answered 502") ||
 		!strings.Contains(text, "timed out") || !strings.Contains(text, "refused") {
 		t.Fatalf("not the errors the test means to check:\n%s", text)
 	}

@@ -39,6 +39,8 @@ var (
 	setsAll          = []string{}
 	setOutcome       = []string{metrics.LabelOutcome}
 	setFnOutcome     = []string{metrics.LabelFunction, metrics.LabelOutcome}
+	setDoorOutcome   = []string{metrics.LabelDoor, metrics.LabelOutcome}
+	setDoorFnOutcome = []string{metrics.LabelDoor, metrics.LabelFunction, metrics.LabelOutcome}
 	setOutcomeCode   = []string{metrics.LabelOutcome, metrics.LabelCode}
 	setState         = []string{metrics.LabelState}
 	noDimensions     = [][]string{setsAll}
@@ -49,7 +51,8 @@ var (
 // callback_duration_seconds by outcome (and function, and code when they
 // are present), store_call_duration_seconds for each store call collected
 // under ctx, and cold_starts_total on the process's first request. The
-// dimensions are the line's own "function", "outcome" and "code" members
+// dimensions are the line's own "door" (when c.Door is set), "function",
+// "outcome" and "code" members
 // (internal/httpapi writes them), so they are not written again; a value
 // outside its closed set (a function name the catalogue does not know) is
 // left out of the dimension sets, never made a dimension.
@@ -95,6 +98,7 @@ const (
 	shapeCode                 // a rejection code of metrics.Codes
 	shapeStore                // store calls were made
 	shapeCold                 // the process's first request
+	shapeDoor                 // the line names its door (metrics.Callback.Door)
 	shapes
 )
 
@@ -112,6 +116,9 @@ func callbackShape(c metrics.Callback, store, cold bool) int {
 	}
 	if store {
 		sh |= shapeStore
+	}
+	if c.Door != "" && c.DoorLabel() == c.Door {
+		sh |= shapeDoor
 	}
 	if cold {
 		sh |= shapeCold
@@ -132,10 +139,16 @@ func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Even
 	if sh&shapeOutcome != 0 {
 		counts = append(counts, setOutcome)
 		durations = append(durations, setOutcome)
+		if sh&shapeDoor != 0 {
+			counts = append(counts, setDoorOutcome)
+		}
 	}
 	if sh&shapeFunction != 0 {
 		counts = append(counts, setFnOutcome)
 		durations = append(durations, setFnOutcome)
+		if sh&shapeDoor != 0 {
+			counts = append(counts, setDoorFnOutcome)
+		}
 	}
 	if sh&shapeCode != 0 {
 		counts = append(counts, setOutcomeCode)

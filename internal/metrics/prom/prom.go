@@ -38,12 +38,12 @@ func New() *Recorder {
 	r := &Recorder{
 		reg: prometheus.NewRegistry(),
 		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metrics.Callbacks, Help: "Requests by function, outcome and rejection code.",
-		}, []string{metrics.LabelFunction, metrics.LabelOutcome, metrics.LabelCode}),
+			Name: metrics.Callbacks, Help: "Requests by door, function, outcome and rejection code.",
+		}, []string{metrics.LabelDoor, metrics.LabelFunction, metrics.LabelOutcome, metrics.LabelCode}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: metrics.CallbackDuration, Help: "Time from a request's arrival to its log line.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{metrics.LabelFunction, metrics.LabelOutcome}),
+		}, []string{metrics.LabelDoor, metrics.LabelFunction, metrics.LabelOutcome}),
 		store: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: metrics.StoreCallDuration, Help: "Time of each store call (transaction, ticket or user read).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
@@ -84,8 +84,9 @@ func (r *Recorder) Registry() *prometheus.Registry { return r.reg }
 // Callback counts the request and observes its duration.
 func (r *Recorder) Callback(_ context.Context, c metrics.Callback) slog.Attr {
 	fn, outcome, code := c.Labels()
-	r.callbacks.WithLabelValues(fn, outcome, code).Inc()
-	r.duration.WithLabelValues(fn, outcome).Observe(c.Duration.Seconds())
+	door := c.DoorLabel()
+	r.callbacks.WithLabelValues(door, fn, outcome, code).Inc()
+	r.duration.WithLabelValues(door, fn, outcome).Observe(c.Duration.Seconds())
 	if !r.served.Swap(true) {
 		r.cold.Inc()
 	}

@@ -71,18 +71,23 @@ tickets_waiting 7
 }
 
 // TestCallbackLabels: labels come from closed sets; a function name the
-// catalogue does not know is an empty (absent) label, never the name.
+// catalogue does not know is an empty (absent) label, never the name, and
+// a door other than mcp is the callback's.
 func TestCallbackLabels(t *testing.T) {
 	r := prom.New()
 	ctx := context.Background()
 	r.Callback(ctx, metrics.Callback{Function: "Cannot sign in", Outcome: "rejected", Code: "unknown_function"})
 	r.Callback(ctx, metrics.Callback{Function: "get_ticket", Outcome: "tenant-a", Code: "alice"})
+	r.Callback(ctx, metrics.Callback{Door: "mcp", Function: "create_ticket", Outcome: "created"})
+	r.Callback(ctx, metrics.Callback{Door: "user-a", Function: "create_ticket", Outcome: "created"})
 	r.StoreCall(ctx, time.Millisecond)
 	want := `
-# HELP callbacks_total Requests by function, outcome and rejection code.
+# HELP callbacks_total Requests by door, function, outcome and rejection code.
 # TYPE callbacks_total counter
-callbacks_total{code="",function="get_ticket",outcome="internal"} 1
-callbacks_total{code="unknown_function",function="",outcome="rejected"} 1
+callbacks_total{code="",door="aivax",function="create_ticket",outcome="created"} 1
+callbacks_total{code="",door="aivax",function="get_ticket",outcome="internal"} 1
+callbacks_total{code="",door="mcp",function="create_ticket",outcome="created"} 1
+callbacks_total{code="unknown_function",door="aivax",function="",outcome="rejected"} 1
 # HELP cold_starts_total First requests served by a process.
 # TYPE cold_starts_total counter
 cold_starts_total 1

@@ -391,11 +391,33 @@ func (st *Store) List(ctx context.Context, state delivery.State, limit int) ([]d
 }
 
 // Settle implements delivery.Admin with one UpdateItem conditional on the
-// state; when the condition fails, a consistent read says why.
-func (st *Store) Settle(ctx context.Context, id string, from delivery.State, u delivery.Update) error {
+// record read (state, counts, "may be in the helpdesk" and send start; a
+// count of zero or a flag unset may be absent, as a send start that is
+// none is); when the condition fails, a consistent read says why.
+func (st *Store) Settle(ctx context.Context, id string, read delivery.Record, u delivery.Update) error {
 	w := newUpdate(u)
-	w.values[":from"] = stringAttr(string(from))
-	err := st.writeUpdate(ctx, id, w, "#state = :from")
+	cond := []string{"#state = :from"}
+	w.values[":from"] = stringAttr(string(read.State))
+	same := func(attr string, v types.AttributeValue, absentIsZero bool) {
+		k := strconv.Itoa(len(w.names))
+		w.names["#c"+k], w.values[":c"+k] = attr, v
+		c := "#c" + k + " = :c" + k
+		if absentIsZero {
+			c = "(attribute_not_exists(#c" + k + ") OR " + c + ")"
+		}
+		cond = append(cond, c)
+	}
+	same(attrAttempts, numberAttr(int64(read.Attempts)), read.Attempts == 0)
+	same(attrLookupFailures, numberAttr(int64(read.LookupFailures)), read.LookupFailures == 0)
+	same(attrSentUnknown, &types.AttributeValueMemberBOOL{Value: read.SentUnknown}, !read.SentUnknown)
+	if read.SentAt.IsZero() {
+		k := strconv.Itoa(len(w.names))
+		w.names["#c"+k] = attrSentAt
+		cond = append(cond, "attribute_not_exists(#c"+k+")")
+	} else {
+		same(attrSentAt, numberAttr(read.SentAt.UnixMilli()), false)
+	}
+	err := st.writeUpdate(ctx, id, w, strings.Join(cond, " AND "))
 	if !conditionFailed(err) {
 		return err
 	}
@@ -403,5 +425,8 @@ func (st *Store) Settle(ctx context.Context, id string, from delivery.State, u d
 	if err != nil {
 		return err
 	}
-	return &delivery.StateError{TicketID: id, State: r.State, Want: from}
+	if r.State != read.State {
+		return &delivery.StateError{TicketID: id, State: r.State, Want: read.State}
+	}
+	return delivery.Changed(id)
 }

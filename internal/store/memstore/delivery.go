@@ -147,15 +147,18 @@ func (s *Store) List(_ context.Context, state delivery.State, limit int) ([]deli
 }
 
 // Settle implements delivery.Admin.
-func (s *Store) Settle(_ context.Context, id string, from delivery.State, u delivery.Update) error {
+func (s *Store) Settle(_ context.Context, id string, read delivery.Record, u delivery.Update) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.deliveries[id]
 	if !ok {
 		return delivery.ErrNoRecord
 	}
-	if r.State != from {
-		return &delivery.StateError{TicketID: id, State: r.State, Want: from}
+	if r.State != read.State {
+		return &delivery.StateError{TicketID: id, State: r.State, Want: read.State}
+	}
+	if !delivery.SameAsRead(*r, read) {
+		return delivery.Changed(id)
 	}
 	*r = recorded(id, u)
 	return nil

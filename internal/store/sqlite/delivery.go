@@ -286,10 +286,16 @@ func (s *Store) List(ctx context.Context, state delivery.State, limit int) ([]de
 	return out, mapError(rows.Err())
 }
 
-// Settle implements delivery.Admin: one UPDATE conditional on the state;
-// when it changes nothing, a read says why.
-func (s *Store) Settle(ctx context.Context, id string, from delivery.State, u delivery.Update) error {
-	n, err := s.writeUpdate(ctx, id, u, `state = ?`, string(from))
+// Settle implements delivery.Admin: one UPDATE conditional on the record
+// read (state, counts, "may be in the helpdesk" and send start); when it
+// changes nothing, a read says why.
+func (s *Store) Settle(ctx context.Context, id string, read delivery.Record, u delivery.Update) error {
+	var sentAt any
+	if !read.SentAt.IsZero() {
+		sentAt = read.SentAt.UnixMilli()
+	}
+	n, err := s.writeUpdate(ctx, id, u, `state = ? AND attempts = ? AND lookup_failures = ? AND sent_unknown = ? AND sent_at IS ?`,
+		string(read.State), read.Attempts, read.LookupFailures, read.SentUnknown, sentAt)
 	if err != nil || n == 1 {
 		return err
 	}
@@ -297,7 +303,10 @@ func (s *Store) Settle(ctx context.Context, id string, from delivery.State, u de
 	if err != nil {
 		return err
 	}
-	return &delivery.StateError{TicketID: id, State: r.State, Want: from}
+	if r.State != read.State {
+		return &delivery.StateError{TicketID: id, State: r.State, Want: read.State}
+	}
+	return delivery.Changed(id)
 }
 
 func nullString(v string) any {

@@ -1,0 +1,39 @@
+package delivery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// CheckKeyPrefix starts the delivery key a Check looks up: no ticket id
+// has it, so the helpdesk holds nothing under it.
+const CheckKeyPrefix = "deliveries-check-"
+
+// Check performs one lookup of a delivery key no ticket carries and says
+// in one line what it tells of the destination's lookups, for a person:
+// ok is false when the lookup was refused (401 or 403: the credentials may
+// not list tickets) or failed. A destination that cannot be queried is
+// ok: its tickets are resent with the same key instead.
+func Check(ctx context.Context, d Destination) (line string, ok bool) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := CheckKeyPrefix + hex.EncodeToString(b[:])
+	_, found, err := d.Lookup(ctx, id)
+	var se *SendError
+	switch {
+	case err == nil && found:
+		return fmt.Sprintf("delivery check: lookups work (the helpdesk answered the lookup of %s, and claims to hold it)", id), true
+	case err == nil:
+		return "delivery check: lookups work (the helpdesk answered that it holds no ticket under a key no ticket has)", true
+	case errors.Is(err, ErrNoLookup):
+		return "delivery check: this destination cannot be looked up (a webhook with lookup false): a ticket whose send may have created it is resent with the same key once that send's outcome window has closed", true
+	case errors.As(err, &se) && se.Outcome == Misconfigured:
+		return fmt.Sprintf("delivery check: REFUSED: the helpdesk refused a lookup (HTTP %d): the credentials may not list tickets by external id, "+
+			"so a ticket whose send may have created it ends unknown instead of being found; "+
+			"Zendesk: the token's user must be an agent or admin with access to all tickets: %v", se.Status, err), false
+	}
+	return fmt.Sprintf("delivery check: the lookup failed: %v", err), false
+}

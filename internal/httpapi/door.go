@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/json/jsontext"
+	"net/http"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
+)
+
+// Answer is how the callback answers one outcome of the service: the
+// response (status and name) and the JSON body, without its trailing line
+// break. Other doors to the same service (the MCP door) answer with these
+// very bytes, so a body is encoded in one place. A body that does not
+// encode is the internal response with its body.
+func Answer(o core.Outcome) (outcome.Response, []byte) {
+	rep := answer(o)
+	b, err := json.Marshal(rep.body)
+	if err != nil {
+		b, _ = json.Marshal(errorBody{outcome.Internal.Name})
+		return outcome.Internal, b
+	}
+	return rep.response, b
+}
+
+// ErrorBody is the short JSON body of a refusal named name
+// ({"error":name}), as the callback writes it.
+func ErrorBody(name string) []byte {
+	b, _ := json.Marshal(errorBody{name})
+	return b
+}
+
+// SetRequestID decodes raw, a JSON value that carries a request_id, with
+// the callback's strict decoding of metadata.request_id: a string with
+// invalid UTF-8 or a lone surrogate escape is malformed, a value of another
+// type is not a string, null leaves the request_id empty. It sets c's
+// request_id fields and nothing else.
+func SetRequestID(c *core.Call, raw jsontext.Value) error {
+	var t exactText
+	if len(raw) > 0 {
+		if err := t.UnmarshalJSONFrom(jsontext.NewDecoder(bytes.NewReader(raw), envelopeOptions)); err != nil {
+			return err
+		}
+	}
+	c.RequestID, c.RequestIDMalformed, c.RequestIDNotString = t.s, t.malformed, t.notString
+	return nil
+}
+
+// ReadBody reads r's body as the callback reads it (step 1 of the order of
+// checks): larger than limit (after base64 decoding) is refused with
+// TooLarge, a base64 body that does not decode with BadRequest; ok is
+// false then, and refusal says which.
+func ReadBody(r *http.Request, limit int64) (body []byte, refusal outcome.Response, ok bool) {
+	b, rep, ok := (&Handler{MaxBody: limit}).readBody(r)
+	return b, rep.response, ok
+}
+
+// ClipLogged cuts a value the caller chose to what a log line carries of
+// it (MaxLoggedLen bytes).
+func ClipLogged(s string) string { return clipLogged(s) }

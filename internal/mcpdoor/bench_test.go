@@ -1,0 +1,125 @@
+package mcpdoor_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
+	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+// fixedToken is a TokenVerifier that accepts one token without JWT work:
+// the benchmark's door "without JWT", as the callback's is without
+// BCrypt.
+type fixedToken struct{ user string }
+
+func (f fixedToken) Verify(_ context.Context, raw string) (jwtauth.Token, error) {
+	if raw != "bench" {
+		return jwtauth.Token{}, jwtauth.ErrInvalid
+	}
+	return jwtauth.Token{User: f.user}, nil
+}
+
+// benchDoor is the door on the in-memory store, with the token check
+// replaced by fixedToken and logs discarded: what the door adds to a call
+// besides JWT verification and I/O.
+func benchDoor(b testing.TB, store core.Store, users core.Users) http.Handler {
+	svc := &core.Service{Store: store, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
+		NewID: func() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }}
+	d, err := mcpdoor.New(mcpdoor.Config{Service: svc, Users: users, Verifier: fixedToken{"user-a"},
+		Issuer: "https://issuer.example", Audience: "https://tickets.example/mcp",
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+func benchRequest(body string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	r.Header.Set("Authorization", "Bearer bench")
+	return r
+}
+
+// BenchmarkMCPHandlerOverhead: a create_ticket tools/call through the
+// whole door (size check, bearer middleware, user lookup, the SDK's
+// stateless handler, the service) on the in-memory store, without JWT
+// verification: the MCP door's counterpart of the callback's
+// BenchmarkHandlerOverhead (internal/httpapi, without BCrypt). new_key
+// makes a new operation each time, repeat_key repeats one.
+func BenchmarkMCPHandlerOverhead(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		repeat bool
+	}{{"new_key", false}, {"repeat_key", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := benchDoor(b, memstore.New(), testUsers)
+			var n atomic.Int64
+			b.ReportAllocs()
+			for b.Loop() {
+				rid := "req-bench"
+				if !c.repeat {
+					rid = "req-bench-" + strconv.FormatInt(n.Add(1), 10)
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, benchRequest(toolsCall("create_ticket", `{"title":"Bench"}`, `"`+rid+`"`)))
+				if w.Code != 200 || !strings.Contains(w.Body.String(), `\"created\"`) {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestMCPRoundTrips counts the DynamoDB requests of MCP tool calls on
+// DynamoDB Local, through the door and the deployed function's user cache:
+// a new operation and its repeat cost one request each once the user is
+// cached, as through the callback (TestRoundTripsPerCallback,
+// internal/store/dynamo).
+func TestMCPRoundTrips(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	var calls atomic.Int64
+	store := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), table, dynamo.Options{})
+	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	h := benchDoor(t, store, usercache.New(store, time.Minute, 16))
+	for _, st := range []struct {
+		name      string
+		rid       string
+		want      string
+		wantCalls int64
+	}{
+		{"new operation, cold user cache", "r1", `\"deduplicated\":false`, 2},
+		{"repeat, warm cache", "r1", `\"deduplicated\":true`, 1},
+		{"new operation, warm cache", "r2", `\"deduplicated\":false`, 1},
+		{"repeat of the second", "r2", `\"deduplicated\":true`, 1},
+	} {
+		before := calls.Load()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, benchRequest(toolsCall("create_ticket", `{"title":"Round trips"}`, `"`+st.rid+`"`)))
+		n := calls.Load() - before
+		t.Logf("%s: %d DynamoDB requests", st.name, n) // read back by make bench
+		if w.Code != 200 || !strings.Contains(w.Body.String(), st.want) || n != st.wantCalls {
+			t.Errorf("%s: %d %s with %d DynamoDB calls; want %s with %d", st.name, w.Code, w.Body, n, st.want, st.wantCalls)
+		}
+	}
+}
