@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -276,5 +277,48 @@ func TestReadAheadRule(t *testing.T) {
 		if got := s.Decides(tc.found, mine, now); got != tc.want {
 			t.Errorf("%s: decides %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// conflicted answers every transaction, once released, with a
+// transaction conflict; its reads go to DynamoDB Local.
+type conflicted struct {
+	*dynamodb.Client
+	release  chan struct{}
+	txs      atomic.Int64
+	returned atomic.Bool
+}
+
+func (c *conflicted) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c.txs.Add(1)
+	<-c.release
+	c.returned.Store(true)
+	return nil, &types.TransactionCanceledException{Message: aws.String("conflict"),
+		CancellationReasons: []types.CancellationReason{{Code: aws.String("TransactionConflict")}}}
+}
+
+// A transaction the read answered ahead of is left to end on its own, not
+// waited for by the claim: Wait waits for it, and its conflict is not
+// retried, since nobody waits for its answer (with retries, 11 attempts).
+func TestReadAheadLeavesTheTransaction(t *testing.T) {
+	const order = `{"sku":"A-1","qty":2}`
+	e := newReadAheadEnv(t)
+	idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+	c := &conflicted{Client: e.client, release: make(chan struct{})}
+	store := dynamostore.New(c, e.name, dynamostore.Options{ReadAhead: true, ConflictRetries: 10,
+		ConflictBackoff: time.Millisecond, ConflictBackoffMax: time.Millisecond})
+	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+	o := do(g, idemtest.Call("alice", "r1", order), `{"order_id":"second"}`)
+	idemtest.Want(t, o, idem.Replayed)
+	if c.returned.Load() {
+		t.Fatal("the transaction returned before its release: the claim waited for it")
+	}
+	close(c.release)
+	store.Wait()
+	if !c.returned.Load() {
+		t.Fatal("Wait returned before the transaction ended")
+	}
+	if n := c.txs.Load(); n != 1 {
+		t.Fatalf("transaction attempts = %d, want 1: the answered claim's conflict was retried", n)
 	}
 }

@@ -13,7 +13,10 @@
 // per transaction, the claim being one). When the key is held, the failed
 // condition returns the stored item (ReturnValuesOnConditionCheckFailure
 // ALL_OLD): a repeat costs the same single request, and the record it
-// returns is checked like any other (idem.Verdict).
+// returns is checked like any other (idem.Verdict). With
+// Options.ReadAhead a strongly consistent GetItem of the record goes out
+// beside the transaction, and a repeat is answered by the read, at one
+// read's latency, for one request and one read unit more per claim.
 //
 // The table needs a string partition key (Attributes.PartitionKey) and
 // TTL on Attributes.ExpiresAt; records can share a table with the
@@ -25,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -108,6 +112,36 @@ type Store struct {
 	table  string
 	attr   Attributes
 	opt    Options
+	// behind counts the read-ahead claims' requests still running (see
+	// Wait).
+	behind inflight
+}
+
+// inflight counts goroutines still running, for Wait.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	done *sync.Cond
+}
+
+func (f *inflight) add(d int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		f.done = sync.NewCond(&f.mu)
+	}
+	f.n += d
+	if f.n == 0 {
+		f.done.Broadcast()
+	}
+}
+
+func (f *inflight) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.n > 0 {
+		f.done.Wait()
+	}
 }
 
 // New returns a Store of records in table.
@@ -143,7 +177,7 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if !s.opt.ReadAhead {
-		return s.transact(ctx, in)
+		return s.transact(ctx, in, nil, nil)
 	}
 	return s.readAhead(ctx, rec, in, now)
 }
@@ -179,10 +213,17 @@ func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
 	return MapError(f(ctx))
 }
 
-// transact sends the transaction, retrying conflicts.
-func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput) (*idem.Record, error) {
+// transact sends the transaction, retrying conflicts until stop is
+// closed (nil: never): once a read-ahead has answered, nobody waits for
+// a retry's answer, and the record the read found fails its claim anyway.
+// sent, when not nil, is closed as the first attempt is handed to the
+// client.
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
 	for attempt := 0; ; attempt++ {
 		err := s.call(ctx, func(ctx context.Context) error {
+			if attempt == 0 && sent != nil {
+				close(sent)
+			}
 			_, err := s.client.TransactWriteItems(ctx, in)
 			return err
 		})
@@ -197,7 +238,7 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 			}
 			return &rec, nil
 		case errors.Is(err, errConflict) && attempt < s.opt.ConflictRetries:
-			if werr := s.backoff(ctx, attempt); werr != nil {
+			if werr := s.backoff(ctx, attempt, stop); werr != nil {
 				return nil, MapError(werr)
 			}
 		case errors.Is(err, errConflict):
@@ -208,8 +249,13 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 	}
 }
 
-// backoff sleeps a random time up to min(cap, base·2^attempt).
-func (s *Store) backoff(ctx context.Context, attempt int) error {
+// errStopped ends the retries of a transaction whose answer nobody waits
+// for.
+var errStopped = errors.New("dynamostore: a read-ahead answered the claim")
+
+// backoff sleeps a random time up to min(cap, base·2^attempt); it ends
+// early when ctx ends or stop is closed.
+func (s *Store) backoff(ctx context.Context, attempt int, stop <-chan struct{}) error {
 	ceiling := s.opt.ConflictBackoff << min(attempt, 10)
 	if ceiling > s.opt.ConflictBackoffMax || ceiling <= 0 {
 		ceiling = s.opt.ConflictBackoffMax
@@ -219,6 +265,8 @@ func (s *Store) backoff(ctx context.Context, attempt int) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-stop:
+		return errStopped
 	case <-timer.C:
 		return nil
 	}
@@ -232,21 +280,31 @@ type answer struct {
 // readAhead sends the transaction and a strongly consistent read of the
 // record at once. The transaction's answer is final whenever it comes
 // first. A read that comes first answers only when it is decisive (see
-// decides); else the transaction is awaited. When the read answers, the
-// transaction still runs to its end: its claim condition fails on the
-// record the read found, which lives past the margin, so it writes
-// nothing.
+// decides), and then without waiting for the transaction's answer, only
+// for the transaction to have been handed to the client (it was started
+// first, so this costs nothing in practice); else the transaction is
+// awaited.
+//
+// Whichever of the two is not awaited is not cancelled either: it runs
+// to its end on ctx in the background (Wait waits for it), so a claim
+// always sends both requests. A transaction the read answered ahead of
+// writes nothing, because its claim condition fails on the record the
+// read found, which lives past the margin; its conflicts are not
+// retried, since nobody waits for its answer.
 func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, now time.Time) (*idem.Record, error) {
 	tx := make(chan answer, 1)
+	stop, sent := make(chan struct{}), make(chan struct{})
+	s.behind.add(1)
 	go func() {
-		held, err := s.transact(ctx, in)
+		defer s.behind.add(-1)
+		held, err := s.transact(ctx, in, stop, sent)
 		tx <- answer{held, err}
 	}()
-	readCtx, cancelRead := context.WithCancel(ctx)
-	defer cancelRead()
 	read := make(chan answer, 1)
+	s.behind.add(1)
 	go func() {
-		held, err := s.Get(readCtx, rec.Key)
+		defer s.behind.add(-1)
+		held, err := s.Get(ctx, rec.Key)
 		read <- answer{held, err}
 	}()
 	select {
@@ -254,12 +312,21 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 		return a.held, a.err
 	case r := <-read:
 		if r.err == nil && r.held != nil && s.decides(*r.held, rec, now) {
+			close(stop)
+			<-sent
 			return r.held, nil
 		}
 		a := <-tx
 		return a.held, a.err
 	}
 }
+
+// Wait blocks until the requests of every read-ahead claim have ended,
+// including those a claim answered without waiting for (see readAhead):
+// for tests and benchmarks that count requests per call, and for a
+// process that shuts down cleanly. Claims may run meanwhile; Wait
+// returns once none is left behind.
+func (s *Store) Wait() { s.behind.wait() }
 
 // decides reports whether a record found by the read answers the call:
 // it is live at now and past the margin, and it is not the record this

@@ -302,6 +302,37 @@ func CountCalls(n *atomic.Int64) func(*dynamodb.Options) {
 	}
 }
 
+// CountCallsButReadAhead is CountCalls without the claim's read-ahead: a
+// GetItem of an operation item (partition key "OP#…"), which the
+// DynamoDB store sends beside each claim's transaction and does not wait
+// for when the transaction answers first. A test that counts the calls a
+// callback waits for, one per store call, counts with it.
+func CountCallsButReadAhead(n *atomic.Int64) func(*dynamodb.Options) {
+	type readAhead struct{}
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			if err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("markReadAhead",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					if g, ok := in.Parameters.(*dynamodb.GetItemInput); ok {
+						if pk, ok := g.Key[tableschema.PartitionKey].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "OP#") {
+							ctx = middleware.WithStackValue(ctx, readAhead{}, true)
+						}
+					}
+					return next.HandleInitialize(ctx, in)
+				}), middleware.Before); err != nil {
+				return err
+			}
+			return st.Finalize.Add(middleware.FinalizeMiddlewareFunc("countCallsButReadAhead",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					if middleware.GetStackValue(ctx, readAhead{}) == nil {
+						n.Add(1)
+					}
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
+}
+
 var tableSeq atomic.Int64
 
 // CreateTable creates a fresh, uniquely named table as the product defines

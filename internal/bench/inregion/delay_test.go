@@ -65,7 +65,7 @@ func TestProxyDelaysByOperationAndOutcome(t *testing.T) {
 		}
 		var d time.Duration
 		if c.q != nil {
-			u := twin.draw()
+			u := twin.drawFor(isTransaction(c.op))
 			d = c.q.At(u)
 			// Half on the way there at the committed figure, the rest on
 			// the way back: the total is the outcome's figure unless the

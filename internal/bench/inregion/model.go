@@ -79,18 +79,30 @@ func (q Quantiles) At(u float64) time.Duration {
 // benchmark that gives each of its cases a stream ([Model.Stream]) has the
 // i-th operation of every case meet the same quantile (common random
 // numbers), so that the cases differ by what they do and not by their
-// luck, and a run with the same seed sees the same delays. Concurrent
-// requests take the draws of the current stream in the order they arrive.
+// luck, and a run with the same seed sees the same delays. A stream holds
+// one sequence per kind of request, single-item requests and
+// transactions, seeded apart: the i-th transaction of every case meets
+// the same quantile whatever reads go beside it (a claim that sends a
+// read with its transaction), and the read and the transaction of one
+// operation draw independently, as two requests to DynamoDB do.
+// Concurrent requests take the draws of the current stream in the order
+// they arrive.
 type Model struct {
 	Seed    uint64
 	mu      sync.Mutex
 	current string
-	streams map[string]*rand.Rand
+	streams map[streamKey]*rand.Rand
+}
+
+// streamKey names one sequence of draws: a stream and a kind of request.
+type streamKey struct {
+	stream      string
+	transaction bool
 }
 
 // NewModel returns a model whose streams are seeded with seed.
 func NewModel(seed uint64) *Model {
-	return &Model{Seed: seed, streams: map[string]*rand.Rand{}}
+	return &Model{Seed: seed, streams: map[streamKey]*rand.Rand{}}
 }
 
 // Stream makes the draws that follow come from the stream named name,
@@ -101,16 +113,32 @@ func (m *Model) Stream(name string) {
 	m.current = name
 }
 
-// draw returns a uniform quantile in [0, 1) from the current stream.
-func (m *Model) draw() float64 {
+// draw returns a uniform quantile in [0, 1) from the current stream's
+// sequence of single-item requests.
+func (m *Model) draw() float64 { return m.drawFor(false) }
+
+// drawFor returns a uniform quantile in [0, 1) from the current stream's
+// sequence of transactions (transaction true) or of single-item requests.
+func (m *Model) drawFor(transaction bool) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r := m.streams[m.current]
+	k := streamKey{m.current, transaction}
+	r := m.streams[k]
 	if r == nil {
-		r = rand.New(rand.NewPCG(m.Seed, m.Seed^0x9e3779b97f4a7c15)) //nolint:gosec // reproducible draws, not secrets
-		m.streams[m.current] = r
+		inc := m.Seed ^ 0x9e3779b97f4a7c15
+		if transaction {
+			inc ^= 0xbf58476d1ce4e5b9 // another sequence of the same seed
+		}
+		r = rand.New(rand.NewPCG(m.Seed, inc)) //nolint:gosec // reproducible draws, not secrets
+		m.streams[k] = r
 	}
 	return r.Float64()
+}
+
+// isTransaction reports whether operation draws from the transactions'
+// sequence.
+func isTransaction(operation string) bool {
+	return operation == "TransactWriteItems" || operation == "TransactGetItems"
 }
 
 // class is what the model knows of an operation: its quantiles when it

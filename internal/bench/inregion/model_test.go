@@ -124,3 +124,34 @@ func TestModelStreams(t *testing.T) {
 		t.Errorf("a stream repeats its draws: %v %v %v", a1, a2, a3)
 	}
 }
+
+// A stream's transactions draw from a sequence of their own: the i-th
+// transaction of a case that sends a read beside each one meets the same
+// quantile as the i-th of a case that sends transactions alone, and not
+// the read's.
+func TestModelTransactionsDrawApart(t *testing.T) {
+	m := NewModel(5)
+	m.Stream("transactions alone")
+	alone := []float64{m.drawFor(true), m.drawFor(true), m.drawFor(true)}
+	m.Stream("with reads")
+	var beside, reads []float64
+	for i := range 3 {
+		if i%2 == 0 { // the read arrives first, then second
+			reads = append(reads, m.drawFor(false))
+			beside = append(beside, m.drawFor(true))
+		} else {
+			beside = append(beside, m.drawFor(true))
+			reads = append(reads, m.drawFor(false))
+		}
+	}
+	if !slices.Equal(alone, beside) {
+		t.Errorf("transactions alone %v, beside reads %v: want the same draws", alone, beside)
+	}
+	if slices.Equal(alone, reads) {
+		t.Errorf("reads draw the transactions' quantiles %v", reads)
+	}
+	m.Stream("reads alone")
+	if got := []float64{m.draw(), m.draw(), m.draw()}; !slices.Equal(got, reads) {
+		t.Errorf("reads alone %v, beside transactions %v: want the same draws", got, reads)
+	}
+}

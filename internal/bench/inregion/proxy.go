@@ -137,7 +137,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var u float64
 	var slept, actual time.Duration
 	if p.model != nil && modelled {
-		u = p.model.draw()
+		u = p.model.drawFor(isTransaction(op))
 		slept = done.At(u) / 2
 		t0 := time.Now()
 		sleep(slept)

@@ -3,7 +3,11 @@
 // expires_at.
 //
 //   - transaction.go holds the one TransactWriteItems that claims an
-//     operation key and puts the ticket, and its bounded retry;
+//     operation key and puts the ticket, and its bounded retry; a
+//     strongly consistent GetItem of the operation goes out beside it
+//     (the read-ahead, on unless Options.NoReadAhead), so that a repeat
+//     is answered at one read's latency: one request and one read unit
+//     more per claim, new operation or repeat;
 //   - errors.go is the one place SDK errors become domain errors, with
 //     errors.As, never by message;
 //   - items.go turns records into items and back.

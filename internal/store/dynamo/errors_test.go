@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,12 +22,15 @@ import (
 
 // failingDynamoDB is an HTTP server that answers every DynamoDB call with
 // a 500 InternalServerError, as the service does in an outage; it counts
-// the requests.
+// the TransactWriteItems requests (a claim's read-ahead GetItem fails
+// beside each one, and is not counted).
 func failingDynamoDB(t *testing.T) (*dynamodb.Client, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		n.Add(1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".TransactWriteItems") {
+			n.Add(1)
+		}
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}`))

@@ -17,11 +17,14 @@ import (
 
 // fakeClient answers TransactWriteItems from a script of errors; it is for
 // injecting faults only. What the store does on success is proven on
-// DynamoDB Local (store_test.go).
+// DynamoDB Local (store_test.go). The claim's read-ahead GetItem finds
+// nothing, as for a new key, so the transaction's answer is the one the
+// store gives; calls counts the transactions only, gets the reads.
 type fakeClient struct {
 	Client
 	errs  []error
 	calls atomic.Int32
+	gets  atomic.Int32
 	block bool // wait for the context instead of answering
 	// after, when set, runs after each answer: a test cancels its context
 	// there, at a known point instead of after a sleep.
@@ -41,6 +44,11 @@ func (f *fakeClient) TransactWriteItems(ctx context.Context, _ *dynamodb.Transac
 		return nil, f.errs[i]
 	}
 	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+func (f *fakeClient) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	f.gets.Add(1)
+	return &dynamodb.GetItemOutput{}, nil
 }
 
 func cancelled(codes ...string) error {
@@ -93,6 +101,10 @@ func TestCreateFaults(t *testing.T) {
 			}
 			if got := tt.client.calls.Load(); got != tt.wantCalls {
 				t.Fatalf("calls = %d, want %d", got, tt.wantCalls)
+			}
+			s.Wait()
+			if got := tt.client.gets.Load(); got != 1 {
+				t.Fatalf("reads = %d, want 1: the read-ahead, once, whatever the transaction's retries", got)
 			}
 		})
 	}

@@ -18,10 +18,14 @@ import (
 // if the key is free, and the ticket, with its delivery record, if its id
 // is new. Either both items are written or neither.
 //
-// A repeat costs the same single round trip: the failed claim returns the
-// stored operation and no read follows. A TransactionConflict is retried
-// with full jitter, at most Options.ConflictRetries times, then answered
-// busy.
+// A strongly consistent GetItem of the operation goes out beside the
+// transaction (unless Options.NoReadAhead), so a repeat is answered by
+// the read, at one read's latency, when it finds a live operation other
+// than the one this call writes and not about to expire; otherwise the
+// transaction answers, its failed claim carrying the stored operation. A
+// new operation or a repeat thus costs two requests and waits for one
+// round trip. A TransactionConflict is retried with full jitter, at most
+// Options.ConflictRetries times, then answered busy.
 func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	ticket := types.TransactWriteItem{Put: &types.Put{
 		TableName:           &s.table,
