@@ -181,9 +181,6 @@ func (t *Tools) names() string {
 	return b.String()
 }
 
-// Product is the product's tools: create_ticket and get_ticket.
-func Product() *Tools { return &product }
-
 // Functions returns the product's tools, in the order GET /functions
 // lists them. The slice is the caller's; the functions in it share their
 // fields with the catalogue and are read-only.

@@ -55,7 +55,7 @@ type Service struct {
 	// written with its delivery record in state pending.
 	Deliver bool
 	// Tools are the tools the service answers; nil means the product's
-	// (Product).
+	// (create_ticket and get_ticket, as Functions lists them).
 	Tools *Tools
 }
 
