@@ -4,6 +4,12 @@
 // (docs/contract.md: Order of checks steps 4 to 8, Operation key, Stored
 // items, Functions).
 //
+// Each tool is defined once, in a file of its own (tool_<name>.go, a
+// Function registered from an init function): its arguments, its answer,
+// and the read or the write it performs. The catalogue, the validation,
+// the MCP tools and the dispatch of Service.Answer all come from those
+// definitions (Tools).
+//
 // Everything a store does not need to know lives here and is written once:
 // the key policy, what a repeat returns, how a pending operation is
 // answered, when an operation counts as expired. Each store adapter

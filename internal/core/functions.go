@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/json/jsontext"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -28,18 +30,64 @@ type Field struct {
 	Default     string   // documented default, when set
 }
 
-// Function is one tool AIVAX can call.
+// Function is one tool, defined once in a file of its own
+// (tool_<name>.go): its name, description and arguments, its answer, and
+// the write or the read it performs. The catalogue (GET /functions), the
+// validation of a call, the MCP tools/list and the dispatch of
+// Service.Answer all come from it.
 type Function struct {
 	Name        string
 	Description string
 	Fields      []Field
-	// Writes marks a function that goes through the operation key and so
-	// needs metadata.request_id.
-	Writes bool
-	// schema is the JSON Schema generated from Fields when the catalogue
-	// is built.
-	schema json.RawMessage
+	// Answer is the 200 body of a call that succeeds, the first branch of
+	// the output schema; the branches every tool shares follow it.
+	Answer Answer
+	// Write is set for a tool that writes, Read for one that only reads;
+	// exactly one of them.
+	Write *Write
+	Read  func(ctx context.Context, s *Service, r Request) Outcome
+	// schema and output are generated from the definition when the tool
+	// is registered.
+	schema, output json.RawMessage
 }
+
+// Answer is a tool's own answer: its status and the JSON Schemas of its
+// members besides "status".
+type Answer struct {
+	Kind     Kind
+	Members  map[string]any
+	Required []string // besides "status", which every answer has
+}
+
+// Request is a call that passed the checks, as a tool's write or read
+// receives it.
+type Request struct {
+	User      User
+	Args      Args
+	Canonical string    // the arguments' canonical JSON text (RFC 8785)
+	Now       time.Time // set for a write
+}
+
+// Write is what a tool that writes does once the call's operation key is
+// derived. Such a tool needs metadata.request_id, and its repeats replay
+// the stored result.
+type Write struct {
+	// Commit sets op.Result to the first call's answer as stored, and
+	// writes op with the tool's own items in one store transaction, or
+	// nothing. It returns that answer, or the live operation that already
+	// holds op.Key (and the answer is then ignored).
+	Commit func(ctx context.Context, s *Service, r Request, op Operation) (Outcome, *Operation, error)
+	// Replay is the answer of a repeat from a stored result; false when
+	// the stored result cannot be read.
+	Replay func(stored []byte) (Outcome, bool)
+	// InProgress and Mismatch are the messages for the model when the
+	// key's operation is still pending, or was made with other arguments.
+	InProgress, Mismatch string
+}
+
+// Writes reports whether the tool writes: it goes through the operation
+// key and so needs metadata.request_id.
+func (f *Function) Writes() bool { return f.Write != nil }
 
 // DefaultPriority is a ticket's priority when create_ticket got none: the
 // schema's default, what get_ticket shows and what the helpdesk receives.
@@ -51,61 +99,96 @@ const (
 	GetTicket    = "get_ticket"
 )
 
-// catalogue is every function, in the order GET /functions lists it, each
-// with its schema generated once, when the program starts: a definition the
-// generator cannot express stops the program then, never a request.
-var catalogue = mustCatalogue([]Function{
-	{
-		Name: CreateTicket,
-		Description: "Create a support ticket for the user. Call it once per ticket the user asked for. " +
-			"If a call times out or fails, calling again with the same arguments is safe: " +
-			"the same request returns the same ticket_id with deduplicated: true instead of a second ticket.",
-		Writes: true,
-		Fields: []Field{
-			{Name: "title", Description: "A short summary of the problem, 1 to 200 characters.",
-				Required: true, MinLen: 1, MaxLen: 200, Trim: true, NoControl: true},
-			{Name: "description", Description: "Details of the problem, at most 4000 characters.", MaxLen: 4000},
-			{Name: "priority", Description: "How urgent the problem is; normal when absent.",
-				Enum: []string{"low", DefaultPriority, "high", "urgent"}, Default: DefaultPriority},
-		},
-	},
-	{
-		Name:        GetTicket,
-		Description: "Read a ticket of the user's organisation by its ticket_id, as returned by create_ticket. It changes nothing.",
-		Fields: []Field{
-			{Name: "ticket_id", Description: "The ticket_id that create_ticket returned.",
-				Required: true, MinLen: 1, MaxLen: 100, Trim: true, NoControl: true},
-		},
-	},
-})
+// Tools is a set of tools, in the order of their names: the order GET
+// /functions and MCP tools/list list them in.
+type Tools struct{ fns []Function }
 
-// mustCatalogue generates the schema of each function of fns.
-func mustCatalogue(fns []Function) []Function {
-	for i := range fns {
-		s, err := fns[i].buildSchema()
-		if err != nil {
-			panic("core: catalogue: " + err.Error())
-		}
-		fns[i].schema = s
+// product is the product's tools. Each tool's file registers its
+// definition from an init function, so a definition the generators
+// cannot express stops the program at start, never a request.
+var product Tools
+
+func register(f Function) {
+	if err := product.add(f); err != nil {
+		panic("core: catalogue: " + err.Error())
 	}
-	return fns
 }
 
-// Functions returns the catalogue, in the order GET /functions lists it.
-// The slice is the caller's; the functions in it share their fields with
-// the catalogue and are read-only.
-func Functions() []Function { return slices.Clone(catalogue) }
+// NewTools is a set of the given tools, or says which definition is
+// wrong.
+func NewTools(fns ...Function) (*Tools, error) {
+	t := &Tools{}
+	for _, f := range fns {
+		if err := t.add(f); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
 
-// LookupFunction finds a function of the catalogue by name. The function
-// is the catalogue's own, read-only.
-func LookupFunction(name string) (*Function, bool) {
-	for i := range catalogue {
-		if catalogue[i].Name == name {
-			return &catalogue[i], true
+// add checks f, generates its schemas and inserts it in name order.
+func (t *Tools) add(f Function) error {
+	switch {
+	case f.Name == "":
+		return errors.New("a tool needs a name")
+	case (f.Write == nil) == (f.Read == nil):
+		return fmt.Errorf("%s: set exactly one of Write and Read", f.Name)
+	case f.Write != nil && (f.Write.Commit == nil || f.Write.Replay == nil):
+		return fmt.Errorf("%s: a Write needs Commit and Replay", f.Name)
+	}
+	i, found := slices.BinarySearchFunc(t.fns, f.Name, func(g Function, name string) int { return strings.Compare(g.Name, name) })
+	if found {
+		return fmt.Errorf("%s: defined twice", f.Name)
+	}
+	var err error
+	if f.schema, err = f.buildSchema(); err != nil {
+		return err
+	}
+	if f.output, err = f.outputSchema(); err != nil {
+		return fmt.Errorf("%s: output schema: %w", f.Name, err)
+	}
+	t.fns = slices.Insert(t.fns, i, f)
+	return nil
+}
+
+// Functions returns the tools in order. The slice is the caller's; the
+// functions in it share their fields with the set and are read-only.
+func (t *Tools) Functions() []Function { return slices.Clone(t.fns) }
+
+// Lookup finds a tool by name. The function is the set's own, read-only.
+func (t *Tools) Lookup(name string) (*Function, bool) {
+	for i := range t.fns {
+		if t.fns[i].Name == name {
+			return &t.fns[i], true
 		}
 	}
 	return nil, false
 }
+
+// names lists the tools' names for a message: "a, b or c".
+func (t *Tools) names() string {
+	var b strings.Builder
+	for i := range t.fns {
+		switch {
+		case i == 0:
+		case i == len(t.fns)-1:
+			b.WriteString(" or ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString(t.fns[i].Name)
+	}
+	return b.String()
+}
+
+// Functions returns the product's tools, in the order GET /functions
+// lists them. The slice is the caller's; the functions in it share their
+// fields with the catalogue and are read-only.
+func Functions() []Function { return product.Functions() }
+
+// LookupFunction finds a tool of the product by name. The function is
+// the catalogue's own, read-only.
+func LookupFunction(name string) (*Function, bool) { return product.Lookup(name) }
 
 // Args are a call's validated arguments; absent optional fields are absent.
 type Args map[string]string

@@ -54,7 +54,24 @@ type Service struct {
 	// Deliver: a helpdesk destination is configured, so every new ticket is
 	// written with its delivery record in state pending.
 	Deliver bool
+	// Tools are the tools the service answers; nil means the product's
+	// (create_ticket and get_ticket, as Functions lists them).
+	Tools *Tools
 }
+
+func (s *Service) tools() *Tools {
+	if s == nil || s.Tools == nil {
+		return &product
+	}
+	return s.Tools
+}
+
+// Functions returns the service's tools, in the order GET /functions and
+// MCP tools/list list them (see Tools.Functions).
+func (s *Service) Functions() []Function { return s.tools().Functions() }
+
+// Lookup finds one of the service's tools by name (see Tools.Lookup).
+func (s *Service) Lookup(name string) (*Function, bool) { return s.tools().Lookup(name) }
 
 // Answer runs the checks of a parsed call in order (function, user,
 // request_id, arguments: steps 4 to 7 of docs/contract.md, Order of
@@ -67,10 +84,11 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	defer func() { out.Function, out.TenantID, out.Key = c.Function, tenant, key }()
 
 	// Step 4.
-	fn, ok := LookupFunction(c.Function)
+	tools := s.tools()
+	fn, ok := tools.Lookup(c.Function)
 	if !ok {
 		return Reject(CodeUnknownFunction, fmt.Sprintf(
-			"There is no function named %q here; call create_ticket or get_ticket instead.", clip(c.Function)))
+			"There is no function named %q here; call %s instead.", clip(c.Function), tools.names()))
 	}
 	// Step 5: identity, and the tenant from the user's record only. The
 	// user is authorized before the store is read or written.
@@ -95,7 +113,7 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 		return Outcome{Kind: KindForbidden}
 	}
 	// Step 6, for functions that write.
-	if fn.Writes {
+	if fn.Writes() {
 		if out, bad := checkRequestID(c); bad {
 			return out
 		}
@@ -110,16 +128,14 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	if err != nil {
 		return Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
 	}
-	// Step 8.
-	switch fn.Name {
-	case CreateTicket:
-		var fingerprint string
-		key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
-		return s.create(ctx, fn, user, key, fingerprint, canonical)
-	case GetTicket:
-		return s.getTicket(ctx, user, args["ticket_id"])
+	// Step 8: the tool's read, or its write with the claim on the key.
+	r := Request{User: user, Args: args, Canonical: canonical}
+	if !fn.Writes() {
+		return fn.Read(ctx, s, r)
 	}
-	return Outcome{Kind: KindInternal, Err: fmt.Errorf("function %s has no implementation", fn.Name)}
+	var fingerprint string
+	key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
+	return s.write(ctx, fn, r, key, fingerprint)
 }
 
 func invalidArgumentsMessage(fn *Function, err error) string {
@@ -146,97 +162,46 @@ func checkRequestID(c Call) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// create claims key and writes the ticket in one transaction (step 8), or
-// answers from the operation that already holds the key.
-func (s *Service) create(ctx context.Context, fn *Function, user User, key, fingerprint, canonical string) Outcome {
-	now := s.now()
-	result := Result{Status: KindCreated.String(), TicketID: s.NewID()}
-	stored, err := json.Marshal(result)
-	if err != nil {
-		return Outcome{Kind: KindInternal, Err: err}
-	}
+// write claims key and writes the tool's items in one transaction (step
+// 8), or answers from the operation that already holds the key.
+func (s *Service) write(ctx context.Context, fn *Function, r Request, key, fingerprint string) Outcome {
+	r.Now = s.now()
 	op := Operation{
-		Key: key, State: StateCompleted, TenantID: user.TenantID, UserID: user.UserID,
-		Function: fn.Name, Fingerprint: fingerprint, Result: stored,
-		CreatedAt: now, ExpiresAt: now.Add(s.Retention).Truncate(time.Second),
+		Key: key, State: StateCompleted, TenantID: r.User.TenantID, UserID: r.User.UserID,
+		Function: fn.Name, Fingerprint: fingerprint,
+		CreatedAt: r.Now, ExpiresAt: r.Now.Add(s.Retention).Truncate(time.Second),
 	}
-	t := Ticket{ID: result.TicketID, TenantID: user.TenantID, UserID: user.UserID,
-		OperationKey: key, Arguments: canonical, CreatedAt: now}
-	if s.Deliver {
-		// Due at once: the second it was created in.
-		t.Delivery = &DeliveryStatus{State: DeliveryPending, DueAt: now.Truncate(time.Second)}
-	}
-	existing, err := s.Store.Create(ctx, op, t, now)
+	out, existing, err := fn.Write.Commit(ctx, s, r, op)
 	switch {
 	case errors.Is(err, ErrBusy):
 		return busy(err)
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
 	case existing == nil:
-		return Outcome{Kind: KindCreated, Result: &result}
+		return out
 	}
-	return s.repeat(user, fingerprint, existing)
+	return s.repeat(fn.Write, r.User, fingerprint, existing)
 }
 
 // repeat answers a call whose key a live operation already holds. The
 // checks are idem.Verdict's, in its order: the caller is authorized
 // before anything stored is disclosed.
-func (s *Service) repeat(user User, fingerprint string, existing *Operation) Outcome {
+func (s *Service) repeat(w *Write, user User, fingerprint string, existing *Operation) Outcome {
 	rec := existing.Record()
 	switch idem.Verdict(&rec, s.Policy, user.TenantID, user.UserID, fingerprint) {
 	case idem.Conflict:
 		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict,
 			Message: "This request_id already belongs to another user; the application must mint a new request_id."}
 	case idem.InProgress:
-		return Outcome{Kind: KindInProgress,
-			Message: "The same operation is still in progress; do not create another ticket. Check again later with the same arguments and request."}
+		return Outcome{Kind: KindInProgress, Message: w.InProgress}
 	case idem.Mismatch:
-		return Reject(CodeArgumentsMismatch,
-			"This request already created a ticket with other arguments; do not create another. Tell the user, and start a new request only if they want a second ticket.")
+		return Reject(CodeArgumentsMismatch, w.Mismatch)
 	}
-	var r Result
-	if err := json.Unmarshal(existing.Result, &r); err != nil || r.Status == "" || r.TicketID == "" {
+	out, ok := w.Replay(existing.Result)
+	if !ok {
 		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", existing.Key, existing.Result)}
 	}
-	r.Deduplicated = true
-	return Outcome{Kind: KindDuplicate, Result: &r}
-}
-
-func (s *Service) getTicket(ctx context.Context, user User, id string) Outcome {
-	notFound := Reject(CodeTicketNotFound,
-		"No ticket with this ticket_id exists for this user; check the ticket_id, or ask the user for it.")
-	t, err := s.Store.Ticket(ctx, TrimBlank(id))
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return notFound
-	case errors.Is(err, ErrBusy):
-		return busy(err)
-	case err != nil:
-		return Outcome{Kind: KindInternal, Err: err}
-	case t.TenantID != user.TenantID:
-		return notFound // the same answer as a missing ticket
-	}
-	a, err := ParseTicketArguments(t.Arguments)
-	if err != nil {
-		return Outcome{Kind: KindInternal, Err: fmt.Errorf("ticket %s arguments unreadable: %v", t.ID, err)}
-	}
-	return Outcome{Kind: KindFound, Ticket: &TicketView{
-		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,
-		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Delivery: deliveryView(t.Delivery),
-	}}
-}
-
-// deliveryView shows a ticket's delivery state, and the helpdesk's id and
-// URL once delivered.
-func deliveryView(d *DeliveryStatus) *DeliveryView {
-	if d == nil || d.State == "" {
-		return nil
-	}
-	v := &DeliveryView{State: d.State}
-	if d.State == DeliveryDelivered {
-		v.ExternalID, v.ExternalURL = d.ExternalID, d.ExternalURL
-	}
-	return v
+	return out
 }
 
 func busy(err error) Outcome {

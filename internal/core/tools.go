@@ -1,12 +1,14 @@
 package core
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
+	"maps"
 )
 
 // Hints are the behaviour annotations an MCP client reads from a tool
-// (docs/contract.md, The MCP door: Tools). They follow from Writes: a
+// (docs/contract.md, The MCP door: Tools). They follow from Writes, that is from the tool's Write: a
 // function that writes goes through the operation key, so it is
 // idempotent given a request_id and only ever adds (never destructive); a
 // function that does not write is read-only.
@@ -18,7 +20,7 @@ type Hints struct {
 
 // Hints returns the function's annotations.
 func (f *Function) Hints() Hints {
-	if f.Writes {
+	if f.Writes() {
 		return Hints{ReadOnly: false, Destructive: false, Idempotent: true}
 	}
 	return Hints{ReadOnly: true}
@@ -26,63 +28,53 @@ func (f *Function) Hints() Hints {
 
 // Statuses are the values of "status" in the function's answers (the
 // 200 bodies of docs/contract.md, Responses), in the order of the output
-// schema's branches. A deduplicated answer is the stored "created" result
+// schema's branches: its own answer, in progress for a tool that writes,
+// busy and rejected. A deduplicated answer is the stored "created" result
 // plus deduplicated: true.
 func (f *Function) Statuses() []string {
-	switch f.Name {
-	case CreateTicket:
-		return []string{KindCreated.String(), KindInProgress.String(), KindBusy.String(), KindRejected.String()}
-	case GetTicket:
-		return []string{KindFound.String(), KindBusy.String(), KindRejected.String()}
+	s := []string{f.Answer.Kind.String()}
+	if f.Writes() {
+		s = append(s, KindInProgress.String())
 	}
-	return []string{KindBusy.String(), KindRejected.String()}
+	return append(s, KindBusy.String(), KindRejected.String())
 }
 
 // OutputSchema is the JSON Schema of the function's answers: one branch
 // per status of Statuses, each the shape the callback's 200 body has for
 // it. MCP clients validate a tool's structuredContent against it, so it
 // states exactly the members the bodies carry and nothing the bodies lack.
-func (f *Function) OutputSchema() json.RawMessage {
-	b, err := f.outputSchema()
-	if err != nil {
-		panic("core: output schema of " + f.Name + ": " + err.Error())
-	}
-	return b
+// The bytes are the caller's own.
+func (f *Function) OutputSchema() json.RawMessage { return bytes.Clone(f.output) }
+
+// schemaString is the JSON Schema of a string member of an answer.
+var schemaString = map[string]any{"type": "string"}
+
+// schemaObject is the JSON Schema of an object with these members, the
+// required ones named.
+func schemaObject(members map[string]any, required ...string) map[string]any {
+	return map[string]any{"type": "object", "properties": members, "required": required}
 }
 
 func (f *Function) outputSchema() (json.RawMessage, error) {
-	str := map[string]any{"type": "string"}
-	status := func(s string) map[string]any { return map[string]any{"const": s} }
-	obj := func(props map[string]any, required ...string) map[string]any {
-		return map[string]any{"type": "object", "properties": props, "required": required}
+	status := func(k Kind) map[string]any { return map[string]any{"const": k.String()} }
+	if f.Answer.Kind == KindInternal || len(f.Answer.Members) == 0 {
+		return nil, errors.New("the tool defines no answer")
 	}
-	var branches []any
-	for _, s := range f.Statuses() {
-		switch s {
-		case KindCreated.String():
-			branches = append(branches, obj(map[string]any{
-				"status": status(s), "ticket_id": str, "deduplicated": map[string]any{"type": "boolean"},
-			}, "status", "ticket_id", "deduplicated"))
-		case KindInProgress.String(), KindBusy.String():
-			branches = append(branches, obj(map[string]any{
-				"status": status(s), "retryable": map[string]any{"const": true}, "message": str,
-			}, "status", "retryable", "message"))
-		case KindRejected.String():
-			branches = append(branches, obj(map[string]any{
-				"status": status(s),
-				"error":  obj(map[string]any{"code": str, "message": str}, "code", "message"),
-			}, "status", "error"))
-		case KindFound.String():
-			delivery := obj(map[string]any{"state": str, "external_id": str, "external_url": str}, "state")
-			ticket := obj(map[string]any{
-				"ticket_id": str, "title": str, "description": str, "priority": str, "created_at": str,
-				"delivery": delivery,
-			}, "ticket_id", "title", "description", "priority", "created_at")
-			branches = append(branches, obj(map[string]any{"status": status(s), "ticket": ticket}, "status", "ticket"))
-		default:
-			return nil, fmt.Errorf("no schema for status %q", s)
-		}
+	own := maps.Clone(f.Answer.Members)
+	own["status"] = status(f.Answer.Kind)
+	branches := []any{schemaObject(own, append([]string{"status"}, f.Answer.Required...)...)}
+	retry := func(k Kind) map[string]any {
+		return schemaObject(map[string]any{
+			"status": status(k), "retryable": map[string]any{"const": true}, "message": schemaString,
+		}, "status", "retryable", "message")
 	}
+	if f.Writes() {
+		branches = append(branches, retry(KindInProgress))
+	}
+	branches = append(branches, retry(KindBusy), schemaObject(map[string]any{
+		"status": status(KindRejected),
+		"error":  schemaObject(map[string]any{"code": schemaString, "message": schemaString}, "code", "message"),
+	}, "status", "error"))
 	// No "$schema": MCP takes JSON Schema 2020-12 as the default, and the
 	// schema uses nothing that differs between drafts, so validators of
 	// any draft (the TypeScript SDK's among them) read it alike.

@@ -16,9 +16,8 @@ type CatalogueFunction struct {
 	ContentFormat json.RawMessage `json:"contentFormat"`
 }
 
-// Catalogue lists every function of core.Functions with its schema.
-func Catalogue(callbackURL string) []CatalogueFunction {
-	fns := core.Functions()
+// Catalogue lists every function of fns with its schema.
+func Catalogue(fns []core.Function, callbackURL string) []CatalogueFunction {
 	out := make([]CatalogueFunction, len(fns))
 	for i := range fns {
 		f := &fns[i]
@@ -28,9 +27,9 @@ func Catalogue(callbackURL string) []CatalogueFunction {
 	return out
 }
 
-// catalogue is the reply of GET /functions.
-func catalogue(callbackURL string) reply {
+// catalogue is the reply of GET /functions: the service's tools.
+func catalogue(svc *core.Service, callbackURL string) reply {
 	return reply{response: outcome.Catalogue, body: struct {
 		Functions []CatalogueFunction `json:"functions"`
-	}{Catalogue(callbackURL)}}
+	}{Catalogue(svc.Functions(), callbackURL)}}
 }

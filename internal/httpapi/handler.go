@@ -79,7 +79,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rep = refuse(outcome.Unauthenticated, err)
 			break
 		}
-		rep = catalogue(h.callbackURL(r))
+		rep = catalogue(h.Service, h.callbackURL(r))
 	default:
 		rep = refuse(outcome.NotFound, nil)
 	}

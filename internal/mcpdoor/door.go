@@ -121,8 +121,8 @@ func New(cfg Config) (*Door, error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: serverName, Version: cfg.Version}, &mcp.ServerOptions{
 		Logger: discard,
 	})
-	for _, fn := range core.Functions() {
-		f, _ := core.LookupFunction(fn.Name)
+	for _, fn := range cfg.Service.Functions() {
+		f, _ := cfg.Service.Lookup(fn.Name)
 		server.AddTool(Tool(f), d.toolHandler(f))
 	}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
@@ -574,7 +574,7 @@ func (d *Door) logRequest(c *call, rep outcome.Response) {
 		// and nothing was written. Either the tool does not exist, or the
 		// call's params were not the shape the SDK reads.
 		fn, code, name = c.rpc.Tool, core.CodeUnknownFunction, core.KindRejected.String()
-		if _, known := core.LookupFunction(fn); known {
+		if _, known := d.cfg.Service.Lookup(fn); known {
 			code, name = "", outcome.BadRequest.Name
 		}
 		attrs = append(attrs, slog.String("function", httpapi.ClipLogged(fn)))

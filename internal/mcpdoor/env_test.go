@@ -119,6 +119,7 @@ type envOptions struct {
 	scopes  []string
 	maxBody int64
 	rec     metrics.Recorder
+	tools   *core.Tools // the service's tools; nil: the product's
 }
 
 var testUsers = memstore.Users{
@@ -141,7 +142,8 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	e.url = "http://" + srv.Listener.Addr().String()
 	e.audience = e.url + "/mcp"
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
-	svc := &core.Service{Store: e.store, Users: e.users, Policy: opkey.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString}
+	svc := &core.Service{Store: e.store, Users: e.users, Policy: opkey.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString,
+		Tools: opt.tools}
 	door, err := mcpdoor.New(mcpdoor.Config{
 		Service: svc, Users: e.users,
 		Verifier: &jwtauth.Verifier{Issuer: iss.srv.URL, Audience: e.audience, UserClaim: "sub", Keys: e.keys, Now: clock.Now},

@@ -1,0 +1,53 @@
+// Package coretest holds a tool that only tests define, to show that a
+// tool added to a core.Tools reaches the catalogue, MCP tools/list and
+// the dispatch of every door without a change to the doors.
+package coretest
+
+import (
+	"context"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// PeekTicket is the test-only tool's name.
+const PeekTicket = "peek_ticket"
+
+// Peeked starts the title of every ticket PeekTicket shows, so an answer
+// tells which tool ran.
+const Peeked = "peeked: "
+
+// Peek is a read-only tool: the ticket of the caller's tenant with this
+// ticket_id, its title starting with Peeked.
+func Peek() core.Function {
+	str := map[string]any{"type": "string"}
+	return core.Function{
+		Name:        PeekTicket,
+		Description: "Peek at a ticket by its ticket_id (a tool of the tests).",
+		Fields: []core.Field{{Name: "ticket_id", Description: "The ticket to peek at.",
+			Required: true, MinLen: 1, MaxLen: 100, Trim: true, NoControl: true}},
+		Answer: core.Answer{Kind: core.KindFound, Members: map[string]any{
+			"ticket": map[string]any{"type": "object", "properties": map[string]any{"ticket_id": str, "title": str},
+				"required": []string{"ticket_id", "title"}},
+		}, Required: []string{"ticket"}},
+		Read: func(ctx context.Context, s *core.Service, r core.Request) core.Outcome {
+			t, err := s.Store.Ticket(ctx, core.TrimBlank(r.Args["ticket_id"]))
+			if err != nil || t.TenantID != r.User.TenantID {
+				return core.Reject(core.CodeTicketNotFound, "No such ticket to peek at.")
+			}
+			a, err := core.ParseTicketArguments(t.Arguments)
+			if err != nil {
+				return core.Outcome{Kind: core.KindInternal, Err: err}
+			}
+			return core.Outcome{Kind: core.KindFound, Ticket: &core.TicketView{TicketID: t.ID, Title: Peeked + a.Title}}
+		},
+	}
+}
+
+// Tools are the product's tools and Peek.
+func Tools() *core.Tools {
+	t, err := core.NewTools(append(core.Functions(), Peek())...)
+	if err != nil {
+		panic("coretest: " + err.Error())
+	}
+	return t
+}
