@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -18,10 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -40,20 +36,12 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	client := testenv.DynamoClient(b, endpoint)
 	table, streamARN := streamTable(b, client)
 	store := dynamo.New(client, table, dynamo.Options{})
-	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: benchtest.HelpdeskDelay}})
-	fc := fake.Config()
-	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
-	if err != nil {
-		b.Fatal(err)
-	}
+	fake, dst := slowZendesk(b, benchtest.HelpdeskDelay)
 	timed := benchtest.NewDeliveryTimer(store)
-	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
+	h := deliveryHandler(delivery.Engine{}, timed, dst)
 
 	n := 0
-	svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) }}
+	svc := ticketService(store, func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) })
 
 	pollErr := make(chan error, 1)
 	go func() { pollErr <- pollStream(ctx, endpoint, streamARN, h) }()

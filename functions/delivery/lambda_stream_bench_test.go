@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,10 +21,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -139,20 +135,12 @@ func streamUnderLambda(b *testing.B, n, committers int) streamRun {
 	client := testenv.DynamoClient(b, endpoint)
 	table, streamARN := streamTable(b, client)
 	store := dynamo.New(client, table, dynamo.Options{})
-	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: benchtest.HelpdeskDelay}})
-	fc := fake.Config()
-	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
-	if err != nil {
-		b.Fatal(err)
-	}
+	fake, dst := slowZendesk(b, benchtest.HelpdeskDelay)
 	timed := benchtest.NewDeliveryTimer(store)
-	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
+	h := deliveryHandler(delivery.Engine{}, timed, dst)
 	var seq atomic.Int64
 	run := time.Now().UnixNano()
-	svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) }}
+	svc := ticketService(store, func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) })
 
 	pollErr := make(chan error, 1)
 	go func() { pollErr <- lambdaPoller(ctx, endpoint, streamARN, h, templateESM(b)) }()

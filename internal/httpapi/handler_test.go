@@ -28,6 +28,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 const hookKey = "httpapi-test-hook-key"
@@ -83,13 +84,13 @@ func (s *syncBuffer) String() string {
 
 type env struct {
 	h     *httpapi.Handler
-	store *memstore.Store
+	store *memtest.Store
 	logs  *syncBuffer
 }
 
 func newEnv(t testing.TB, auth httpapi.Authenticator) *env {
 	t.Helper()
-	st := memstore.New()
+	st := memtest.New()
 	logs := &syncBuffer{}
 	var n atomic.Int64
 	return &env{store: st, logs: logs, h: &httpapi.Handler{
@@ -161,7 +162,7 @@ func shortBody(word string) string { return `{"error":"` + word + `"}` + "\n" }
 
 // faultStore wraps memstore with injected failures.
 type faultStore struct {
-	*memstore.Store
+	*memtest.Store
 	createErr error
 	panicMsg  atomic.Pointer[string]
 }

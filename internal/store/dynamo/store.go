@@ -149,12 +149,6 @@ func (s *Store) PutUser(ctx context.Context, u core.User) error {
 	return s.put(ctx, userItem(u))
 }
 
-// PutOperation writes an operation item as is: for tests and operators that
-// need a pending or an expired record.
-func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
-	return s.put(ctx, operationItem(op))
-}
-
 func (s *Store) put(ctx context.Context, item map[string]types.AttributeValue) error {
 	return s.call(ctx, func(ctx context.Context) error {
 		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+)
+
+// slowZendesk is the Zendesk adapter on a fake helpdesk that answers every
+// create after delay.
+func slowZendesk(b *testing.B, delay time.Duration) (*fakehelpdesk.Server, *zendesk.Client) {
+	b.Helper()
+	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: delay}})
+	fc := fake.Config()
+	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fake, dst
+}
+
+// deliveryHandler is the delivery function's handler over store and dst,
+// its metrics in Embedded Metric Format, its logs discarded.
+func deliveryHandler(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination) *deliverylambda.Handler {
+	return deliverylambda.Options{Engine: engine, Store: store, Destination: dst,
+		Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{}}.Handler()
+}
+
+// ticketService creates tickets for one user on store, each with a
+// delivery record, named by newID.
+func ticketService(store core.Store, newID func() string) *core.Service {
+	return &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
+		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true, NewID: newID}
+}
