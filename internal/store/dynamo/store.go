@@ -127,7 +127,7 @@ func (s *Store) get(ctx context.Context, pk string) (map[string]types.AttributeV
 	err := s.call(ctx, func(ctx context.Context) (err error) {
 		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      &s.table,
-			Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+			Key:            map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}},
 			ConsistentRead: aws.Bool(true),
 		})
 		return err
