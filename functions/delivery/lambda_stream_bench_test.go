@@ -14,16 +14,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // lambdaPollInterval is how often Lambda's event source mapping polls a
@@ -132,13 +128,8 @@ func streamUnderLambda(b *testing.B, n, committers int) streamRun {
 	b.StopTimer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	endpoint := testenv.DynamoDB(b)
-	client := testenv.DynamoClient(b, endpoint)
-	table, streamARN := streamTable(b, client)
-	store := dynamo.New(client, table, dynamo.Options{})
-	fake, dst := slowZendesk(b, benchtest.HelpdeskDelay)
-	timed := benchtest.NewDeliveryTimer(store)
-	h := deliveryHandler(delivery.Engine{}, timed, dst)
+	r := newStreamRig(b)
+	endpoint, streamARN, store, fake, timed, h := r.endpoint, r.streamARN, r.store, r.fake, r.timed, r.h
 	var seq atomic.Int64
 	run := time.Now().UnixNano()
 	svc := ticketService(store, func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) })
@@ -217,21 +208,8 @@ func lambdaPoller(ctx context.Context, endpoint, streamARN string, h *deliveryla
 	tick := time.NewTicker(lambdaPollInterval)
 	defer tick.Stop()
 	for {
-		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
-		if err != nil {
+		if err := openShards(ctx, sc, streamARN, iters); err != nil {
 			return settle(ctx, err)
-		}
-		for _, sh := range desc.StreamDescription.Shards {
-			id := aws.ToString(sh.ShardId)
-			if _, ok := iters[id]; ok {
-				continue
-			}
-			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &streamARN,
-				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-			if err != nil {
-				return settle(ctx, err)
-			}
-			iters[id] = it.ShardIterator
 		}
 		for id, iter := range iters {
 			if iter == nil {

@@ -7,12 +7,15 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // slowZendesk is the Zendesk adapter on a fake helpdesk that answers every
@@ -41,4 +44,29 @@ func deliveryHandler(engine delivery.Engine, store delivery.Outbox, dst delivery
 func ticketService(store core.Store, newID func() string) *core.Service {
 	return &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
 		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true, NewID: newID}
+}
+
+// streamRig is a stream-enabled table on DynamoDB Local and the delivery
+// handler, as deployed, over it, timing each delivery, sending to a fake
+// helpdesk that answers every create after benchtest.HelpdeskDelay.
+type streamRig struct {
+	endpoint, streamARN string
+	store               *dynamo.Store
+	fake                *fakehelpdesk.Server
+	timed               *benchtest.DeliveryTimer
+	h                   *deliverylambda.Handler
+}
+
+func newStreamRig(b *testing.B) streamRig {
+	b.Helper()
+	r := streamRig{endpoint: testenv.DynamoDB(b)}
+	client := testenv.DynamoClient(b, r.endpoint)
+	var table string
+	table, r.streamARN = streamTable(b, client)
+	r.store = dynamo.New(client, table, dynamo.Options{})
+	var dst *zendesk.Client
+	r.fake, dst = slowZendesk(b, benchtest.HelpdeskDelay)
+	r.timed = benchtest.NewDeliveryTimer(r.store)
+	r.h = deliveryHandler(delivery.Engine{}, r.timed, dst)
+	return r
 }
