@@ -93,29 +93,7 @@ func TestInRegionInputRefused(t *testing.T) {
 		{"no published quantiles", func(s string) string { return strings.Replace(s, `"published": [`, `"published": [], "x": [`, 1) }, "unknown field"},
 		{"no split of the tail", func(s string) string { return strings.ReplaceAll(s, `"tail": {`, `"tail_": {`) }, "unknown field"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := copyRun(t)
-			path := filepath.Join(dir, FileInRegion)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.edit == nil {
-				err = os.Remove(path)
-			} else {
-				edited := tc.edit(string(b))
-				if edited == string(b) {
-					t.Fatalf("the edit changed nothing")
-				}
-				err = os.WriteFile(path, []byte(edited), 0o644)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Load = %v, want an error containing %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { loadRefuses(t, FileInRegion, tc.edit, tc.want) })
 	}
 }
 

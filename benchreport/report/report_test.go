@@ -179,30 +179,7 @@ func TestMissingInputFails(t *testing.T) {
 			"with and one without SQLite"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := copyRun(t)
-			path := filepath.Join(dir, tc.file)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.edit == nil {
-				err = os.Remove(path)
-			} else {
-				edited := tc.edit(string(b))
-				if edited == string(b) {
-					t.Fatalf("the edit changed nothing in %s", tc.file)
-				}
-				err = os.WriteFile(path, []byte(edited), 0o644)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Load(dir)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Load = %v, want an error containing %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { loadRefuses(t, tc.file, tc.edit, tc.want) })
 	}
 }
 
@@ -257,4 +234,32 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return ""
+}
+
+// loadRefuses edits file in a copy of the recorded run (removes it when
+// edit is nil) and checks that Load refuses the run with an error
+// containing want.
+func loadRefuses(t *testing.T, file string, edit func(string) string, want string) {
+	t.Helper()
+	dir := copyRun(t)
+	path := filepath.Join(dir, file)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit == nil {
+		err = os.Remove(path)
+	} else {
+		edited := edit(string(b))
+		if edited == string(b) {
+			t.Fatalf("the edit changed nothing in %s", file)
+		}
+		err = os.WriteFile(path, []byte(edited), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Load = %v, want an error containing %q", err, want)
+	}
 }

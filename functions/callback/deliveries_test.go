@@ -21,6 +21,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
@@ -386,14 +387,14 @@ func TestDeliveriesListJSON(t *testing.T) {
 // TestDeliveriesRedactURLs: an error text holding a Slack-style webhook
 // URL (a secret in its path, a token in its query, user info) is printed
 // by list, list -json, show and the bulk retry's preview only as
-// core.RedactRawURL shows that URL, the one redaction of the
+// redact.RawURL shows that URL, the one redaction of the
 // destinations' URLs: never its query or user info, and never a path
 // segment that function drops.
 func TestDeliveriesRedactURLs(t *testing.T) {
 	const hook = "https://bot:PWSECRET@hooks.slack.com/services/T000/B000/XXXXSECRET?token=QSECRET"
 	o := newOpsStore(t, "sqlite")
 	id := o.failedAt(time.Now(), `send unknown: Post "`+hook+`": context deadline exceeded; also at `+hook+`.`)
-	redacted := core.RedactRawURL(hook)
+	redacted := redact.RawURL(hook)
 	secrets := []string{"PWSECRET", "QSECRET"}
 	if !strings.Contains(redacted, "XXXXSECRET") {
 		secrets = append(secrets, "XXXXSECRET")

@@ -126,19 +126,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 
 	script = strings.ReplaceAll(script, "127.0.0.1:3210", addr)
-	run := func() string {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
-		cmd.Dir = dir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("curl pair: %v\n%s\nserver:\n%s", err, stderr.String(), serverLog.String())
-		}
-		return string(out)
-	}
+	run := func() string { return runScript(t, "curl pair", dir, script, &serverLog) }
 
 	// Byte for byte what the README shows, once the README's ticket id
 	// stands for the one this run minted.
@@ -166,7 +154,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	// byte for byte as shown once the ticket id is the README's.
 	mcpScript := strings.ReplaceAll(section(t, readme, "mcp-curl-pair"), "127.0.0.1:3210", addr)
 	mcpWant := strings.TrimSpace(section(t, readme, "mcp-curl-output"))
-	mcpOut := runScript(t, dir, mcpScript, &serverLog)
+	mcpOut := runScript(t, "README block", dir, mcpScript, &serverLog)
 	var mcpFirst struct {
 		Result struct {
 			StructuredContent map[string]any `json:"structuredContent"`
@@ -284,9 +272,9 @@ func TestRequestIDConflictRowSaysWhen(t *testing.T) {
 	}
 }
 
-// runScript runs a README block with bash in dir and returns what it
-// printed.
-func runScript(t *testing.T, dir, script string, serverLog *bytes.Buffer) string {
+// runScript runs a README block, named what in a failure, with bash in
+// dir and returns what it printed.
+func runScript(t *testing.T, what, dir, script string, serverLog *bytes.Buffer) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -296,7 +284,7 @@ func runScript(t *testing.T, dir, script string, serverLog *bytes.Buffer) string
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("README block: %v\n%s\nserver:\n%s", err, stderr.String(), serverLog.String())
+		t.Fatalf("%s: %v\n%s\nserver:\n%s", what, err, stderr.String(), serverLog.String())
 	}
 	return string(out)
 }

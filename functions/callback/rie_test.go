@@ -23,6 +23,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -350,7 +351,7 @@ func countItems(t *testing.T, c *dynamodb.Client, table string) map[string]int {
 			t.Fatalf("scan: %v", err)
 		}
 		for _, item := range page.Items {
-			pk, _ := item["pk"].(*types.AttributeValueMemberS)
+			pk, _ := item[tableschema.PartitionKey].(*types.AttributeValueMemberS)
 			if pk == nil {
 				t.Errorf("item without a string pk: %v", item)
 				continue

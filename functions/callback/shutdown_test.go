@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite/sqlitetest"
 )
 
 // TestLocalServerSIGTERMFinishesInFlight: the built local server gets
@@ -100,12 +100,7 @@ func TestLocalServerSIGTERMFinishesInFlight(t *testing.T) {
 	if !strings.Contains(logs, `"msg":"stopped"`) {
 		t.Fatalf("no stopped line:\n%s", logs)
 	}
-	s, err := sqlite.Open(context.Background(), db, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if n, err := s.CountTickets(context.Background()); err != nil || n != 1 {
+	if n, err := sqlitetest.CountTickets(context.Background(), sqlitetest.Open(t, db)); err != nil || n != 1 {
 		t.Fatalf("tickets in the file after shutdown = %d, %v; want 1", n, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -14,15 +13,8 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // BenchmarkDeliveryStreamPath: callbacks commit tickets on DynamoDB Local
@@ -36,24 +28,11 @@ import (
 func BenchmarkDeliveryStreamPath(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	endpoint := testenv.DynamoDB(b)
-	client := testenv.DynamoClient(b, endpoint)
-	table, streamARN := streamTable(b, client)
-	store := dynamo.New(client, table, dynamo.Options{})
-	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: benchtest.HelpdeskDelay}})
-	fc := fake.Config()
-	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
-	if err != nil {
-		b.Fatal(err)
-	}
-	timed := benchtest.NewDeliveryTimer(store)
-	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
+	r := newStreamRig(b)
+	endpoint, streamARN, store, fake, timed, h := r.endpoint, r.streamARN, r.store, r.fake, r.timed, r.h
 
 	n := 0
-	svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) }}
+	svc := ticketService(store, func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) })
 
 	pollErr := make(chan error, 1)
 	go func() { pollErr <- pollStream(ctx, endpoint, streamARN, h) }()
@@ -94,21 +73,8 @@ func pollStream(ctx context.Context, endpoint, streamARN string, h *deliverylamb
 	sc := streamsClient(endpoint)
 	iters := map[string]*string{}
 	for ctx.Err() == nil {
-		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
-		if err != nil {
+		if err := openShards(ctx, sc, streamARN, iters); err != nil {
 			return ignoreCancel(ctx, err)
-		}
-		for _, sh := range desc.StreamDescription.Shards {
-			id := aws.ToString(sh.ShardId)
-			if _, ok := iters[id]; ok {
-				continue
-			}
-			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &streamARN,
-				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-			if err != nil {
-				return ignoreCancel(ctx, err)
-			}
-			iters[id] = it.ShardIterator
 		}
 		idle := true
 		for id, iter := range iters {
@@ -173,3 +139,25 @@ type panicTB struct{ testing.TB }
 func (panicTB) Helper()                      {}
 func (panicTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
 func (panicTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+
+// openShards adds to iters an iterator from the start of each shard of the
+// stream that has none yet.
+func openShards(ctx context.Context, sc *dynamodbstreams.Client, streamARN string, iters map[string]*string) error {
+	desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
+	if err != nil {
+		return err
+	}
+	for _, sh := range desc.StreamDescription.Shards {
+		id := aws.ToString(sh.ShardId)
+		if _, ok := iters[id]; ok {
+			continue
+		}
+		it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &streamARN,
+			ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+		if err != nil {
+			return err
+		}
+		iters[id] = it.ShardIterator
+	}
+	return nil
+}

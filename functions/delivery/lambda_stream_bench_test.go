@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,18 +14,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 // lambdaPollInterval is how often Lambda's event source mapping polls a
@@ -135,24 +128,11 @@ func streamUnderLambda(b *testing.B, n, committers int) streamRun {
 	b.StopTimer()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	endpoint := testenv.DynamoDB(b)
-	client := testenv.DynamoClient(b, endpoint)
-	table, streamARN := streamTable(b, client)
-	store := dynamo.New(client, table, dynamo.Options{})
-	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: benchtest.HelpdeskDelay}})
-	fc := fake.Config()
-	dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
-	if err != nil {
-		b.Fatal(err)
-	}
-	timed := benchtest.NewDeliveryTimer(store)
-	h := deliverylambda.New(delivery.Engine{}, timed, dst, slog.New(slog.DiscardHandler))
+	r := newStreamRig(b)
+	endpoint, streamARN, store, fake, timed, h := r.endpoint, r.streamARN, r.store, r.fake, r.timed, r.h
 	var seq atomic.Int64
 	run := time.Now().UnixNano()
-	svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) }}
+	svc := ticketService(store, func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) })
 
 	pollErr := make(chan error, 1)
 	go func() { pollErr <- lambdaPoller(ctx, endpoint, streamARN, h, templateESM(b)) }()
@@ -228,21 +208,8 @@ func lambdaPoller(ctx context.Context, endpoint, streamARN string, h *deliveryla
 	tick := time.NewTicker(lambdaPollInterval)
 	defer tick.Stop()
 	for {
-		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
-		if err != nil {
+		if err := openShards(ctx, sc, streamARN, iters); err != nil {
 			return settle(ctx, err)
-		}
-		for _, sh := range desc.StreamDescription.Shards {
-			id := aws.ToString(sh.ShardId)
-			if _, ok := iters[id]; ok {
-				continue
-			}
-			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &streamARN,
-				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-			if err != nil {
-				return settle(ctx, err)
-			}
-			iters[id] = it.ShardIterator
 		}
 		for id, iter := range iters {
 			if iter == nil {
@@ -286,7 +253,7 @@ func settle(ctx context.Context, err error) error {
 // source mapping keeps one key's records in order.
 func laneOf(r events.DynamoDBEventRecord, lanes int) int {
 	h := fnv.New32a()
-	pk := r.Change.Keys["pk"]
+	pk := r.Change.Keys[tableschema.PartitionKey]
 	_, _ = h.Write([]byte(pk.String()))
 	return int(h.Sum32() % uint32(lanes))
 }

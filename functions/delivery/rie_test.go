@@ -186,7 +186,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 			if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
 				t.Fatal(err)
 			}
-			if pk := item["pk"].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "TICKET#") {
+			if pk := item[tableschema.PartitionKey].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "TICKET#") {
 				ticket = strings.TrimPrefix(pk, "TICKET#")
 			}
 		}
@@ -329,7 +329,7 @@ func streamEvent(t *testing.T, endpoint, streamARN string, ids []string) ([]byte
 						continue
 					}
 					ev.Records = append(ev.Records, rec)
-					if want[strings.TrimPrefix(rec.Change.Keys["pk"].String(), "TICKET#")] {
+					if want[strings.TrimPrefix(rec.Change.Keys[tableschema.PartitionKey].String(), "TICKET#")] {
 						found++
 					}
 				}
@@ -392,7 +392,7 @@ func lambdaRecord(t testing.TB, r streamtypes.Record, streamARN string) events.D
 
 // passesFilter is template.yaml's FilterCriteria pattern.
 func passesFilter(r events.DynamoDBEventRecord) bool {
-	pk, ok := r.Change.Keys["pk"]
+	pk, ok := r.Change.Keys[tableschema.PartitionKey]
 	if r.EventName != "INSERT" || !ok || pk.DataType() != events.DataTypeString || !strings.HasPrefix(pk.String(), "TICKET#") {
 		return false
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -12,12 +11,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
-	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -43,22 +38,14 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 	invocation := time.Duration(timeout) * time.Second
 	for _, delay := range []time.Duration{benchtest.HelpdeskDelay, 1500 * time.Millisecond} {
 		b.Run("create="+delay.String(), func(b *testing.B) {
-			fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
-			fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: delay}})
-			fc := fake.Config()
-			dst, err := zendesk.New(zendesk.Config{URL: fake.URL(), Email: fc.Email, Token: fc.Token})
-			if err != nil {
-				b.Fatal(err)
-			}
+			fake, dst := slowZendesk(b, delay)
 			var delivered, seconds float64
 			for range b.N {
 				b.StopTimer()
 				table := testenv.CreateTable(b, endpoint)
 				store := dynamo.New(client, table, dynamo.Options{})
 				run, n := time.Now().UnixNano(), 0
-				svc := &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-					Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
-					NewID: func() string { n++; return fmt.Sprintf("sw-%d-%d", run, n) }}
+				svc := ticketService(store, func() string { n++; return fmt.Sprintf("sw-%d-%d", run, n) })
 				for i := range sweepBacklog {
 					out := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"backlog"}`),
 						ExternalUserID: "u", RequestID: fmt.Sprintf("sw%d-%d", run, i)})
@@ -66,7 +53,7 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 						b.Fatalf("create: %v %v", out.Kind, out.Err)
 					}
 				}
-				h := deliverylambda.New(delivery.Engine{Lease: delivery.LeaseFor(delivery.DefaultCallTimeout)}, store, dst, slog.New(slog.DiscardHandler))
+				h := deliveryHandler(delivery.Engine{Lease: delivery.LeaseFor(delivery.DefaultCallTimeout)}, store, dst)
 				ctx, cancel := context.WithTimeout(context.Background(), invocation)
 				b.StartTimer()
 				start := time.Now()

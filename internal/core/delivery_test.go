@@ -11,6 +11,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // get_ticket shows the delivery: its state while pending, the helpdesk's id
@@ -19,7 +20,7 @@ import (
 func TestGetTicketShowsDelivery(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 3, 0, 0, 700e6, time.UTC)
-	st := memstore.New()
+	st := memtest.New()
 	ids := 0
 	svc := &core.Service{Store: st, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
 		Policy: opkey.PolicyArguments, Retention: time.Hour, Now: func() time.Time { return at },

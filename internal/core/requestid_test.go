@@ -10,6 +10,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // lookups counts the user lookups that reach the store.
@@ -24,7 +25,7 @@ func (l *lookups) User(ctx context.Context, id string) (core.User, error) {
 }
 
 func hardeningService(users core.Users) *core.Service {
-	return &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
+	return &core.Service{Store: memtest.New(), Users: users, Policy: opkey.PolicyArguments,
 		Retention: time.Hour, NewID: func() string { return "ticket-1" }}
 }
 

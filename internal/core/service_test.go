@@ -16,6 +16,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 var now = time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)
@@ -29,11 +30,11 @@ var users = memstore.Users{
 
 type fixture struct {
 	svc   *core.Service
-	store *memstore.Store
+	store *memtest.Store
 }
 
 func newFixture(policy opkey.Policy) *fixture {
-	st := memstore.New()
+	st := memtest.New()
 	var n atomic.Int64
 	return &fixture{store: st, svc: &core.Service{
 		Store: st, Users: users, Policy: policy, Retention: 24 * time.Hour,
@@ -547,9 +548,9 @@ func TestGetTicket(t *testing.T) {
 	}
 }
 
-// faultStore fails on purpose; calls are forwarded to memstore otherwise.
+// faultStore fails on purpose; calls are forwarded to memtest otherwise.
 type faultStore struct {
-	*memstore.Store
+	*memtest.Store
 	create, ticket error
 }
 

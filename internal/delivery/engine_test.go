@@ -12,7 +12,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // script is a scripted Destination: each Send and Lookup takes the next
@@ -78,7 +78,7 @@ var (
 
 type fixture struct {
 	t     *testing.T
-	store *memstore.Store
+	store *memtest.Store
 	dest  *script
 	eng   *delivery.Engine
 	now   time.Time
@@ -86,7 +86,7 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, dest *script) *fixture {
-	f := &fixture{t: t, store: memstore.New(), dest: dest, now: time.Date(2026, 12, 1, 3, 0, 0, 500e6, time.UTC)}
+	f := &fixture{t: t, store: memtest.New(), dest: dest, now: time.Date(2026, 12, 1, 3, 0, 0, 500e6, time.UTC)}
 	f.eng = &delivery.Engine{
 		Store: f.store, Destination: dest,
 		Now:    func() time.Time { return f.now },

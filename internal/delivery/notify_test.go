@@ -10,13 +10,14 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // The worker is woken by each commit of a ticket to deliver, not by a
 // repeat, and not for a ticket that has no delivery.
 func TestNotifyOnCommit(t *testing.T) {
 	notified := 0
-	svc := &core.Service{Store: delivery.NotifyOnCommit(memstore.New(), func() { notified++ }),
+	svc := &core.Service{Store: delivery.NotifyOnCommit(memtest.New(), func() { notified++ }),
 		Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}}, Policy: opkey.PolicyArguments,
 		Retention: time.Hour, NewID: func() string { return time.Now().Format("150405.000000000") }}
 	call := func(rid string) core.Kind {

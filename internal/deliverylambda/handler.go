@@ -19,7 +19,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -36,8 +35,8 @@ const DefaultConcurrency = 10
 // partition of the delivery-due index takes (1,000 writes a second).
 const DefaultSweepConcurrency = 32
 
-// Handler delivers tickets with Engine. Build it with New, NewWithMetrics
-// or Options.Handler; nothing of it changes after that.
+// Handler delivers tickets with Engine. Build it with Options.Handler;
+// nothing of it changes after that.
 type Handler struct {
 	sweepConcurrency int // Options.SweepConcurrency
 	// callTimeout is the destination's timeout per call (the engine's
@@ -51,22 +50,6 @@ type Handler struct {
 	once   sync.Once
 	log    *slog.Logger
 	rec    metrics.Recorder
-}
-
-// New returns the handler over store and destination, with its metrics in
-// Embedded Metric Format under the default namespace (see
-// NewWithMetrics). engine supplies the attempts, lease and backoff; its
-// Store, Destination and Observer are replaced.
-func New(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination, log *slog.Logger) *Handler {
-	return NewWithMetrics(engine, store, dst, log, &emf.Recorder{})
-}
-
-// NewWithMetrics is New with the metrics recorder: each recorded step is
-// logged in one line that also carries its metrics (rec.Delivery), and the
-// scheduled sweep's line carries the count of waiting tickets
-// (rec.TicketsWaiting).
-func NewWithMetrics(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination, log *slog.Logger, rec metrics.Recorder) *Handler {
-	return Options{Engine: engine, Store: store, Destination: dst, Log: log, Metrics: rec}.Handler()
 }
 
 // Options are everything a Handler is built from, for a composition root

@@ -20,7 +20,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // BenchmarkHandlerOverhead: create_ticket through the whole handler
@@ -45,7 +45,7 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 // line to io.Discard.
 func overheadHandler() *httpapi.Handler {
 	return &httpapi.Handler{
-		Service: &core.Service{Store: memstore.New(), Users: users, Policy: opkey.PolicyArguments,
+		Service: &core.Service{Store: memtest.New(), Users: users, Policy: opkey.PolicyArguments,
 			Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:   nonce.Off{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -57,7 +57,7 @@ func overheadHandler() *httpapi.Handler {
 // hook, and metrics.Collect around the handler.
 func instrumentedHandler(rec metrics.Recorder) http.Handler {
 	return metrics.Collect(&httpapi.Handler{
-		Service: &core.Service{Store: metrics.TimedStore{Store: memstore.New(), Recorder: rec}, Users: users,
+		Service: &core.Service{Store: metrics.TimedStore{Store: memtest.New(), Recorder: rec}, Users: users,
 			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:    nonce.Off{},
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),

@@ -15,6 +15,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // The handler's wiring: a core.Service over a store and the users, an
@@ -23,7 +24,7 @@ import (
 func ExampleHandler() {
 	h := &httpapi.Handler{
 		Service: &core.Service{
-			Store:     memstore.New(), // internal/store/sqlite or internal/store/dynamo in the product
+			Store:     memtest.New(), // internal/store/sqlite or internal/store/dynamo in the product
 			Users:     memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 			Policy:    opkey.PolicyArguments,
 			Retention: 24 * time.Hour,

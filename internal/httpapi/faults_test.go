@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -20,15 +21,17 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite/sqlitetest"
 )
 
 // These tests inject failures around the transaction on the real SQLite
 // store and check that no partial record is ever left and that a failure
 // after commit is recovered by the next call with the same key.
 
-func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sqlite.Store) {
+func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sql.DB) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "faults.sqlite"), sqlite.Options{})
+	path := filepath.Join(t.TempDir(), "faults.sqlite")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +40,7 @@ func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sqlite
 		Service: &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString},
 		Auth:    nonce.Off{},
 		Logger:  logger,
-	}, s
+	}, sqlitetest.Open(t, path)
 }
 
 var faultBody = callbacktest.Create("user-a", "r-fault", callbacktest.Title("Fault"))
@@ -47,9 +50,9 @@ func post(h http.Handler, w http.ResponseWriter) {
 	h.ServeHTTP(w, r)
 }
 
-func ticketsIn(t *testing.T, s *sqlite.Store) int {
+func ticketsIn(t *testing.T, db *sql.DB) int {
 	t.Helper()
-	n, err := s.CountTickets(context.Background())
+	n, err := sqlitetest.CountTickets(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +122,7 @@ func TestFailureWhileLoggingLosesNothing(t *testing.T) {
 // creates.
 func TestFailureInsideTheTransactionWritesNothing(t *testing.T) {
 	h, s := sqliteHandler(t, slog.New(slog.DiscardHandler))
-	if _, err := s.DB().Exec(`CREATE TRIGGER fail_ticket BEFORE INSERT ON tickets
+	if _, err := s.Exec(`CREATE TRIGGER fail_ticket BEFORE INSERT ON tickets
 		BEGIN SELECT RAISE(ABORT, 'injected: disk full'); END`); err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +132,11 @@ func TestFailureInsideTheTransactionWritesNothing(t *testing.T) {
 		t.Fatalf("answered %d %s, want 500 without detail", rec.Code, rec.Body.String())
 	}
 	var rows int
-	if err := s.DB().QueryRow(`SELECT (SELECT COUNT(*) FROM claims) + (SELECT COUNT(*) FROM operations) +
+	if err := s.QueryRow(`SELECT (SELECT COUNT(*) FROM claims) + (SELECT COUNT(*) FROM operations) +
 		(SELECT COUNT(*) FROM tickets)`).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("rows after the failed transaction = %d (%v), want 0", rows, err)
 	}
-	if _, err := s.DB().Exec(`DROP TRIGGER fail_ticket`); err != nil {
+	if _, err := s.Exec(`DROP TRIGGER fail_ticket`); err != nil {
 		t.Fatal(err)
 	}
 	rec = httptest.NewRecorder()

@@ -17,7 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // FuzzParseCall: ParseCall never panics, and what it accepts has a JSON
@@ -63,7 +63,7 @@ func FuzzHandler(f *testing.F) {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, body []byte, nonceHeader, contentType string) {
 		for _, auth := range []httpapi.Authenticator{nonce.Off{}, v} {
-			st := memstore.New()
+			st := memtest.New()
 			h := &httpapi.Handler{
 				Service: &core.Service{Store: st, Users: users, Policy: opkey.PolicyArguments,
 					Retention: time.Hour, NewID: func() string { return "ticket-1" }},

@@ -28,6 +28,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 const hookKey = "httpapi-test-hook-key"
@@ -63,34 +65,16 @@ var users = memstore.Users{
 	"user-d": {TenantID: "tenant-a", UserID: "dave", Disabled: true},
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type env struct {
 	h     *httpapi.Handler
-	store *memstore.Store
-	logs  *syncBuffer
+	store *memtest.Store
+	logs  *testenv.Buffer
 }
 
 func newEnv(t testing.TB, auth httpapi.Authenticator) *env {
 	t.Helper()
-	st := memstore.New()
-	logs := &syncBuffer{}
+	st := memtest.New()
+	logs := &testenv.Buffer{}
 	var n atomic.Int64
 	return &env{store: st, logs: logs, h: &httpapi.Handler{
 		Service: &core.Service{
@@ -161,7 +145,7 @@ func shortBody(word string) string { return `{"error":"` + word + `"}` + "\n" }
 
 // faultStore wraps memstore with injected failures.
 type faultStore struct {
-	*memstore.Store
+	*memtest.Store
 	createErr error
 	panicMsg  atomic.Pointer[string]
 }
@@ -785,7 +769,7 @@ func TestHandlerWithoutLogger(t *testing.T) {
 	e := newEnv(t, nonce.Off{})
 	e.h.Logger = nil
 	prev := slog.Default()
-	var buf syncBuffer
+	var buf testenv.Buffer
 	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
 	defer slog.SetDefault(prev)
 	if w := e.post(createBody("user-a", "r-1", "t"), ""); w.Code != 200 {

@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // inputHarness is a handler without authentication on an in-memory store,
@@ -42,7 +43,7 @@ func newInputHarness() *inputHarness {
 	var ids atomic.Int64
 	e.h = &httpapi.Handler{
 		Service: &core.Service{
-			Store: countingStore{memstore.New(), &e.creates},
+			Store: countingStore{memtest.New(), &e.creates},
 			Users: memstore.Users{
 				"user-a": {TenantID: "tenant-a", UserID: "alice"},
 				"user-b": {TenantID: "tenant-b", UserID: "bob"},

@@ -16,7 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // nothingDone fails t if the request read users or touched the store.
@@ -34,7 +34,7 @@ func (e *env) nothingDone(t *testing.T, what string, users, calls int32) {
 // with WWW-Authenticate naming the resource metadata and a short JSON
 // body, and nothing is read or written.
 func TestHostileTokens(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	// The JWK Set is loaded by a valid call first, so an unknown kid
 	// below is one after the first load.
 	if resp, b := e.post(e.token("user-a"), toolsCall("get_ticket", `{"ticket_id":"t"}`, "")); resp.StatusCode != 200 {
@@ -117,7 +117,7 @@ func TestHostileTokens(t *testing.T) {
 // one refetch per 30 s at most, and a rotated key works without a restart
 // once the 30 s have passed.
 func TestUnknownKidFloodAndRotation(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	if resp, _ := e.post(e.token("user-a"), toolsCall("get_ticket", `{"ticket_id":"t"}`, "")); resp.StatusCode != 200 {
 		t.Fatal("valid token refused")
 	}
@@ -153,7 +153,7 @@ func TestUnknownKidFloodAndRotation(t *testing.T) {
 // is one without the configured scopes (with error="insufficient_scope");
 // nothing is written.
 func TestForbidden(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{scopes: []string{"tickets"}})
+	e := newEnv(t, memtest.New(), envOptions{scopes: []string{"tickets"}})
 	body := toolsCall("create_ticket", `{"title":"Forbidden"}`, `"req-forbidden"`)
 	scoped := func(user, scope string) string {
 		c := e.claims(user)
@@ -186,7 +186,7 @@ func TestForbidden(t *testing.T) {
 // TestBeforeAuth: GET and DELETE are 405 and a body over the limit 413,
 // without a token being asked for and with nothing read or written.
 func TestBeforeAuth(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{maxBody: 2048})
+	e := newEnv(t, memtest.New(), envOptions{maxBody: 2048})
 	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPut} {
 		resp, b := e.do(m, e.audience, "", "")
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" || string(b) != `{"error":"method_not_allowed"}`+"\n" {
@@ -210,7 +210,7 @@ func TestBeforeAuth(t *testing.T) {
 // unauthenticated.
 func TestProtectedResourceMetadata(t *testing.T) {
 	for _, scopes := range [][]string{nil, {"tickets"}} {
-		e := newEnv(t, memstore.New(), envOptions{scopes: scopes})
+		e := newEnv(t, memtest.New(), envOptions{scopes: scopes})
 		want := `{"resource":"` + e.audience + `","authorization_servers":["` + e.iss.srv.URL + `"],"bearer_methods_supported":["header"]}`
 		if scopes != nil {
 			want = `{"resource":"` + e.audience + `","authorization_servers":["` + e.iss.srv.URL + `"],"scopes_supported":["tickets"],"bearer_methods_supported":["header"]}`

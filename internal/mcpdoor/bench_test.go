@@ -17,7 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
@@ -70,7 +70,7 @@ func BenchmarkMCPHandlerOverhead(b *testing.B) {
 		repeat bool
 	}{{"new_key", false}, {"repeat_key", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			h := benchDoor(b, memstore.New(), testUsers)
+			h := benchDoor(b, memtest.New(), testUsers)
 			var n atomic.Int64
 			b.ReportAllocs()
 			for b.Loop() {

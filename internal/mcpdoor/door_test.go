@@ -20,14 +20,14 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // stores are the stores the door's flows run on; sqlite_test.go adds
 // SQLite where it is built.
 var stores = map[string]func(t *testing.T) core.Store{
-	"memory": func(*testing.T) core.Store { return memstore.New() },
+	"memory": func(*testing.T) core.Store { return memtest.New() },
 	"dynamodb-local": func(t *testing.T) core.Store {
 		ep := testenv.DynamoDB(t)
 		return dynamo.New(testenv.DynamoClient(t, ep), testenv.CreateTable(t, ep), dynamo.Options{})
@@ -162,7 +162,7 @@ func TestCallbackThenMCP(t *testing.T) {
 // the request_id gets request_id_conflict as a tool result (isError), not
 // an HTTP 403, and nothing is written.
 func TestRequestIDConflictIsToolResult(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	ctx := context.Background()
 	args := map[string]any{"title": "Shared"}
 	_, a := callTool(ctx, t, e.client(ctx, e.token("user-a"), revisions[0]), "create_ticket", args, "req-shared")
@@ -209,7 +209,7 @@ func TestCancelledClientGetsStoredResult(t *testing.T) {
 	for _, rev := range revisions {
 		for _, how := range []string{"client cancels", "stream closed"} {
 			t.Run(rev+"/"+how, func(t *testing.T) {
-				g := &gateStore{Store: memstore.New(), entered: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
+				g := &gateStore{Store: memtest.New(), entered: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
 				e := newEnv(t, g, envOptions{})
 				ctx, cancel := context.WithCancel(context.Background())
 				errc := make(chan error, 1)
@@ -271,7 +271,7 @@ func TestCancelledClientGetsStoredResult(t *testing.T) {
 // TestToolsList: both tools, with the catalogue's input schemas (one
 // definition), an output schema and the contract's annotations.
 func TestToolsList(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	for _, rev := range revisions {
 		cs := e.client(context.Background(), e.token("user-a"), rev)
 		res, err := cs.ListTools(context.Background(), nil)
@@ -350,7 +350,7 @@ func TestAddedToolIsListedAndCalled(t *testing.T) {
 // content validates against its tool's output schema (MCP clients check
 // it), with a JSON Schema 2020-12 validator.
 func TestStructuredContentMatchesOutputSchema(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	ctx := context.Background()
 	cs := e.client(ctx, e.token("user-a"), revisions[0])
 	compile := func(fn *core.Function) *jsonschema.Schema {
@@ -404,7 +404,7 @@ func TestStructuredContentMatchesOutputSchema(t *testing.T) {
 // TestLogLine: a tool call's line is the callback's, with door mcp; no
 // line carries the token, even for refused ones.
 func TestLogLine(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	tok := e.token("user-a")
 	e.post(tok, toolsCall("create_ticket", `{"title":"Log"}`, `"req-log"`))
 	e.post(tok+"x", toolsCall("create_ticket", `{"title":"Log"}`, `"req-log"`))
@@ -438,7 +438,7 @@ func TestLogLine(t *testing.T) {
 // unauthenticated and forbidden.
 func TestMetrics(t *testing.T) {
 	rec := prom.New()
-	e := newEnv(t, memstore.New(), envOptions{rec: rec})
+	e := newEnv(t, memtest.New(), envOptions{rec: rec})
 	tok := e.token("user-a")
 	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))
 	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))

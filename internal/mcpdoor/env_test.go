@@ -111,8 +111,8 @@ type env struct {
 	store    *countingStore
 	users    *countingUsers
 	keys     *jwtauth.Keys
-	logs     *syncBuffer
-	clock    *fakeClock
+	logs     *testenv.Buffer
+	clock    *testenv.Clock
 }
 
 type envOptions struct {
@@ -132,9 +132,9 @@ var testUsers = memstore.Users{
 func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	t.Helper()
 	iss := newIssuer(t)
-	clock := &fakeClock{t: time.Now()}
+	clock := testenv.NewClock(time.Now())
 	e := &env{t: t, iss: iss, store: &countingStore{Store: store}, users: &countingUsers{Users: testUsers},
-		logs: &syncBuffer{}, clock: clock}
+		logs: &testenv.Buffer{}, clock: clock}
 	e.keys = &jwtauth.Keys{Issuer: iss.srv.URL, Now: clock.Now}
 	// The listener exists before the server starts: the door's audience
 	// names it, and the handler is in place before any request.
@@ -168,23 +168,6 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return e
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // claims are a valid token's claims for user, at the env's clock.
@@ -349,23 +332,6 @@ type countingUsers struct {
 func (u *countingUsers) User(ctx context.Context, id string) (core.User, error) {
 	u.lookups.Add(1)
 	return u.Users.User(ctx, id)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // callTool calls tool through the Go client with request_id in _meta.

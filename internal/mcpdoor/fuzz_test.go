@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // FuzzJSONRPCBody: whatever the body of an authenticated POST /mcp, the
@@ -26,7 +26,7 @@ func FuzzJSONRPCBody(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	e := newEnv(f, memstore.New(), envOptions{})
+	e := newEnv(f, memtest.New(), envOptions{})
 	tok := e.token("user-a")
 	f.Fuzz(func(t *testing.T, body string) {
 		e.t = t

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // TestBadInput: each bad tools/call of the contract gets its answer and
 // writes nothing. The request_id rules are section 3 step 6's, applied to
 // params._meta["io.github.aivax-examples/request_id"].
 func TestBadInput(t *testing.T) {
-	e := newEnv(t, memstore.New(), envOptions{})
+	e := newEnv(t, memtest.New(), envOptions{})
 	tok := e.token("user-a")
 	good := `{"title":"Bad input"}`
 	cases := []struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
 // countingUsers is a core.Users that counts its calls per user.
@@ -49,28 +50,10 @@ func (f *countingUsers) callsFor(id string) int {
 	return f.calls[id]
 }
 
-// clock is a settable now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newCache(next core.Users, ttl time.Duration, size int) (*Cache, *clock) {
-	clk := &clock{t: time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)}
+func newCache(next core.Users, ttl time.Duration, size int) (*Cache, *testenv.Clock) {
+	clk := testenv.NewClock(time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC))
 	c := New(next, ttl, size)
-	c.now = clk.now
+	c.now = clk.Now
 	return c, clk
 }
 
@@ -107,7 +90,7 @@ func TestLookups(t *testing.T) {
 			next.err = tc.fail
 			c, clk := newCache(next, 60*time.Second, 8)
 			for i, s := range tc.steps {
-				clk.advance(s.advance)
+				clk.Advance(s.advance)
 				u, err := c.User(context.Background(), s.id)
 				if !errors.Is(err, s.wantErr) {
 					t.Fatalf("step %d (%s): err %v, want %v", i, s.id, err, s.wantErr)
@@ -189,7 +172,7 @@ func TestSizeBoundRefreshDoesNotGrow(t *testing.T) {
 				t.Fatalf("Len %d, want at most 2", n)
 			}
 		}
-		clk.advance(2 * time.Second)
+		clk.Advance(2 * time.Second)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -224,7 +207,7 @@ func TestConcurrent(t *testing.T) {
 					return
 				}
 				if i%50 == 0 {
-					clk.advance(time.Millisecond)
+					clk.Advance(time.Millisecond)
 				}
 				if n := c.Len(); n > 3 {
 					t.Errorf("Len %d, want at most 3", n)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 )
 
 // Ticket is the ticket the adapters' tests send: a title and a
@@ -84,4 +85,45 @@ func ClosedAddr(tb testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// SendFailure is one scripted answer to a create and what the adapter
+// must make of it.
+type SendFailure struct {
+	Name    string
+	Fault   fakehelpdesk.Fault
+	Outcome delivery.Outcome
+	Status  int
+	// RetryAfter is the wait the error must carry; negative: an HTTP-date
+	// an hour ahead, so between 59 minutes and an hour.
+	RetryAfter time.Duration
+	Held       int // tickets the helpdesk holds afterwards
+}
+
+// RunSendFailures sends Ticket once per case through the destination
+// newDest builds on a fresh fake helpdesk that answers the create of kind
+// with the case's fault, and checks the error's outcome, status and wait,
+// the tickets held and that exactly one create was made.
+func RunSendFailures(t *testing.T, kind fakehelpdesk.Kind, newDest func(*testing.T, *fakehelpdesk.Server) delivery.Destination, cases []SendFailure) {
+	t.Helper()
+	ticket := Ticket()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
+			s.Script(fakehelpdesk.Rule{Kind: kind, Fault: tc.Fault})
+			_, err := newDest(t, s).Send(context.Background(), ticket)
+			se := SendError(t, err)
+			retryOK := se.RetryAfter == tc.RetryAfter
+			if tc.RetryAfter < 0 {
+				retryOK = se.RetryAfter > 59*time.Minute && se.RetryAfter <= time.Hour
+			}
+			if se.Outcome != tc.Outcome || se.Status != tc.Status || !retryOK {
+				t.Fatalf("got %s status %d retry %v (%v); want %s %d %v",
+					se.Outcome, se.Status, se.RetryAfter, se, tc.Outcome, tc.Status, tc.RetryAfter)
+			}
+			if s.Held(ticket.ID) != tc.Held || s.Requests(kind) != 1 {
+				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID), s.Requests(kind), tc.Held)
+			}
+		})
+	}
 }

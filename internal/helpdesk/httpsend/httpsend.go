@@ -17,8 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 )
 
 // DefaultTimeout bounds every call when Options.Timeout is zero.
@@ -116,7 +116,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
 		return nil, &delivery.SendError{Outcome: delivery.NotCreated,
-			Err: fmt.Errorf("%s %s: %s", r.Method, core.RedactURL(r.URL), Scrub(cause(err).Error(), r.URL))}
+			Err: fmt.Errorf("%s %s: %s", r.Method, redact.URL(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	req.GetBody = nil
 	req.ContentLength = int64(len(r.Body))
@@ -135,7 +135,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		// the helpdesk did is unknown.
 		return nil, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.StatusCode,
 			RetryAfter: RetryAfter(resp.Header, c.now()),
-			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, core.RedactURL(r.URL), Scrub(cause(err).Error(), r.URL))}
+			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, redact.URL(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	return &Response{
 		Status:     resp.StatusCode,
@@ -157,7 +157,7 @@ func (c *Client) transportError(r Request, err error, written bool) *delivery.Se
 		msg = fmt.Sprintf("timed out after %s", c.timeout)
 	}
 	return &delivery.SendError{Outcome: outcome,
-		Err: fmt.Errorf("%s %s: %s: %s", r.Method, core.RedactURL(r.URL), what, msg)}
+		Err: fmt.Errorf("%s %s: %s: %s", r.Method, redact.URL(r.URL), what, msg)}
 }
 
 // cause strips a *url.Error, whose text names the whole URL (path and
@@ -177,7 +177,7 @@ func Scrub(msg string, u *url.URL) string {
 	if u == nil {
 		return msg
 	}
-	red := core.RedactURL(u)
+	red := redact.URL(u)
 	for _, s := range []string{u.String(), u.Redacted()} {
 		if s != "" {
 			msg = strings.ReplaceAll(msg, s, red)
@@ -228,7 +228,7 @@ func Classify(r Request, resp *Response) *delivery.SendError {
 // StatusError is the send error of an answer with the given outcome.
 func StatusError(r Request, resp *Response, o delivery.Outcome) *delivery.SendError {
 	return &delivery.SendError{Outcome: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
-		Err: fmt.Errorf("%s %s answered %d%s", r.Method, core.RedactURL(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
+		Err: fmt.Errorf("%s %s answered %d%s", r.Method, redact.URL(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
 }
 
 // Excerpt is a short single-line quote of an answer's body for an error
@@ -312,24 +312,24 @@ func CheckURL(raw string) (*url.URL, error) {
 		return nil, Refused("url", "url: must not carry user info; put credentials in their own fields")
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, Refused("url", fmt.Sprintf("url: %q has no host", core.RedactURL(u)))
+		return nil, Refused("url", fmt.Sprintf("url: %q has no host", redact.URL(u)))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, Refused("url", fmt.Sprintf("url: %q has a bad port", core.RedactURL(u)))
+			return nil, Refused("url", fmt.Sprintf("url: %q has a bad port", redact.URL(u)))
 		}
 	}
 	if u.Fragment != "" {
-		return nil, Refused("url", fmt.Sprintf("url: %q must not have a fragment", core.RedactURL(u)))
+		return nil, Refused("url", fmt.Sprintf("url: %q must not have a fragment", redact.URL(u)))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
 		if !IsLoopback(u.Hostname()) {
-			return nil, Refused("url", fmt.Sprintf("url: %q must be https (http is allowed only for loopback hosts)", core.RedactURL(u)))
+			return nil, Refused("url", fmt.Sprintf("url: %q must be https (http is allowed only for loopback hosts)", redact.URL(u)))
 		}
 	default:
-		return nil, Refused("url", fmt.Sprintf("url: %q must be https", core.RedactURL(u)))
+		return nil, Refused("url", fmt.Sprintf("url: %q must be https", redact.URL(u)))
 	}
 	return u, nil
 }

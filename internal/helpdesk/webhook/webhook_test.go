@@ -153,46 +153,23 @@ func TestReplies(t *testing.T) {
 }
 
 func TestSendFailures(t *testing.T) {
-	cases := []struct {
-		name       string
-		fault      fakehelpdesk.Fault
-		outcome    delivery.Outcome
-		status     int
-		retryAfter time.Duration
-		held       int
-	}{
-		{"commit then drop", fakehelpdesk.CommitThenDrop(), delivery.Unknown, 0, 0, 1},
-		{"drop after reading", fakehelpdesk.Drop(), delivery.Unknown, 0, 0, 0},
-		{"commit then 502", fakehelpdesk.CommitThenStatus(502), delivery.Unknown, 502, 0, 1},
-		{"commit then slow", fakehelpdesk.CommitThenSlow(5 * time.Second), delivery.Unknown, 0, 0, 1},
-		{"503 Retry-After date", fakehelpdesk.Unavailable(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), delivery.Unknown, 503, -1, 0},
-		{"429 Retry-After", fakehelpdesk.TooManyRequests("30"), delivery.NotCreated, 429, 30 * time.Second, 0},
-		{"409 in progress", fakehelpdesk.InProgress(), delivery.Unknown, 409, 0, 0},
-		{"400", fakehelpdesk.Refuse(400), delivery.Refused, 400, 0, 0},
-		{"422", fakehelpdesk.Refuse(422), delivery.Refused, 422, 0, 0},
-		{"410", fakehelpdesk.Refuse(410), delivery.Refused, 410, 0, 0},
-		{"401", fakehelpdesk.Refuse(401), delivery.Misconfigured, 401, 0, 0},
-		{"403", fakehelpdesk.Refuse(403), delivery.Misconfigured, 403, 0, 0},
-		{"404 on the create URL", fakehelpdesk.Refuse(404), delivery.Misconfigured, 404, 0, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: tc.fault})
-			_, err := newClient(t, s, true, 300*time.Millisecond).Send(context.Background(), ticket)
-			se := helpdesktest.SendError(t, err)
-			retryOK := se.RetryAfter == tc.retryAfter
-			if tc.retryAfter < 0 { // an HTTP-date an hour ahead
-				retryOK = se.RetryAfter > 59*time.Minute && se.RetryAfter <= time.Hour
-			}
-			if se.Outcome != tc.outcome || se.Status != tc.status || !retryOK {
-				t.Fatalf("got %s status %d retry %v (%v); want %s %d", se.Outcome, se.Status, se.RetryAfter, se, tc.outcome, tc.status)
-			}
-			if s.Held(ticket.ID) != tc.held || s.Requests(fakehelpdesk.WebhookCreate) != 1 {
-				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID), s.Requests(fakehelpdesk.WebhookCreate), tc.held)
-			}
-		})
-	}
+	helpdesktest.RunSendFailures(t, fakehelpdesk.WebhookCreate, func(t *testing.T, s *fakehelpdesk.Server) delivery.Destination {
+		return newClient(t, s, true, 300*time.Millisecond)
+	}, []helpdesktest.SendFailure{
+		{Name: "commit then drop", Fault: fakehelpdesk.CommitThenDrop(), Outcome: delivery.Unknown, Held: 1},
+		{Name: "drop after reading", Fault: fakehelpdesk.Drop(), Outcome: delivery.Unknown},
+		{Name: "commit then 502", Fault: fakehelpdesk.CommitThenStatus(502), Outcome: delivery.Unknown, Status: 502, Held: 1},
+		{Name: "commit then slow", Fault: fakehelpdesk.CommitThenSlow(5 * time.Second), Outcome: delivery.Unknown, Held: 1},
+		{Name: "503 Retry-After date", Fault: fakehelpdesk.Unavailable(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), Outcome: delivery.Unknown, Status: 503, RetryAfter: -1},
+		{Name: "429 Retry-After", Fault: fakehelpdesk.TooManyRequests("30"), Outcome: delivery.NotCreated, Status: 429, RetryAfter: 30 * time.Second},
+		{Name: "409 in progress", Fault: fakehelpdesk.InProgress(), Outcome: delivery.Unknown, Status: 409},
+		{Name: "400", Fault: fakehelpdesk.Refuse(400), Outcome: delivery.Refused, Status: 400},
+		{Name: "422", Fault: fakehelpdesk.Refuse(422), Outcome: delivery.Refused, Status: 422},
+		{Name: "410", Fault: fakehelpdesk.Refuse(410), Outcome: delivery.Refused, Status: 410},
+		{Name: "401", Fault: fakehelpdesk.Refuse(401), Outcome: delivery.Misconfigured, Status: 401},
+		{Name: "403", Fault: fakehelpdesk.Refuse(403), Outcome: delivery.Misconfigured, Status: 403},
+		{Name: "404 on the create URL", Fault: fakehelpdesk.Refuse(404), Outcome: delivery.Misconfigured, Status: 404},
+	})
 }
 
 // TestHelpdeskRefusals: the endpoint's own answers, unscripted: another

@@ -88,44 +88,23 @@ func TestResendIsIdentical(t *testing.T) {
 }
 
 func TestSendFailures(t *testing.T) {
-	cases := []struct {
-		name       string
-		fault      fakehelpdesk.Fault
-		outcome    delivery.Outcome
-		status     int
-		retryAfter time.Duration
-		held       int
-	}{
-		{"commit then drop", fakehelpdesk.CommitThenDrop(), delivery.Unknown, 0, 0, 1},
-		{"drop after reading", fakehelpdesk.Drop(), delivery.Unknown, 0, 0, 0},
-		{"commit then 500", fakehelpdesk.CommitThenStatus(500), delivery.Unknown, 500, 0, 1},
-		{"commit then slow", fakehelpdesk.CommitThenSlow(5 * time.Second), delivery.Unknown, 0, 0, 1},
-		{"503 Retry-After", fakehelpdesk.Unavailable("120"), delivery.Unknown, 503, 120 * time.Second, 0},
-		{"429 Retry-After", fakehelpdesk.TooManyRequests("30"), delivery.NotCreated, 429, 30 * time.Second, 0},
-		{"408", fakehelpdesk.Fault{Status: 408}, delivery.NotCreated, 408, 0, 0},
-		{"409", fakehelpdesk.InProgress(), delivery.Unknown, 409, 0, 0},
-		{"400 IdempotentRequestError", fakehelpdesk.IdempotentRequestError(), delivery.Unknown, 400, 0, 0},
-		{"400 other", fakehelpdesk.Refuse(400), delivery.Refused, 400, 0, 0},
-		{"422", fakehelpdesk.Refuse(422), delivery.Refused, 422, 0, 0},
-		{"201 without a ticket", fakehelpdesk.Fault{Commit: true, Status: 201, Body: `{"ok":true}`}, delivery.Unknown, 201, 0, 1},
-		{"200 with a bad id", fakehelpdesk.Fault{Commit: true, Status: 200, Body: `{"ticket":{"id":"x1"}}`}, delivery.Unknown, 200, 0, 1},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-			s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: tc.fault})
-			_, err := newClient(t, s, 300*time.Millisecond).Send(context.Background(), ticket)
-			se := helpdesktest.SendError(t, err)
-			if se.Outcome != tc.outcome || se.Status != tc.status || se.RetryAfter != tc.retryAfter {
-				t.Fatalf("got %s status %d retry %v (%v); want %s %d %v",
-					se.Outcome, se.Status, se.RetryAfter, se, tc.outcome, tc.status, tc.retryAfter)
-			}
-			if s.Held(ticket.ID) != tc.held || s.Requests(fakehelpdesk.ZendeskCreate) != 1 {
-				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID),
-					s.Requests(fakehelpdesk.ZendeskCreate), tc.held)
-			}
-		})
-	}
+	helpdesktest.RunSendFailures(t, fakehelpdesk.ZendeskCreate, func(t *testing.T, s *fakehelpdesk.Server) delivery.Destination {
+		return newClient(t, s, 300*time.Millisecond)
+	}, []helpdesktest.SendFailure{
+		{Name: "commit then drop", Fault: fakehelpdesk.CommitThenDrop(), Outcome: delivery.Unknown, Held: 1},
+		{Name: "drop after reading", Fault: fakehelpdesk.Drop(), Outcome: delivery.Unknown},
+		{Name: "commit then 500", Fault: fakehelpdesk.CommitThenStatus(500), Outcome: delivery.Unknown, Status: 500, Held: 1},
+		{Name: "commit then slow", Fault: fakehelpdesk.CommitThenSlow(5 * time.Second), Outcome: delivery.Unknown, Held: 1},
+		{Name: "503 Retry-After", Fault: fakehelpdesk.Unavailable("120"), Outcome: delivery.Unknown, Status: 503, RetryAfter: 120 * time.Second},
+		{Name: "429 Retry-After", Fault: fakehelpdesk.TooManyRequests("30"), Outcome: delivery.NotCreated, Status: 429, RetryAfter: 30 * time.Second},
+		{Name: "408", Fault: fakehelpdesk.Fault{Status: 408}, Outcome: delivery.NotCreated, Status: 408},
+		{Name: "409", Fault: fakehelpdesk.InProgress(), Outcome: delivery.Unknown, Status: 409},
+		{Name: "400 IdempotentRequestError", Fault: fakehelpdesk.IdempotentRequestError(), Outcome: delivery.Unknown, Status: 400},
+		{Name: "400 other", Fault: fakehelpdesk.Refuse(400), Outcome: delivery.Refused, Status: 400},
+		{Name: "422", Fault: fakehelpdesk.Refuse(422), Outcome: delivery.Refused, Status: 422},
+		{Name: "201 without a ticket", Fault: fakehelpdesk.Fault{Commit: true, Status: 201, Body: `{"ok":true}`}, Outcome: delivery.Unknown, Status: 201, Held: 1},
+		{Name: "200 with a bad id", Fault: fakehelpdesk.Fault{Commit: true, Status: 200, Body: `{"ticket":{"id":"x1"}}`}, Outcome: delivery.Unknown, Status: 200, Held: 1},
+	})
 }
 
 // TestReusedKeyWithAnotherBody: Zendesk's own 400 IdempotentRequestError

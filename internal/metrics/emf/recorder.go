@@ -58,7 +58,7 @@ var (
 // left out of the dimension sets, never made a dimension.
 //
 // The "_aws" member depends only on which of those are present, so its
-// directives are encoded once per shape (by CallbackEvent and the generic
+// directives are encoded once per shape (by callbackEvent, the generic
 // encoder) and only the timestamp and the values are written per request.
 func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
 	var buf [8]float64
@@ -124,13 +124,6 @@ func callbackShape(c metrics.Callback, store, cold bool) int {
 		sh |= shapeCold
 	}
 	return sh
-}
-
-// CallbackEvent is the event Callback writes for c, with store the store
-// calls' durations in seconds: the generic form of the fast path, which
-// tests hold it to.
-func (r *Recorder) CallbackEvent(c metrics.Callback, store []float64, cold bool) Event {
-	return r.callbackEvent(callbackShape(c, len(store) > 0, cold), c.Duration.Seconds(), store)
 }
 
 func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Event {
@@ -259,10 +252,6 @@ func (r *Recorder) Check() error {
 		Metrics: []Metric{{Name: metrics.Callbacks, Values: []float64{0}}}}}}
 	return e.Validate()
 }
-
-// SetServed sets whether the process has served a request, i.e. whether
-// the next Callback is warm (tests).
-func (r *Recorder) SetServed(v bool) { r.served.Store(v) }
 
 // Emitted returns, for each metric the recorder can write, every
 // dimension set it names it under (a set's names in the order written),

@@ -76,7 +76,7 @@ func parseCoreDelivery(item map[string]types.AttributeValue) *core.DeliveryStatu
 
 func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error) {
 	r := itemReader{item: item}
-	rec := delivery.Record{TicketID: trimPrefix(r.str("pk"), prefixTicket)}
+	rec := delivery.Record{TicketID: trimPrefix(r.str(attrPK), prefixTicket)}
 	rec.State = delivery.State(r.str(attrState))
 	optNum := func(name string) int64 {
 		if _, ok := item[name]; ok {
@@ -112,7 +112,7 @@ func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error
 }
 
 func ticketKey(id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": stringAttr(prefixTicket + id)}
+	return map[string]types.AttributeValue{attrPK: stringAttr(prefixTicket + id)}
 }
 
 // conditionFailed reports whether err is a failed ConditionExpression.
@@ -163,7 +163,7 @@ func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 	}
 	ids := make([]string, 0, len(out.Items))
 	for _, item := range out.Items {
-		pk, ok := item["pk"].(*types.AttributeValueMemberS)
+		pk, ok := item[attrPK].(*types.AttributeValueMemberS)
 		if !ok || !strings.HasPrefix(pk.Value, prefixTicket) {
 			return nil, fmt.Errorf("dynamo: %s entry without a ticket key", DeliveryDueIndex)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
@@ -33,7 +34,7 @@ var deliveryHarness = deliverytest.Harness{
 	Corrupt: func(t *testing.T, s deliverytest.Adapter, id string) {
 		ts := s.(tableStore)
 		_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-			TableName: &ts.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "TICKET#" + id}},
+			TableName: &ts.table, Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: "TICKET#" + id}},
 			UpdateExpression:          aws.String("SET created_at = :bad"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
 		})
@@ -146,7 +147,7 @@ func TestDeliveryIndexIsSparse(t *testing.T) {
 	}
 	var keys []string
 	for _, item := range out.Items {
-		keys = append(keys, item["pk"].(*types.AttributeValueMemberS).Value)
+		keys = append(keys, item[tableschema.PartitionKey].(*types.AttributeValueMemberS).Value)
 	}
 	if len(keys) != 1 || keys[0] != "TICKET#"+live {
 		t.Fatalf("index holds %v, want only TICKET#%s (not %s, %s)", keys, live, done, plain)
@@ -169,8 +170,8 @@ func TestEnsureDeliveryIndexOnExistingTable(t *testing.T) {
 	table := fmt.Sprintf("old-%d", time.Now().UnixNano())
 	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(tableschema.PartitionKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(tableschema.PartitionKey), KeyType: types.KeyTypeHash}},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func TestReadsAreConsistent(t *testing.T) {
 	}
 	for _, in := range r.inputs {
 		if in.ConsistentRead == nil || !*in.ConsistentRead {
-			t.Errorf("GetItem %v without ConsistentRead", in.Key["pk"])
+			t.Errorf("GetItem %v without ConsistentRead", in.Key[attrPK])
 		}
 	}
 }

@@ -147,7 +147,7 @@ func TestClaimFailedReturnsStoredOperation(t *testing.T) {
 }
 
 func TestParseUserRefusesIncompleteItems(t *testing.T) {
-	if _, err := parseUser(map[string]types.AttributeValue{"pk": stringAttr("USER#x"), "tenant_id": stringAttr("t")}); err == nil {
+	if _, err := parseUser(map[string]types.AttributeValue{attrPK: stringAttr("USER#x"), "tenant_id": stringAttr("t")}); err == nil {
 		t.Fatal("user without user_id accepted")
 	}
 	u, err := parseUser(userItem(core.User{ExternalID: "x", TenantID: "t", UserID: "u", Disabled: true}))

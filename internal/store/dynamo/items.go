@@ -17,6 +17,9 @@ import (
 
 // Partition-key prefixes of the three item kinds.
 const (
+	// attrPK is the key attribute of every item.
+	attrPK = tableschema.PartitionKey
+
 	prefixOperation = "OP#"
 	prefixTicket    = "TICKET#"
 	prefixUser      = "USER#"
@@ -43,7 +46,7 @@ func operationItem(op core.Operation) map[string]types.AttributeValue {
 
 func ticketItem(t core.Ticket) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
-		"pk":            stringAttr(prefixTicket + t.ID),
+		attrPK:          stringAttr(prefixTicket + t.ID),
 		"tenant_id":     stringAttr(t.TenantID),
 		"user_id":       stringAttr(t.UserID),
 		"operation_key": stringAttr(t.OperationKey),
@@ -56,7 +59,7 @@ func ticketItem(t core.Ticket) map[string]types.AttributeValue {
 
 func userItem(u core.User) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
-		"pk":        stringAttr(prefixUser + u.ExternalID),
+		attrPK:      stringAttr(prefixUser + u.ExternalID),
 		"tenant_id": stringAttr(u.TenantID),
 		"user_id":   stringAttr(u.UserID),
 	}
@@ -118,7 +121,7 @@ func (r *itemReader) time(name string) time.Time {
 func parseTicket(item map[string]types.AttributeValue) (core.Ticket, error) {
 	r := itemReader{item: item}
 	t := core.Ticket{
-		ID:           trimPrefix(r.str("pk"), prefixTicket),
+		ID:           trimPrefix(r.str(attrPK), prefixTicket),
 		TenantID:     r.str("tenant_id"),
 		UserID:       r.str("user_id"),
 		OperationKey: r.str("operation_key"),
@@ -132,7 +135,7 @@ func parseTicket(item map[string]types.AttributeValue) (core.Ticket, error) {
 func parseUser(item map[string]types.AttributeValue) (core.User, error) {
 	r := itemReader{item: item}
 	u := core.User{
-		ExternalID: trimPrefix(r.str("pk"), prefixUser),
+		ExternalID: trimPrefix(r.str(attrPK), prefixUser),
 		TenantID:   r.str("tenant_id"),
 		UserID:     r.str("user_id"),
 	}
@@ -169,7 +172,7 @@ func PendingTicketID(newImage []byte) (id string, ok bool, err error) {
 	// An attribute that is absent or NULL reads as ""; one of another
 	// type is an error.
 	var pk, state string
-	for name, dst := range map[string]*string{"pk": &pk, attrState: &state} {
+	for name, dst := range map[string]*string{attrPK: &pk, attrState: &state} {
 		if v, present := item[name]; present {
 			if err := attributevalue.Unmarshal(v, dst); err != nil {
 				return "", false, fmt.Errorf("dynamo: stream image: %s: %w", name, err)

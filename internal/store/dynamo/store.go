@@ -134,7 +134,7 @@ func (s *Store) get(ctx context.Context, pk string) (map[string]types.AttributeV
 	err := s.call(ctx, func(ctx context.Context) (err error) {
 		out, err = s.client.GetItem(ctx, &dynamodb.GetItemInput{
 			TableName:      &s.table,
-			Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+			Key:            map[string]types.AttributeValue{attrPK: &types.AttributeValueMemberS{Value: pk}},
 			ConsistentRead: aws.Bool(true),
 		})
 		return err
@@ -154,12 +154,6 @@ func (s *Store) PutUser(ctx context.Context, u core.User) error {
 		return errors.New("dynamo: a user needs an external id, a tenant_id and a user_id")
 	}
 	return s.put(ctx, userItem(u))
-}
-
-// PutOperation writes an operation item as is: for tests and operators that
-// need a pending or an expired record.
-func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
-	return s.put(ctx, operationItem(op))
 }
 
 func (s *Store) put(ctx context.Context, item map[string]types.AttributeValue) error {

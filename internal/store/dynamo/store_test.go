@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
@@ -103,7 +104,7 @@ func TestStoredItems(t *testing.T) {
 	storetest.Want(t, o, core.KindCreated)
 	get := func(pk string) map[string]types.AttributeValue {
 		out, err := s.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &s.table,
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+			Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
 			t.Fatalf("GetItem %s: %v", pk, err)
 		}

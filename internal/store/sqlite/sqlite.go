@@ -107,9 +107,6 @@ func (s *Store) Close() error {
 	return s.claims.Close()
 }
 
-// DB exposes the database for tests and tools.
-func (s *Store) DB() *sql.DB { return s.db }
-
 // Create implements core.Store: one BEGIN IMMEDIATE transaction, package
 // idem's claim, claims the key (absent, or present but expired) and
 // writes the claim, the operation with its result, and, as the claim's
@@ -133,18 +130,6 @@ func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, no
 		return &existing, nil
 	}
 	return nil, nil
-}
-
-// endOfTime is a clock at which every operation has expired.
-var endOfTime = time.Unix(1<<40, 0)
-
-// PutOperation writes an operation as is, under a claim of its own,
-// whatever the key holds (a claim judged at endOfTime replaces any
-// record): for tests and operators that need a pending or an expired
-// record.
-func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
-	_, err := s.claims.Claim(ctx, op.Record(), nil, endOfTime)
-	return err
 }
 
 // beginWrite begins a write transaction under this process's write slot
@@ -180,13 +165,6 @@ func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
 	}
 	t.Delivery, err = s.coreDelivery(ctx, id)
 	return t, err
-}
-
-// CountTickets counts stored tickets.
-func (s *Store) CountTickets(ctx context.Context) (int, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tickets`).Scan(&n)
-	return n, mapError(err)
 }
 
 // mapError makes SQLite errors domain errors: sqlitestore.MapError (a

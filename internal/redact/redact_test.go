@@ -1,9 +1,9 @@
-package core_test
+package redact_test
 
 import (
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 )
 
 func TestRedact(t *testing.T) {
@@ -20,8 +20,8 @@ func TestRedact(t *testing.T) {
 		"mailto:someone@example.com":                                      "mailto:*",
 		"%zz":                                                             "[unparsable url]",
 	} {
-		if got := core.RedactRawURL(raw); got != want {
-			t.Errorf("RedactRawURL(%q) = %q; want %q", raw, got, want)
+		if got := redact.RawURL(raw); got != want {
+			t.Errorf("RawURL(%q) = %q; want %q", raw, got, want)
 		}
 	}
 }

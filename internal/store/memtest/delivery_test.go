@@ -1,14 +1,14 @@
-package memstore_test
+package memtest_test
 
 import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliverytest.Harness{
-		Open: func(*testing.T) deliverytest.Adapter { return memstore.New() },
+		Open: func(*testing.T) deliverytest.Adapter { return memtest.New() },
 	})
 }

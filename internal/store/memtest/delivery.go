@@ -1,4 +1,4 @@
-package memstore
+package memtest
 
 import (
 	"context"
