@@ -316,7 +316,7 @@ func TestAddedToolIsListedAndCalled(t *testing.T) {
 	ctx := context.Background()
 	tools := coretest.Tools()
 	peek, _ := tools.Lookup(coretest.PeekTicket)
-	e := newEnv(t, memstore.New(), envOptions{tools: tools})
+	e := newEnv(t, memtest.New(), envOptions{tools: tools})
 	cs := e.client(ctx, e.token("user-a"), revisions[len(revisions)-1])
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
