@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app"
+	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -58,7 +58,7 @@ func run(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	awsCfg, err := app.LocalAWSConfig(ctx, *region, *endpoint, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	awsCfg, err := localstore.LocalAWSConfig(ctx, *region, *endpoint, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		return err
 	}
