@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,6 +72,28 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 					t.Errorf("%s (tags %q) does not link %s, which it runs", r.pkg, tags, n)
 				}
 			}
+		}
+	}
+}
+
+// TestMainsOnlyWire: every program's main.go stays under 40 lines (read
+// the configuration, call its composition root, start); the building
+// lives in the program's package under internal/app.
+func TestMainsOnlyWire(t *testing.T) {
+	mains, err := filepath.Glob("../../*/*/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mains) < 5 {
+		t.Fatalf("found %d main.go files, want the 5 programs': %v", len(mains), mains)
+	}
+	for _, m := range mains {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")); n >= 40 {
+			t.Errorf("%s has %d lines; a main.go only wires (under 40)", m, n)
 		}
 	}
 }
