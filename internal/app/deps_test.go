@@ -53,7 +53,7 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 			append([]string{"internal/helpdesk/", "internal/app/destination", "internal/app/deliveryfn", "internal/deliverylambda"}, local...),
 			[]string{"internal/app/callbackfn", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth"}},
 		{"functions/delivery",
-			append([]string{"internal/httpapi", "internal/mcpdoor", "internal/app/doors", "internal/app/callbackfn",
+			append([]string{"internal/httpapi", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
 				"internal/usercache"}, local...),
 			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/deliverylambda"}},
 	}

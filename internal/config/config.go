@@ -446,7 +446,7 @@ func ParseFile(b []byte) (Local, error) {
 	if f.MCP != nil {
 		c.MCP = *f.MCP
 	}
-	if err := c.MCP.check(mcpFileNames); err != nil {
+	if err := c.MCP.check(MCPFileNames); err != nil {
 		return c, err
 	}
 	if c.Listen == "" {

@@ -58,14 +58,15 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	}
 	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout)
 	h, err := doors.Build(doors.Config{
-		Store:   metrics.TimedStore{Store: store, Recorder: rec},
-		Users:   usercache.New(metrics.TimedUsers{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize),
-		Common:  cfg.Common,
-		MCP:     cfg.MCP,
-		Auth:    auth,
-		Deliver: cfg.Deliver,
-		Metrics: rec,
-		Logger:  logger,
+		Store:    metrics.TimedStore{Store: store, Recorder: rec},
+		Users:    usercache.New(metrics.TimedUsers{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize),
+		Common:   cfg.Common,
+		MCP:      cfg.MCP,
+		MCPNames: config.MCPEnvNames,
+		Auth:     auth,
+		Deliver:  cfg.Deliver,
+		Metrics:  rec,
+		Logger:   logger,
 	})
 	if err != nil {
 		return nil, err

@@ -38,9 +38,12 @@ func mcpKeys(m config.MCP) (jwtauth.KeySource, error) {
 // withMCP builds the MCP door on svc (the callback's service, so both
 // doors share keys and transaction) and routes its paths to it, the rest
 // to h. With the door off, h alone: its paths are 404 there.
-func withMCP(h http.Handler, m config.MCP, svc *core.Service, maxBody int64, rec metrics.Recorder, logger *slog.Logger) (http.Handler, error) {
+func withMCP(h http.Handler, m config.MCP, names config.MCPNames, svc *core.Service, maxBody int64, rec metrics.Recorder, logger *slog.Logger) (http.Handler, error) {
 	if !m.On() {
 		return h, nil
+	}
+	if err := CheckMCP(m, names); err != nil {
+		return nil, err
 	}
 	keys, err := mcpKeys(m)
 	if err != nil {
@@ -72,14 +75,17 @@ func withMCP(h http.Handler, m config.MCP, svc *core.Service, maxBody int64, rec
 
 // Config is what both callback programs give Build.
 type Config struct {
-	Store   core.Store
-	Users   core.Users
-	Common  config.Common
-	MCP     config.MCP
-	Auth    httpapi.Authenticator
-	Deliver bool // each new ticket is written pending (the outbox)
-	Metrics metrics.Recorder
-	Logger  *slog.Logger
+	Store  core.Store
+	Users  core.Users
+	Common config.Common
+	MCP    config.MCP
+	// MCPNames name the door's settings in errors: config.MCPEnvNames or
+	// config.MCPFileNames.
+	MCPNames config.MCPNames
+	Auth     httpapi.Authenticator
+	Deliver  bool // each new ticket is written pending (the outbox)
+	Metrics  metrics.Recorder
+	Logger   *slog.Logger
 }
 
 // Build is the callback's graph on c.Store, outermost first: the MCP door
@@ -102,7 +108,7 @@ func Build(c Config) (http.Handler, error) {
 		Logger:    c.Logger,
 		PublicURL: c.Common.PublicURL,
 		Metrics:   c.Metrics,
-	}, c.MCP, svc, c.Common.MaxBodyBytes, c.Metrics, c.Logger)
+	}, c.MCP, c.MCPNames, svc, c.Common.MaxBodyBytes, c.Metrics, c.Logger)
 }
 
 // Authenticator fails closed: no hook key and no explicit insecure switch
@@ -121,4 +127,23 @@ func Authenticator(hookKey string, insecure bool, c config.Common, logger *slog.
 		return nil, fmt.Errorf("hook key: %w", err)
 	}
 	return v, nil
+}
+
+// CheckMCP checks the door's URLs by jwtauth's rules, naming the setting
+// by names: the issuer and the JWK Set are https (http only on
+// loopback), and the development issuer (dev_key) needs a loopback
+// issuer.
+func CheckMCP(m config.MCP, names config.MCPNames) error {
+	if err := jwtauth.CheckURL(m.Issuer); err != nil {
+		return fmt.Errorf("config: %s: %w", names.Issuer, err)
+	}
+	if m.JWKSURL != "" {
+		if err := jwtauth.CheckURL(m.JWKSURL); err != nil {
+			return fmt.Errorf("config: %s: %w", names.JWKSURL, err)
+		}
+	}
+	if m.DevKey != "" && !jwtauth.Loopback(m.Issuer) {
+		return fmt.Errorf("config: %s: the development issuer needs a loopback %s, not %q", names.DevKey, names.Issuer, m.Issuer)
+	}
+	return nil
 }

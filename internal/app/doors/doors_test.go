@@ -68,3 +68,51 @@ func TestAuthenticator(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPURLRules: the door's URLs are https except on loopback, and the
+// development issuer is loopback only; the door refuses to be built
+// otherwise, with one line naming the setting as the environment or the
+// file calls it.
+func TestMCPURLRules(t *testing.T) {
+	env := func(m map[string]string) func(string) string {
+		return func(k string) string {
+			if k == "TABLE_NAME" {
+				return "tickets"
+			}
+			return m[k]
+		}
+	}
+	for name, tc := range map[string]struct {
+		vars  map[string]string
+		names string
+	}{
+		"http issuer": {map[string]string{config.EnvMCPIssuer: "http://login.example.com/", config.EnvMCPAudience: "https://t.example/mcp"}, config.EnvMCPIssuer},
+		"http jwks":   {map[string]string{config.EnvMCPIssuer: "https://l.example/", config.EnvMCPAudience: "https://t.example/mcp", config.EnvMCPJWKSURL: "http://l.example/jwks"}, config.EnvMCPJWKSURL},
+	} {
+		c, err := config.FromEnv(env(tc.vars))
+		if err == nil {
+			err = CheckMCP(c.MCP, config.MCPEnvNames)
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.names) || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%s: %v; want one line naming %s", name, err, tc.names)
+		}
+	}
+	file := func(mcp string) error {
+		c, err := config.ParseFile([]byte(`{"hook_key":"k","mcp":` + mcp + `}`))
+		if err != nil {
+			return err
+		}
+		return CheckMCP(c.MCP, config.MCPFileNames)
+	}
+	for mcp, want := range map[string]string{
+		`{"audience":"https://t.example/mcp","issuer":"http://l.example/"}`:                    "mcp.issuer",
+		`{"issuer":"https://l.example/","audience":"https://t.example/mcp","dev_key":"k.pem"}`: "mcp.dev_key",
+	} {
+		if err := file(mcp); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("mcp %s: %v; want an error naming %s", mcp, err, want)
+		}
+	}
+	if err := file(`{"issuer":"http://127.0.0.1:3210/dev-issuer","audience":"http://127.0.0.1:3210/mcp","dev_key":"k.pem","scopes":["tickets"]}`); err != nil {
+		t.Errorf("the development issuer: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 )
@@ -20,6 +21,9 @@ func devToken(cfg config.Local, user string) (string, error) {
 	}
 	if _, ok := cfg.Users[user]; !ok {
 		return "", fmt.Errorf("config: users: no user %q; the token would be refused with 403", user)
+	}
+	if err := doors.CheckMCP(m, config.MCPFileNames); err != nil {
+		return "", err
 	}
 	dev, err := jwtauth.LoadDevIssuer(m.DevKey, m.Issuer)
 	if err != nil {

@@ -142,14 +142,15 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		serviceStore = metrics.TimedStore{Store: serviceStore, Recorder: rec}
 	}
 	h, err := doors.Build(doors.Config{
-		Store:   serviceStore,
-		Users:   localUsers(cfg.Users),
-		Common:  cfg.Common,
-		MCP:     cfg.MCP,
-		Auth:    auth,
-		Deliver: dst != nil,
-		Metrics: rec,
-		Logger:  logger,
+		Store:    serviceStore,
+		Users:    localUsers(cfg.Users),
+		Common:   cfg.Common,
+		MCP:      cfg.MCP,
+		MCPNames: config.MCPFileNames,
+		Auth:     auth,
+		Deliver:  dst != nil,
+		Metrics:  rec,
+		Logger:   logger,
 	})
 	if err != nil {
 		_ = cs.Close()
