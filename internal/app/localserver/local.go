@@ -191,7 +191,7 @@ func localWorker(store delivery.Outbox, dst delivery.Destination, d config.Desti
 		waiting = func(ctx context.Context, n int) { rec.TicketsWaiting(ctx, n) }
 	}
 	var countEvery time.Duration
-	if storeKind == "dynamodb" {
+	if storeKind == config.StoreDynamoDB {
 		countEvery = dynamoCountEvery
 	}
 	engine := destination.Engine(d)

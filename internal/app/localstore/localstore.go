@@ -34,10 +34,10 @@ func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (c
 // AWS configuration resolved (and the endpoint when not AWS's own).
 func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
 	switch cfg.Kind {
-	case "sqlite":
+	case config.StoreSQLite:
 		s, closer, err := openSQLite(ctx, cfg.Path, logger)
 		return s, closer, "SQLite file " + cfg.Path, err
-	case "dynamodb":
+	case config.StoreDynamoDB:
 		awsCfg, err := LocalAWSConfig(ctx, cfg.Region, cfg.Endpoint, logger)
 		if err != nil {
 			return nil, nil, "", err
