@@ -19,7 +19,7 @@ FUZZTIME ?= 10s
 ## run: the product locally on the embedded SQLite store, on loopback.
 run:
 	@test -f $(CONFIG) || cp config.example.json $(CONFIG)
-	go run ./functions/callback -config $(CONFIG)
+	go run ./cmd/server -config $(CONFIG)
 
 ## test: everything CI runs. Installs the tools first (idempotent).
 test: tools fmt vet cfnlint unit load fuzz lint vuln

@@ -1,7 +1,7 @@
 // Command delivery is the delivery function: fed by the tickets table's
 // DynamoDB stream and by a scheduled sweep, it delivers each pending
 // ticket to the configured helpdesk. This file only wires: configuration,
-// then the composition root (internal/app), then start.
+// then the composition root (internal/app/deliveryfn), then start.
 package main
 
 import (
@@ -11,18 +11,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app"
+	"github.com/aivax-examples/idempotent-callback/internal/app/deliveryfn"
+	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 )
 
 func main() {
-	logger := app.LambdaLogger(config.LogLevel(config.Env))
+	logger := lambdalog.New(config.LogLevel(config.Env))
 	cfg, err := config.DeliveryFromEnv(config.Env)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
-	h, err := app.DeliveryHandler(context.Background(), cfg, logger)
+	h, err := deliveryfn.Handler(context.Background(), cfg, logger)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)

@@ -137,14 +137,7 @@ var (
 )
 
 // lambdaSettings are the settings only the Lambda's environment has.
-var lambdaSettings = []*setting[Lambda]{
-	{key{env: "TABLE_NAME"}, func(c *Lambda, v string) error {
-		if v == "" {
-			return errors.New("required: the DynamoDB table's name")
-		}
-		c.TableName = v
-		return nil
-	}},
+var lambdaSettings = append(tableSettings(func(c *Lambda) (*string, *string) { return &c.TableName, &c.MetricsNamespace }), []*setting[Lambda]{
 	{key{env: "HOOK_KEY_PARAMETER"}, func(c *Lambda, v string) error {
 		c.HookKeyParameter = v
 		return nil
@@ -154,10 +147,6 @@ var lambdaSettings = []*setting[Lambda]{
 			return fmt.Errorf("%d bytes; BCrypt uses at most %d", len(v), nonce.MaxKeyLen)
 		}
 		c.HookKey = v
-		return nil
-	}},
-	{key{env: "METRICS_NAMESPACE"}, func(c *Lambda, v string) error {
-		c.MetricsNamespace = v
 		return nil
 	}},
 	{key{env: "USER_CACHE_TTL"}, func(c *Lambda, v string) (err error) {
@@ -176,6 +165,26 @@ var lambdaSettings = []*setting[Lambda]{
 		c.Deliver, err = deliveryKind(v)
 		return err
 	}},
+}...)
+
+// tableSettings are TABLE_NAME and METRICS_NAMESPACE, which both
+// functions read alike; fields picks them out of a T.
+func tableSettings[T any](fields func(*T) (table, namespace *string)) []*setting[T] {
+	return []*setting[T]{
+		{key{env: "TABLE_NAME"}, func(c *T, v string) error {
+			if v == "" {
+				return errors.New("required: the DynamoDB table's name")
+			}
+			table, _ := fields(c)
+			*table = v
+			return nil
+		}},
+		{key{env: "METRICS_NAMESPACE"}, func(c *T, v string) error {
+			_, namespace := fields(c)
+			*namespace = v
+			return nil
+		}},
+	}
 }
 
 // source is where settings are read from: the environment or the file.
@@ -274,12 +283,18 @@ type Local struct {
 
 // StoreSettings chooses the local server's store.
 type StoreSettings struct {
-	Kind     string `json:"kind"`     // "sqlite" (default) or "dynamodb"
+	Kind     string `json:"kind"`     // StoreSQLite (default) or StoreDynamoDB
 	Path     string `json:"path"`     // sqlite
 	Table    string `json:"table"`    // dynamodb
 	Endpoint string `json:"endpoint"` // dynamodb, e.g. DynamoDB Local
 	Region   string `json:"region"`   // dynamodb; when empty, the AWS SDK's chain (AWS_REGION, AWS_DEFAULT_REGION, the profile)
 }
+
+// The store kinds of the local file's store.kind.
+const (
+	StoreSQLite   = "sqlite"
+	StoreDynamoDB = "dynamodb"
+)
 
 // User is one entry of the file's users.
 type User struct {
@@ -366,7 +381,7 @@ func LoadFile(path string) (Local, error) {
 	if err != nil {
 		return c, err
 	}
-	if c.Store.Kind == "sqlite" && !filepath.IsAbs(c.Store.Path) {
+	if c.Store.Kind == StoreSQLite && !filepath.IsAbs(c.Store.Path) {
 		dir, err := filepath.Abs(filepath.Dir(path))
 		if err != nil {
 			return c, fmt.Errorf("config: store.path: %w", err)
@@ -446,7 +461,7 @@ func ParseFile(b []byte) (Local, error) {
 	if f.MCP != nil {
 		c.MCP = *f.MCP
 	}
-	if err := c.MCP.check(mcpFileNames); err != nil {
+	if err := c.MCP.check(MCPFileNames); err != nil {
 		return c, err
 	}
 	if c.Listen == "" {
@@ -460,15 +475,15 @@ func ParseFile(b []byte) (Local, error) {
 		return c, err
 	}
 	switch c.Store.Kind {
-	case "", "sqlite":
-		c.Store.Kind = "sqlite"
+	case "", StoreSQLite:
+		c.Store.Kind = StoreSQLite
 		if c.Store.Path == "" {
 			c.Store.Path = DefaultSQLitePath
 		}
 		if c.Store.Path, err = filePath("store.path", c.Store.Path); err != nil {
 			return c, err
 		}
-	case "dynamodb":
+	case StoreDynamoDB:
 		if c.Store.Table == "" {
 			return c, errors.New("config: store.table is required when store.kind is dynamodb")
 		}

@@ -214,18 +214,9 @@ func DeliveryFromEnv(getenv func(string) string) (DeliveryLambda, error) {
 // deliverySettings are the delivery function's settings, read in this
 // order: the kind decides what the secret must hold, and a parameter's
 // name wins over DELIVERY_SECRET.
-var deliverySettings = []*setting[DeliveryLambda]{
-	{key{env: "TABLE_NAME"}, func(c *DeliveryLambda, v string) error {
-		if v == "" {
-			return errors.New("required: the DynamoDB table's name")
-		}
-		c.TableName = v
-		return nil
-	}},
-	{key{env: "METRICS_NAMESPACE"}, func(c *DeliveryLambda, v string) error {
-		c.MetricsNamespace = v
-		return nil
-	}},
+var deliverySettings = append(tableSettings(func(c *DeliveryLambda) (*string, *string) {
+	return &c.TableName, &c.MetricsNamespace
+}), []*setting[DeliveryLambda]{
 	{key{env: "DELIVERY_KIND"}, func(c *DeliveryLambda, v string) error {
 		ok, err := deliveryKind(v)
 		if err == nil && !ok {
@@ -274,7 +265,7 @@ var deliverySettings = []*setting[DeliveryLambda]{
 		c.Destination, err = c.Destination.credentials(v)
 		return err
 	}},
-}
+}...)
 
 // WithSecret is d with the credentials of secret, the JSON {"email","token"}
 // (zendesk) or {"secret"} (webhook) read from DELIVERY_SECRET or from the

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-
-	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 )
 
 // MCP configures the MCP door (docs/contract.md, The MCP door): the OAuth
@@ -42,13 +40,16 @@ const (
 // On reports whether the door is configured.
 func (m MCP) On() bool { return m.Issuer != "" || m.Audience != "" }
 
-// mcpNames names the settings in errors: the file's members or the
-// environment's variables.
-type mcpNames struct{ issuer, audience, jwksURL, userClaim, scopes, devKey string }
+// MCPNames name the door's settings in errors: the file's members or the
+// environment's variables. The door's own rules for its URLs (jwtauth's)
+// are checked where the door is built, naming the setting by these.
+type MCPNames struct{ Issuer, Audience, JWKSURL, UserClaim, Scopes, DevKey string }
 
+// The names of the door's settings in the local file and in the Lambda's
+// environment.
 var (
-	mcpFileNames = mcpNames{"mcp.issuer", "mcp.audience", "mcp.jwks_url", "mcp.user_claim", "mcp.scopes", "mcp.dev_key"}
-	mcpEnvNames  = mcpNames{EnvMCPIssuer, EnvMCPAudience, EnvMCPJWKSURL, EnvMCPUserClaim, EnvMCPScopes, ""}
+	MCPFileNames = MCPNames{"mcp.issuer", "mcp.audience", "mcp.jwks_url", "mcp.user_claim", "mcp.scopes", "mcp.dev_key"}
+	MCPEnvNames  = MCPNames{EnvMCPIssuer, EnvMCPAudience, EnvMCPJWKSURL, EnvMCPUserClaim, EnvMCPScopes, ""}
 )
 
 // mcpFromEnv reads the door's settings from the Lambda's environment.
@@ -60,61 +61,52 @@ func mcpFromEnv(getenv func(string) string) (MCP, error) {
 		UserClaim: getenv(EnvMCPUserClaim),
 		Scopes:    Scopes(strings.Join(strings.Fields(getenv(EnvMCPScopes)), " ")),
 	}
-	return m, m.check(mcpEnvNames)
+	return m, m.check(MCPEnvNames)
 }
 
-// check validates m and applies the default claim. One of issuer and
-// audience without the other is an error naming the missing one.
-func (m *MCP) check(n mcpNames) error {
+// check validates m's shape and applies the default claim. One of issuer
+// and audience without the other is an error naming the missing one. The
+// URL rules of the issuer, the JWK Set and the development issuer are
+// jwtauth's, checked where the door is built (doors.CheckMCP).
+func (m *MCP) check(n MCPNames) error {
 	if !m.On() {
 		for _, set := range []struct {
 			name string
 			on   bool
-		}{{n.jwksURL, m.JWKSURL != ""}, {n.userClaim, m.UserClaim != ""}, {n.scopes, m.Scopes != ""}, {n.devKey, m.DevKey != ""}} {
+		}{{n.JWKSURL, m.JWKSURL != ""}, {n.UserClaim, m.UserClaim != ""}, {n.Scopes, m.Scopes != ""}, {n.DevKey, m.DevKey != ""}} {
 			if set.on && set.name != "" {
 				name := set.name
-				return fmt.Errorf("config: %s: set only with %s and %s (the MCP door is off without them)", name, n.issuer, n.audience)
+				return fmt.Errorf("config: %s: set only with %s and %s (the MCP door is off without them)", name, n.Issuer, n.Audience)
 			}
 		}
 		return nil
 	}
 	switch {
 	case m.Issuer == "":
-		return fmt.Errorf("config: %s: required when %s is set (the MCP door needs both)", n.issuer, n.audience)
+		return fmt.Errorf("config: %s: required when %s is set (the MCP door needs both)", n.Issuer, n.Audience)
 	case m.Audience == "":
-		return fmt.Errorf("config: %s: required when %s is set (the MCP door needs both): the public URL of /mcp", n.audience, n.issuer)
-	}
-	if err := jwtauth.CheckURL(m.Issuer); err != nil {
-		return fmt.Errorf("config: %s: %w", n.issuer, err)
+		return fmt.Errorf("config: %s: required when %s is set (the MCP door needs both): the public URL of /mcp", n.Audience, n.Issuer)
 	}
 	if u, err := url.Parse(m.Audience); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("config: %s: %q is not an absolute http(s) URL (the public URL of /mcp)", n.audience, m.Audience)
-	}
-	if m.JWKSURL != "" {
-		if err := jwtauth.CheckURL(m.JWKSURL); err != nil {
-			return fmt.Errorf("config: %s: %w", n.jwksURL, err)
-		}
+		return fmt.Errorf("config: %s: %q is not an absolute http(s) URL (the public URL of /mcp)", n.Audience, m.Audience)
 	}
 	if m.UserClaim == "" {
 		m.UserClaim = DefaultUserClaim
 	}
 	for _, s := range m.Scopes.List() {
 		if strings.ContainsAny(s, "\"\\") {
-			return fmt.Errorf("config: %s: %q is not a scope token (no quotes or backslashes)", n.scopes, s)
+			return fmt.Errorf("config: %s: %q is not a scope token (no quotes or backslashes)", n.Scopes, s)
 		}
 	}
 	if m.DevKey != "" {
-		if n.devKey == "" {
+		if n.DevKey == "" {
 			return errors.New("config: the development issuer exists only in the local file")
 		}
-		if !jwtauth.Loopback(m.Issuer) {
-			return fmt.Errorf("config: %s: the development issuer needs a loopback %s, not %q", n.devKey, n.issuer, m.Issuer)
-		}
 		if m.JWKSURL != "" {
-			return fmt.Errorf("config: %s: the development issuer's key is the only key; remove %s", n.devKey, n.jwksURL)
+			return fmt.Errorf("config: %s: the development issuer's key is the only key; remove %s", n.DevKey, n.JWKSURL)
 		}
 		var err error
-		if m.DevKey, err = filePath(n.devKey, m.DevKey); err != nil {
+		if m.DevKey, err = filePath(n.DevKey, m.DevKey); err != nil {
 			return err
 		}
 	}

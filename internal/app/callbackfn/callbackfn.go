@@ -1,0 +1,85 @@
+// Package callbackfn is the callback function's composition root: it
+// builds the graph functions/callback starts (the AIVAX door and the MCP
+// door on DynamoDB), and links no helpdesk client and no operator code.
+package callbackfn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+// Handler builds the deployed callback function's handler: the hook key
+// (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, and on
+// it the graph of handler. It runs once, at cold start.
+func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	hookKey := cfg.HookKey
+	if cfg.HookKeyParameter != "" {
+		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {
+			return nil, err
+		}
+	}
+	return handler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger)
+}
+
+// handler is the callback function's graph on a DynamoDB client,
+// outermost first: metrics.Collect (each request's store calls, for its
+// line) → doors.Build (httpapi.Handler with EMF metrics in each request's
+// line, and with MCP_ISSUER and MCP_AUDIENCE the MCP door on /mcp beside
+// it) → core.Service → metrics.TimedStore → dynamo.Store, and for users
+// usercache → metrics.TimedUsers → the same dynamo.Store. With
+// DELIVERY_KIND set, the service writes each new ticket pending in the
+// same transaction (the outbox).
+func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
+	auth, err := doors.Authenticator(hookKey, false, cfg.Common, logger)
+	if err != nil {
+		return nil, err
+	}
+	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace}
+	if err := rec.Check(); err != nil {
+		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
+	}
+	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout)
+	h, err := doors.Build(doors.Config{
+		Store:    metrics.TimedStore{Store: store, Recorder: rec},
+		Users:    usercache.New(metrics.TimedUsers{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize),
+		Common:   cfg.Common,
+		MCP:      cfg.MCP,
+		MCPNames: config.MCPEnvNames,
+		Auth:     auth,
+		Deliver:  cfg.Deliver,
+		Metrics:  rec,
+		Logger:   logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return metrics.Collect(h), nil
+}
+
+// readParameter reads the hook key's SSM parameter (ssmparam.Read: one
+// trailing line break trimmed, the value never in an error).
+func readParameter(ctx context.Context, c ssmparam.Getter, name string) (string, error) {
+	key, err := ssmparam.Read(ctx, c, name)
+	if err != nil {
+		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
+	}
+	return key, nil
+}

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/aivax-examples/idempotent-callback/"
+
+// deps lists the in-module packages pkg links, built with tags.
+func deps(t *testing.T, pkg, tags string) map[string]bool {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go not on PATH: %v", err)
+	}
+	cmd := exec.Command(goBin, "list", "-deps", "-tags", tags, "./"+pkg)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps -tags %q ./%s: %v", tags, pkg, err)
+	}
+	set := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		if rest, ok := strings.CutPrefix(p, module); ok {
+			set[rest] = true
+		}
+	}
+	return set
+}
+
+// TestEachLambdaLinksOnlyWhatItRuns: with the deployed build's tags and
+// without them, the callback function links no helpdesk client, no
+// delivery wiring and no local or operator code; the delivery function
+// links no HTTP door, nonce check, MCP or token code, and no local or
+// operator code. Each also links what it runs, so a wrong package path
+// here cannot pass unnoticed.
+func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	local := []string{"internal/app/localserver", "internal/app/localstore", "internal/app/operator", "cmd/"}
+	rules := []struct {
+		pkg       string
+		forbidden []string // a package is forbidden when it is one of these or under one ending in "/"
+		needed    []string
+	}{
+		{"functions/callback",
+			append([]string{"internal/helpdesk/", "internal/app/destination", "internal/app/deliveryfn", "internal/deliverylambda"}, local...),
+			[]string{"internal/app/callbackfn", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth"}},
+		{"functions/delivery",
+			append([]string{"internal/httpapi", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
+				"internal/usercache"}, local...),
+			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/deliverylambda"}},
+	}
+	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
+		for _, r := range rules {
+			got := deps(t, r.pkg, tags)
+			for p := range got {
+				for _, f := range r.forbidden {
+					if p == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(p, f)) {
+						t.Errorf("%s (tags %q) links %s", r.pkg, tags, p)
+					}
+				}
+			}
+			for _, n := range r.needed {
+				if !got[n] {
+					t.Errorf("%s (tags %q) does not link %s, which it runs", r.pkg, tags, n)
+				}
+			}
+		}
+	}
+}
+
+// TestMainsOnlyWire: every program's main.go stays under 40 lines (read
+// the configuration, call its composition root, start); the building
+// lives in the program's package under internal/app.
+func TestMainsOnlyWire(t *testing.T) {
+	mains, err := filepath.Glob("../../*/*/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mains) < 5 {
+		t.Fatalf("found %d main.go files, want the 5 programs': %v", len(mains), mains)
+	}
+	for _, m := range mains {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")); n >= 40 {
+			t.Errorf("%s has %d lines; a main.go only wires (under 40)", m, n)
+		}
+	}
+}

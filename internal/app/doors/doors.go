@@ -1,0 +1,149 @@
+// Package doors builds the callback's HTTP side, shared by the two
+// programs that serve it (the callback function and the local server):
+// the service on a store and users, the AIVAX door (httpapi.Handler) with
+// its authenticator, and the MCP door beside it. It links no helpdesk
+// client and no operator code.
+package doors
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
+	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+)
+
+// mcpKeys is where the door's verification keys come from: the local
+// development issuer's own key, or the issuer's JWK Set (jwks_url, or
+// discovered), fetched on first use.
+func mcpKeys(m config.MCP) (jwtauth.KeySource, error) {
+	if m.DevKey != "" {
+		dev, err := jwtauth.LoadDevIssuer(m.DevKey, m.Issuer)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		return dev.Keys(), nil
+	}
+	return &jwtauth.Keys{Issuer: m.Issuer, JWKSURL: m.JWKSURL}, nil
+}
+
+// withMCP builds the MCP door on svc (the callback's service, so both
+// doors share keys and transaction) and routes its paths to it, the rest
+// to h. With the door off, h alone: its paths are 404 there.
+func withMCP(h http.Handler, m config.MCP, names config.MCPNames, svc *core.Service, maxBody int64, rec metrics.Recorder, logger *slog.Logger) (http.Handler, error) {
+	if !m.On() {
+		return h, nil
+	}
+	if err := CheckMCP(m, names); err != nil {
+		return nil, err
+	}
+	keys, err := mcpKeys(m)
+	if err != nil {
+		return nil, err
+	}
+	door, err := mcpdoor.New(mcpdoor.Config{
+		Service:  svc,
+		Users:    svc.Users,
+		Verifier: &jwtauth.Verifier{Issuer: m.Issuer, Audience: m.Audience, UserClaim: m.UserClaim, Keys: keys},
+		Issuer:   m.Issuer,
+		Audience: m.Audience,
+		Scopes:   m.Scopes.List(),
+		MaxBody:  maxBody,
+		Logger:   logger,
+		Metrics:  rec,
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("MCP door on", slog.String("path", mcpdoor.Path), slog.String("issuer", m.Issuer), slog.String("audience", m.Audience))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mcpdoor.Handles(r.URL.Path) {
+			door.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
+}
+
+// Config is what both callback programs give Build.
+type Config struct {
+	Store  core.Store
+	Users  core.Users
+	Common config.Common
+	MCP    config.MCP
+	// MCPNames name the door's settings in errors: config.MCPEnvNames or
+	// config.MCPFileNames.
+	MCPNames config.MCPNames
+	Auth     httpapi.Authenticator
+	Deliver  bool // each new ticket is written pending (the outbox)
+	Metrics  metrics.Recorder
+	Logger   *slog.Logger
+}
+
+// Build is the callback's graph on c.Store, outermost first: the MCP door
+// (when c.MCP is on) beside httpapi.Handler → core.Service → c.Store;
+// both doors share the service, so they share keys and transaction. The
+// caller wraps the store and the handler with its own metrics.
+func Build(c Config) (http.Handler, error) {
+	svc := &core.Service{
+		Store:     c.Store,
+		Users:     c.Users,
+		Policy:    c.Common.Policy,
+		Retention: c.Common.Retention,
+		NewID:     uuid.NewString,
+		Deliver:   c.Deliver,
+	}
+	return withMCP(&httpapi.Handler{
+		Service:   svc,
+		Auth:      c.Auth,
+		MaxBody:   c.Common.MaxBodyBytes,
+		Logger:    c.Logger,
+		PublicURL: c.Common.PublicURL,
+		Metrics:   c.Metrics,
+	}, c.MCP, c.MCPNames, svc, c.Common.MaxBodyBytes, c.Metrics, c.Logger)
+}
+
+// Authenticator fails closed: no hook key and no explicit insecure switch
+// means every callback is refused.
+func Authenticator(hookKey string, insecure bool, c config.Common, logger *slog.Logger) (httpapi.Authenticator, error) {
+	switch {
+	case insecure:
+		logger.Warn("insecure_no_auth is set: callbacks are NOT authenticated; use this only on loopback")
+		return nonce.Off{}, nil
+	case hookKey == "":
+		logger.Error("no hook key configured: every callback is refused (fail closed)")
+		return nonce.Refuse{}, nil
+	}
+	v, err := nonce.New(hookKey, c.MinCost, c.MaxCost)
+	if err != nil {
+		return nil, fmt.Errorf("hook key: %w", err)
+	}
+	return v, nil
+}
+
+// CheckMCP checks the door's URLs by jwtauth's rules, naming the setting
+// by names: the issuer and the JWK Set are https (http only on
+// loopback), and the development issuer (dev_key) needs a loopback
+// issuer.
+func CheckMCP(m config.MCP, names config.MCPNames) error {
+	if err := jwtauth.CheckURL(m.Issuer); err != nil {
+		return fmt.Errorf("config: %s: %w", names.Issuer, err)
+	}
+	if m.JWKSURL != "" {
+		if err := jwtauth.CheckURL(m.JWKSURL); err != nil {
+			return fmt.Errorf("config: %s: %w", names.JWKSURL, err)
+		}
+	}
+	if m.DevKey != "" && !jwtauth.Loopback(m.Issuer) {
+		return fmt.Errorf("config: %s: the development issuer needs a loopback %s, not %q", names.DevKey, names.Issuer, m.Issuer)
+	}
+	return nil
+}

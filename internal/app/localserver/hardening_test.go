@@ -1,0 +1,85 @@
+package localserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+// signingEndpoint is a stand-in DynamoDB endpoint that records the access
+// key each request was signed with (DynamoDB Local keeps one database per
+// access key unless started with -sharedDb).
+func signingEndpoint(t *testing.T) (string, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		if _, after, ok := strings.Cut(auth, "Credential="); ok {
+			key, _, _ := strings.Cut(after, "/")
+			mu.Lock()
+			keys = append(keys, key)
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"no table"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), keys...) }
+}
+
+func localDynamoCallback(t *testing.T, endpoint string) {
+	t.Helper()
+	cfg := config.Local{
+		Common:         config.Common{Policy: "arguments", Retention: 3600e9, MaxBodyBytes: 65536, MinCost: 4, MaxCost: 10},
+		Store:          config.StoreSettings{Kind: "dynamodb", Table: "tickets-local", Endpoint: endpoint, Region: "us-east-1"},
+		Users:          map[string]config.User{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
+		InsecureNoAuth: true,
+	}
+	h, closer, err := LocalServer(context.Background(), cfg, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	body := `{"function":{"name":"create_ticket","content":{"title":"t"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r"}}}`
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("POST", "/callback", strings.NewReader(body)))
+}
+
+// With an endpoint configured, the local server signs with the caller's
+// own credentials (the ones the AWS CLI used to create the table), not
+// with credentials of its own.
+func TestLocalDynamoUsesTheCallersCredentials(t *testing.T) {
+	testenv.IsolateAWSEnv(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDUSEROWNKEY")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	endpoint, keys := signingEndpoint(t)
+	localDynamoCallback(t, endpoint)
+	got := keys()
+	if len(got) == 0 {
+		t.Fatal("no request reached the endpoint")
+	}
+	for _, k := range got {
+		if k != "AKIDUSEROWNKEY" {
+			t.Fatalf("signed with %q, want the caller's AKIDUSEROWNKEY", k)
+		}
+	}
+}
+
+// Without credentials anywhere in the chain, dummy ones are used.
+func TestLocalDynamoFallsBackToDummyCredentials(t *testing.T) {
+	testenv.IsolateAWSEnv(t)
+	endpoint, keys := signingEndpoint(t)
+	localDynamoCallback(t, endpoint)
+	got := keys()
+	if len(got) == 0 || got[0] != localstore.DummyAccessKeyID {
+		t.Fatalf("signed with %q, want the dummy %q", got, localstore.DummyAccessKeyID)
+	}
+}

@@ -1,0 +1,241 @@
+// Package localserver is the local server's composition root (cmd/server,
+// what make run starts): the callback's doors on the configured store,
+// and with a delivery block the delivery worker beside them.
+package localserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
+	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
+	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+)
+
+// Mode is what the local server's command line asks of Main besides
+// serving: print a nonce, print an MCP token, or (Args) a command it does
+// not have.
+type Mode struct {
+	Nonce       bool     // -nonce: a fresh X-Request-Nonce for the configured hook_key
+	MCPTokenFor string   // -mcp-token USER: an MCP access token for USER
+	Args        []string // what follows the flags; the server takes none
+}
+
+// Main is cmd/server after its configuration is read: with -nonce or
+// -mcp-token it prints one line and returns; otherwise it builds the
+// local server (LocalServer) and serves it on cfg.Listen until SIGINT or
+// SIGTERM. It returns the exit status.
+func Main(cfg config.Local, m Mode) int {
+	if len(m.Args) > 0 {
+		fmt.Fprintf(os.Stderr, "unknown command %q; the server takes no command (the operator's is go run ./cmd/deliveries -config FILE COMMAND)\n", m.Args[0])
+		return 2
+	}
+	if m.Nonce {
+		if cfg.HookKey == "" {
+			fmt.Fprintln(os.Stderr, "config: hook_key: empty, so there is no nonce to make")
+			return 1
+		}
+		n, err := nonce.Generate(cfg.HookKey, nonce.AIVAXCost)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(n)
+		return 0
+	}
+	if m.MCPTokenFor != "" {
+		tok, err := devToken(cfg, m.MCPTokenFor)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(tok)
+		return 0
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, closer, err := LocalServer(ctx, cfg, logger)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = closer.Close() }()
+	if err := Serve(ctx, cfg.Listen, h, logger, func(a net.Addr) {
+		fmt.Fprintf(os.Stderr, "callback listening on http://%s/callback\n", a)
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// LocalServer builds the local server's graph on the configured store
+// (SQLite or DynamoDB), outermost first: metrics.Collect and
+// metrics.TimedStore (with metrics_listen: Prometheus serves /metrics
+// there) → httpapi.Handler → core.Service → delivery.NotifyOnCommit (with
+// a delivery block) → the store. With a delivery block, the service writes
+// every new ticket pending, and a delivery worker runs on the same store
+// until ctx ends: woken after each commit, polling for due tickets, and
+// resuming at once whatever a previous process left pending or
+// delivering; its steps and its counts of waiting tickets go to the same
+// Prometheus. The returned closer stops, in order, the metrics listener,
+// the worker (its deliveries in flight finish first) and the store.
+func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	var dst delivery.Destination
+	if cfg.Delivery != nil {
+		if dst, err = destination.New(*cfg.Delivery); err != nil {
+			return nil, nil, err
+		}
+	}
+	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cs closers
+	var rec metrics.Recorder
+	if cfg.MetricsListen != "" {
+		// The metrics server closes first: after the callback server, so
+		// the last requests are counted.
+		var metricsSrv io.Closer
+		if rec, metricsSrv, err = servePrometheus(cfg.MetricsListen, logger); err != nil {
+			_ = storeCloser.Close()
+			return nil, nil, err
+		}
+		cs = append(cs, metricsSrv)
+	}
+	serviceStore := store
+	if dst != nil {
+		ds, ok := store.(delivery.Outbox)
+		if !ok {
+			_ = append(cs, storeCloser).Close()
+			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
+		}
+		w := localWorker(ds, dst, *cfg.Delivery, rec, cfg.Store.Kind, logger)
+		serviceStore = delivery.NotifyOnCommit(store, w.Notify)
+		cs = append(cs, runWorker(ctx, w, logger))
+		// Kind and host only: the URL's path or query and the credentials
+		// may hold secrets.
+		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", core.RedactRawURL(cfg.Delivery.URL)))
+		cs = append(cs, checkAtStart(ctx, dst, logger))
+	}
+	cs = append(cs, storeCloser)
+	if rec != nil {
+		serviceStore = metrics.TimedStore{Store: serviceStore, Recorder: rec}
+	}
+	h, err := doors.Build(doors.Config{
+		Store:    serviceStore,
+		Users:    localUsers(cfg.Users),
+		Common:   cfg.Common,
+		MCP:      cfg.MCP,
+		MCPNames: config.MCPFileNames,
+		Auth:     auth,
+		Deliver:  dst != nil,
+		Metrics:  rec,
+		Logger:   logger,
+	})
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, err
+	}
+	if rec != nil {
+		h = metrics.Collect(h)
+	}
+	return h, cs, nil
+}
+
+// localUsers are the file's users, in memory.
+func localUsers(file map[string]config.User) memstore.Users {
+	users := memstore.Users{}
+	for id, u := range file {
+		users[id] = core.User{ExternalID: id, TenantID: u.TenantID, UserID: u.UserID, Disabled: u.Disabled}
+	}
+	return users
+}
+
+// dynamoCountEvery spaces the local worker's counts of waiting tickets on
+// DynamoDB, where each count is a Query: once a minute, as the deployed
+// scheduled sweep counts. On SQLite a count is one read of an index, made
+// after every sweep.
+const dynamoCountEvery = time.Minute
+
+// localWorker is the local server's delivery worker on store: zero
+// max_attempts and timeout are the engine's and the clients' defaults.
+// With rec (the local server's Prometheus), its steps and its counts of
+// waiting tickets are reported there.
+func localWorker(store delivery.Outbox, dst delivery.Destination, d config.Destination, rec metrics.Recorder, storeKind string, logger *slog.Logger) *delivery.Worker {
+	var observer delivery.Observer
+	var waiting func(context.Context, int)
+	if rec != nil {
+		observer = delivery.ObserverFunc(func(ctx context.Context, s delivery.Step) {
+			rec.Delivery(ctx, metrics.DeliveryStep{State: string(s.Result), Lag: s.Lag})
+		})
+		waiting = func(ctx context.Context, n int) { rec.TicketsWaiting(ctx, n) }
+	}
+	var countEvery time.Duration
+	if storeKind == config.StoreDynamoDB {
+		countEvery = dynamoCountEvery
+	}
+	engine := destination.Engine(d)
+	engine.Store, engine.Destination, engine.Log, engine.Observer = store, dst, logger, observer
+	return &delivery.Worker{
+		Log:        logger,
+		Engine:     &engine,
+		Waiting:    waiting,
+		CountEvery: countEvery,
+	}
+}
+
+// runWorker runs w until ctx ends or the returned closer is called, which
+// waits for the deliveries in flight.
+func runWorker(ctx context.Context, w *delivery.Worker, logger *slog.Logger) io.Closer {
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Run(wctx)
+	}()
+	return closerFunc(func() error {
+		stop()
+		<-done
+		logger.Info("delivery worker stopped")
+		return nil
+	})
+}
+
+// checkAtStart runs delivery.Check on dst beside the server's start (it
+// takes up to the client timeout) and logs its line: an error when the
+// helpdesk refuses or fails the lookup, so a token that may create but
+// not list tickets is seen at start, not when a ticket ends unknown. The
+// closer waits for it.
+func checkAtStart(ctx context.Context, dst delivery.Destination, logger *slog.Logger) io.Closer {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		line, ok := delivery.Check(ctx, dst)
+		if ok {
+			logger.Info("delivery check", slog.String("result", line))
+			return
+		}
+		logger.Error("delivery check", slog.String("result", line))
+	}()
+	return closerFunc(func() error { <-done; return nil })
+}

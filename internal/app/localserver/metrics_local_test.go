@@ -1,0 +1,171 @@
+//go:build !nosqlite && !lambda.norpc
+
+package localserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+// TestLocalPrometheusCounts: the four calls through the local server on
+// SQLite; GET /metrics on the metrics_listen address shows exactly the
+// expected increments, under the same names and labels as EMF.
+func TestLocalPrometheusCounts(t *testing.T) {
+	h, closer, _, metricsURL := localWithMetrics(t, localConfig(t, metricsHookKey))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var nonces []string
+	for _, c := range fourCalls(t) {
+		nonces = append(nonces, c.nonce)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/callback", strings.NewReader(c.body))
+		if c.nonce != "" {
+			req.Header.Set("X-Request-Nonce", c.nonce)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	text, families := scrape(t, metricsURL)
+	got := map[string]float64{}
+	for _, m := range families[metrics.Callbacks].GetMetric() {
+		got[seriesKey(metrics.Callbacks, m)] = m.GetCounter().GetValue()
+	}
+	if fmt.Sprint(got) != fmt.Sprint(wantCallbacks) {
+		t.Errorf("callbacks_total:\n got %v\nwant %v", got, wantCallbacks)
+	}
+	if v := families[metrics.ColdStarts].GetMetric()[0].GetCounter().GetValue(); v != 1 {
+		t.Errorf("cold_starts_total = %v, want 1", v)
+	}
+	// SQLite: one transaction for the create and one for the repeat;
+	// users come from the file, not the store.
+	if n := families[metrics.StoreCallDuration].GetMetric()[0].GetHistogram().GetSampleCount(); n != 2 {
+		t.Errorf("store_call_duration_seconds count = %d, want 2", n)
+	}
+	var durations uint64
+	for _, m := range families[metrics.CallbackDuration].GetMetric() {
+		durations += m.GetHistogram().GetSampleCount()
+	}
+	if durations != 4 {
+		t.Errorf("callback_duration_seconds count = %d, want 4", durations)
+	}
+	for _, s := range metrics.DeliveryStates {
+		if !strings.Contains(text, `deliveries_total{state="`+s+`"} 0`) {
+			t.Errorf("deliveries_total{state=%q} must show at zero before any delivery", s)
+		}
+	}
+	for _, s := range append(secrets, nonces[0]) {
+		if strings.Contains(text, s) {
+			t.Errorf("/metrics carries %q", s)
+		}
+	}
+	if err := closer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(metricsURL); err == nil {
+		_ = resp.Body.Close()
+		t.Errorf("/metrics still answers after Close")
+	}
+}
+
+// TestLocalNoMetricsListener: without metrics_listen nothing listens and
+// the handler records nothing.
+func TestLocalNoMetricsListener(t *testing.T) {
+	var logs bytes.Buffer
+	h, closer, err := LocalServer(context.Background(), localConfig(t, metricsHookKey), slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = closer.Close() }()
+	if strings.Contains(logs.String(), "metrics listening") {
+		t.Errorf("metrics listener started without metrics_listen: %s", logs.String())
+	}
+	// Nothing wraps the handler to collect store calls: it is the plain
+	// handler, with no recorder.
+	if hh, ok := h.(*httpapi.Handler); !ok || hh.Metrics != nil {
+		t.Errorf("handler %T without metrics_listen, want *httpapi.Handler with no Metrics", h)
+	}
+}
+
+func TestLocalMetricsListenBusy(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	cfg := localConfig(t, metricsHookKey)
+	cfg.MetricsListen = strings.TrimPrefix(srv.URL, "http://")
+	if _, _, err := LocalServer(context.Background(), cfg, discard()); err == nil || !strings.Contains(err.Error(), "metrics_listen") {
+		t.Fatalf("Local with a taken metrics_listen: %v, want an error naming metrics_listen", err)
+	}
+}
+
+// localWithMetrics starts the local handler for cfg with a metrics
+// listener on a free port, and returns it, its closer (closed at the end of
+// the test), its logs and the /metrics URL its "metrics listening" line
+// names.
+func localWithMetrics(t *testing.T, cfg config.Local) (http.Handler, io.Closer, *testenv.Buffer, string) {
+	t.Helper()
+	cfg.MetricsListen = "127.0.0.1:0"
+	logs := &testenv.Buffer{}
+	h, closer, err := LocalServer(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = closer.Close() })
+	metricsURL := ""
+	for sc := bufio.NewScanner(strings.NewReader(logs.String())); sc.Scan(); {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == "metrics listening" {
+			metricsURL, _ = m["url"].(string)
+		}
+	}
+	if metricsURL == "" {
+		t.Fatalf("no metrics listening line in %s", logs.String())
+	}
+	return h, closer, logs, metricsURL
+}
+
+func scrape(t *testing.T, url string) (string, map[string]*dto.MetricFamily) {
+	t.Helper()
+	status, b := testenv.Get(t, url)
+	if status != 200 {
+		t.Fatalf("GET /metrics: %d %s", status, b)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("/metrics is not the text format: %v", err)
+	}
+	return string(b), fams
+}
+
+// seriesKey writes a series as emftest.Datum.Key does: sorted labels,
+// empty ones left out (Prometheus treats an empty label as absent).
+func seriesKey(name string, m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		if l.GetValue() != "" {
+			parts = append(parts, l.GetName()+"="+l.GetValue())
+		}
+	}
+	sort.Strings(parts)
+	return name + "{" + strings.Join(parts, ",") + "}"
+}
