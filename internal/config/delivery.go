@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 )
 
 // Destination is the helpdesk tickets are delivered to: the config file's
@@ -110,7 +110,7 @@ func (d Destination) Refused(field string, err error) error {
 // String shows the destination without its credentials.
 func (d Destination) String() string {
 	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, core.RedactRawURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+		d.Kind, redact.RawURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
@@ -118,7 +118,7 @@ func (d Destination) GoString() string { return d.String() }
 
 // LogValue logs the destination without its credentials.
 func (d Destination) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", core.RedactRawURL(d.URL)),
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", redact.RawURL(d.URL)),
 		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
 }
 

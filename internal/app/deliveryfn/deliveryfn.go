@@ -15,10 +15,10 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
@@ -53,7 +53,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 		return nil, err
 	}
 	logger.InfoContext(ctx, "delivery destination", slog.Group("delivery", slog.String("kind", d.Kind),
-		slog.String("url", core.RedactRawURL(d.URL)), slog.Bool("lookup", d.Lookup),
+		slog.String("url", redact.RawURL(d.URL)), slog.Bool("lookup", d.Lookup),
 		slog.Int("max_attempts", cmp.Or(d.MaxAttempts, delivery.DefaultMaxAttempts)),
 		slog.Duration("timeout", cmp.Or(d.Timeout, delivery.DefaultCallTimeout))))
 	engine := destination.Engine(d)

@@ -23,6 +23,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
@@ -134,7 +135,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		cs = append(cs, runWorker(ctx, w, logger))
 		// Kind and host only: the URL's path or query and the credentials
 		// may hold secrets.
-		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", core.RedactRawURL(cfg.Delivery.URL)))
+		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", redact.RawURL(cfg.Delivery.URL)))
 		cs = append(cs, checkAtStart(ctx, dst, logger))
 	}
 	cs = append(cs, storeCloser)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -49,7 +50,7 @@ func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 		})
 		name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
 		if cfg.Endpoint != "" {
-			name += " at " + core.RedactRawURL(cfg.Endpoint)
+			name += " at " + redact.RawURL(cfg.Endpoint)
 		}
 		return dynamo.Product(client, cfg.Table, 0), nopCloser{}, name, nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 )
 
 // DeliveriesUsage is the operator's command's synopsis.
@@ -207,7 +208,7 @@ func check(ctx context.Context, cfg config.Local, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "destination: %s %s\n", cfg.Delivery.Kind, core.RedactRawURL(cfg.Delivery.URL))
+	fmt.Fprintf(stderr, "destination: %s %s\n", cfg.Delivery.Kind, redact.RawURL(cfg.Delivery.URL))
 	line, ok := delivery.Check(ctx, dst)
 	fmt.Fprintln(stdout, line)
 	if !ok {
@@ -433,6 +434,6 @@ var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>()\[\]{}]+
 func shown(s string) string {
 	return urlInText.ReplaceAllStringFunc(oneLine(s), func(u string) string {
 		trimmed := strings.TrimRight(u, ".,;:")
-		return core.RedactRawURL(trimmed) + u[len(trimmed):]
+		return redact.RawURL(trimmed) + u[len(trimmed):]
 	})
 }
