@@ -322,3 +322,59 @@ func TestReadAheadLeavesTheTransaction(t *testing.T) {
 		t.Fatalf("transaction attempts = %d, want 1: the answered claim's conflict was retried", n)
 	}
 }
+
+// ctxWatcher holds every transaction until released, then notes whether
+// the context it was given had ended meanwhile; its reads go to DynamoDB
+// Local.
+type ctxWatcher struct {
+	*dynamodb.Client
+	release chan struct{}
+	ended   atomic.Bool
+}
+
+func (c *ctxWatcher) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	<-c.release
+	c.ended.Store(ctx.Err() != nil)
+	return nil, &types.TransactionCanceledException{Message: aws.String("held"),
+		CancellationReasons: []types.CancellationReason{{Code: aws.String("ConditionalCheckFailed")}}}
+}
+
+// A caller that stops waiting as soon as the read has answered (a door
+// that cancels its request's context on return) does not take the
+// transaction down with it: the transaction is sent on a context that
+// the caller's cancellation does not end, so a claim always sends both
+// requests and a count taken after Wait is exact.
+func TestReadAheadTransactionOutlivesTheCaller(t *testing.T) {
+	const order = `{"sku":"A-1","qty":2}`
+	e := newReadAheadEnv(t)
+	idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+	c := &ctxWatcher{Client: e.client, release: make(chan struct{})}
+	store := dynamostore.New(c, e.name, dynamostore.Options{ReadAhead: true})
+	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+	ctx, cancel := context.WithCancel(context.Background())
+	o := g.Do(ctx, idemtest.Call("alice", "r1", order), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+		return []byte(`{"order_id":"second"}`), []types.TransactWriteItem{effectItem(`{"order_id":"second"}`)}, nil
+	})
+	cancel()
+	close(c.release)
+	store.Wait()
+	idemtest.Want(t, o, idem.Replayed)
+	if c.ended.Load() {
+		t.Fatal("the transaction's context ended with the caller's: the SDK would drop a request not yet sent")
+	}
+}
+
+// A caller whose context has already ended sends nothing and is busy.
+func TestReadAheadCancelledBeforeStartSendsNothing(t *testing.T) {
+	e := newReadAheadEnv(t)
+	g := newGated(e.client)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := e.guard(g, idem.PolicyArguments).Do(ctx, idemtest.Call("alice", "r1", `{"sku":"A-1"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+		return []byte(`{}`), nil, nil
+	})
+	idemtest.Want(t, o, idem.Busy)
+	if n := g.gets.Load() + g.txs.Load(); n != 0 {
+		t.Fatalf("%d requests sent for a caller that had gone", n)
+	}
+}

@@ -286,25 +286,33 @@ type answer struct {
 // awaited.
 //
 // Whichever of the two is not awaited is not cancelled either: it runs
-// to its end on ctx in the background (Wait waits for it), so a claim
-// always sends both requests. A transaction the read answered ahead of
+// to its end in the background, on ctx without its cancellation and
+// bounded by CallTimeout (Wait waits for it), so a claim that starts
+// always sends both requests, even when its caller stops waiting as soon
+// as it has the answer. A caller whose ctx ends first gets ErrBusy: the
+// outcome is unknown, and a retry with the same data gets the stored
+// result. A transaction the read answered ahead of
 // writes nothing, because its claim condition fails on the record the
 // read found, which lives past the margin; its conflicts are not
 // retried, since nobody waits for its answer.
 func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, now time.Time) (*idem.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, MapError(err) // nothing sent
+	}
+	bg := context.WithoutCancel(ctx)
 	tx := make(chan answer, 1)
 	stop, sent := make(chan struct{}), make(chan struct{})
 	s.behind.add(1)
 	go func() {
 		defer s.behind.add(-1)
-		held, err := s.transact(ctx, in, stop, sent)
+		held, err := s.transact(bg, in, stop, sent)
 		tx <- answer{held, err}
 	}()
 	read := make(chan answer, 1)
 	s.behind.add(1)
 	go func() {
 		defer s.behind.add(-1)
-		held, err := s.Get(ctx, rec.Key)
+		held, err := s.Get(bg, rec.Key)
 		read <- answer{held, err}
 	}()
 	select {
@@ -316,8 +324,14 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 			<-sent
 			return r.held, nil
 		}
-		a := <-tx
+	case <-ctx.Done():
+		return nil, MapError(ctx.Err())
+	}
+	select {
+	case a := <-tx:
 		return a.held, a.err
+	case <-ctx.Done():
+		return nil, MapError(ctx.Err())
 	}
 }
 
