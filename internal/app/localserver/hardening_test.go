@@ -83,3 +83,17 @@ func TestLocalDynamoFallsBackToDummyCredentials(t *testing.T) {
 		t.Fatalf("signed with %q, want the dummy %q", got, localstore.DummyAccessKeyID)
 	}
 }
+
+// A user id longer than the service accepts cannot be configured: the
+// local programs refuse it at start (core.CheckUserIDs), without
+// repeating the id.
+func TestOverlongUserIDRefused(t *testing.T) {
+	long := strings.Repeat("u", 1025)
+	c, err := config.ParseFile([]byte(`{"users":{"` + long + `":{"tenant_id":"t","user_id":"u"}}}`))
+	if err == nil {
+		err = CheckSettings(&c)
+	}
+	if err == nil || strings.Contains(err.Error(), long) {
+		t.Fatalf("err = %v; want an error that does not repeat the id", err)
+	}
+}

@@ -45,6 +45,10 @@ func Main(cfg config.Local, m Mode) int {
 		fmt.Fprintf(os.Stderr, "unknown command %q; the server takes no command (the operator's is go run ./cmd/deliveries -config FILE COMMAND)\n", m.Args[0])
 		return 2
 	}
+	if err := CheckSettings(&cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if m.Nonce {
 		if cfg.HookKey == "" {
 			fmt.Fprintln(os.Stderr, "config: hook_key: empty, so there is no nonce to make")
@@ -97,6 +101,9 @@ func Main(cfg config.Local, m Mode) int {
 // Prometheus. The returned closer stops, in order, the metrics listener,
 // the worker (its deliveries in flight finish first) and the store.
 func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+	if err := CheckSettings(&cfg); err != nil {
+		return nil, nil, err
+	}
 	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
 		return nil, nil, err
@@ -161,6 +168,20 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		h = metrics.Collect(h)
 	}
 	return h, cs, nil
+}
+
+// CheckSettings checks the file's settings that belong to the packages
+// applying them (doors.CheckSettings: the key policy, the hook key, the
+// nonce costs; core: the users' ids) and sets their defaults in cfg. Each
+// local program calls it right after reading the file.
+func CheckSettings(cfg *config.Local) error {
+	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingFileNames); err != nil {
+		return err
+	}
+	if err := core.CheckUserIDs(cfg.Users); err != nil {
+		return fmt.Errorf("config: users: %w", err)
+	}
+	return nil
 }
 
 // localUsers are the file's users, in memory.
