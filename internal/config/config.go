@@ -479,7 +479,7 @@ func ParseFile(b []byte) (Local, error) {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
+	_, _, err = net.SplitHostPort(c.Listen)
 	if err != nil {
 		return c, fmt.Errorf("config: listen: %q is not host:port", c.Listen)
 	}
@@ -505,8 +505,6 @@ func ParseFile(b []byte) (Local, error) {
 	switch {
 	case c.HookKey != "" && c.InsecureNoAuth:
 		return c, errors.New("config: insecure_no_auth: set either hook_key or insecure_no_auth, not both")
-	case c.InsecureNoAuth && !isLoopback(host):
-		return c, fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", c.Listen)
 	}
 	for id, u := range c.Users {
 		if id == "" || u.TenantID == "" || u.UserID == "" {
@@ -520,9 +518,9 @@ func ParseFile(b []byte) (Local, error) {
 }
 
 // metricsListen checks the Prometheus listener's address: absent means
-// none, an address without a host binds loopback, and any other host must
-// be loopback ("localhost", 127.0.0.0/8, ::1): /metrics has no
-// authentication, so 0.0.0.0, [::] or a public address is refused.
+// none, and an address without a host binds loopback. That any other host
+// is loopback (/metrics has no authentication) is the local server's
+// check, localserver.CheckSettings.
 func metricsListen(addr, listen string) (string, error) {
 	if addr == "" {
 		return "", nil
@@ -533,21 +531,9 @@ func metricsListen(addr, listen string) (string, error) {
 	}
 	if host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
-	} else if !isLoopback(host) {
-		return "", fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s", addr, port, port, port)
 	}
 	if addr == listen {
 		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)
 	}
 	return addr, nil
-}
-
-// isLoopback reports whether host names this machine: "localhost" or a
-// loopback IP address, the hosts insecure_no_auth may listen on.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -206,7 +206,9 @@ func TestParseFileAccepted(t *testing.T) {
 	}
 }
 
-// TestParseFileRefused: as TestFromEnvRefused, for the file.
+// TestParseFileRefused: as TestFromEnvRefused, for the file. The
+// listeners' loopback rules are the local server's: TestListenersRefused
+// in internal/app/localserver.
 func TestParseFileRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -220,12 +222,6 @@ func TestParseFileRefused(t *testing.T) {
 		{"two JSON values -> more than one JSON value", `{} {}`, []string{"more than one JSON value"}},
 		{"store.kind postgres -> store.kind", `{"store":{"kind":"postgres"}}`, []string{"store.kind", "postgres"}},
 		{"dynamodb without table -> store.table", `{"store":{"kind":"dynamodb"}}`, []string{"store.table"}},
-		{"insecure_no_auth on 0.0.0.0 -> insecure_no_auth",
-			`{"listen":"0.0.0.0:3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
-		{"insecure_no_auth on all interfaces (:3210) -> insecure_no_auth",
-			`{"listen":":3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
-		{"insecure_no_auth on a host name -> insecure_no_auth",
-			`{"listen":"tickets.example.org:3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
 		{"hook_key and insecure_no_auth -> insecure_no_auth",
 			`{"hook_key":"k","insecure_no_auth":true}`, []string{"insecure_no_auth", "hook_key"}},
 		{"user without tenant_id -> users.user-x", `{"users":{"user-x":{"user_id":"x"}}}`, []string{"users.user-x", "tenant_id"}},

@@ -21,6 +21,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
@@ -172,7 +173,8 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 
 // CheckSettings checks the file's settings that belong to the packages
 // applying them (doors.CheckSettings: the key policy, the hook key, the
-// nonce costs; core: the users' ids) and sets their defaults in cfg. Each
+// nonce costs; core: the users' ids; loopback: the unauthenticated
+// listeners) and sets their defaults in cfg. Each
 // local program calls it right after reading the file.
 func CheckSettings(cfg *config.Local) error {
 	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingFileNames); err != nil {
@@ -180,6 +182,26 @@ func CheckSettings(cfg *config.Local) error {
 	}
 	if err := core.CheckUserIDs(cfg.Users); err != nil {
 		return fmt.Errorf("config: users: %w", err)
+	}
+	return checkListeners(*cfg)
+}
+
+// checkListeners keeps what is not authenticated on this machine:
+// insecure_no_auth only with a loopback listen, and metrics_listen (the
+// Prometheus /metrics, which has no authentication) only on a loopback
+// address, so 0.0.0.0, [::] or a public address is refused.
+func checkListeners(cfg config.Local) error {
+	if cfg.InsecureNoAuth {
+		if host, _, err := net.SplitHostPort(cfg.Listen); err != nil || !loopback.Host(host) {
+			return fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", cfg.Listen)
+		}
+	}
+	if cfg.MetricsListen != "" {
+		host, port, err := net.SplitHostPort(cfg.MetricsListen)
+		if err != nil || !loopback.Host(host) {
+			return fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s",
+				cfg.MetricsListen, port, port, port)
+		}
 	}
 	return nil
 }
