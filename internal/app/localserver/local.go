@@ -4,6 +4,7 @@
 package localserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -192,8 +193,9 @@ func CheckSettings(cfg *config.Local) error {
 // address, so 0.0.0.0, [::] or a public address is refused.
 func checkListeners(cfg config.Local) error {
 	if cfg.InsecureNoAuth {
-		if host, _, err := net.SplitHostPort(cfg.Listen); err != nil || !loopback.Host(host) {
-			return fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", cfg.Listen)
+		listen := cmp.Or(cfg.Listen, config.DefaultListen)
+		if host, _, err := net.SplitHostPort(listen); err != nil || !loopback.Host(host) {
+			return fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", listen)
 		}
 	}
 	if cfg.MetricsListen != "" {
