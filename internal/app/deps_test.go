@@ -54,7 +54,7 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 			[]string{"internal/app/callbackfn", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth"}},
 		{"functions/delivery",
 			append([]string{"internal/httpapi", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
-				"internal/usercache"}, local...),
+				"internal/usercache", "internal/nonce"}, local...),
 			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/deliverylambda"}},
 	}
 	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
@@ -71,6 +71,26 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 				if !got[n] {
 					t.Errorf("%s (tags %q) does not link %s, which it runs", r.pkg, tags, n)
 				}
+			}
+		}
+	}
+}
+
+// TestConfigImportsNothingInModule: config maps names to values; the
+// packages that apply the settings check them and set their defaults, so
+// it links no package of this module but itself, with either tag set.
+func TestConfigImportsNothingInModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
+		got := deps(t, "internal/config", tags)
+		if !got["internal/config"] {
+			t.Fatalf("go list -deps (tags %q) does not list internal/config itself: %v", tags, got)
+		}
+		for p := range got {
+			if p != "internal/config" {
+				t.Errorf("internal/config (tags %q) links %s", tags, p)
 			}
 		}
 	}

@@ -16,10 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // Common is what both configurations set. A zero value of a setting whose
@@ -27,11 +23,11 @@ import (
 // package that applies a setting owns its default, and this one only
 // reads and bounds what is written.
 type Common struct {
-	Policy       opkey.Policy
+	Policy       string // as written; opkey.ParsePolicy reads it, "" its default
 	Retention    time.Duration
 	MaxBodyBytes int64 // 0: httpapi.DefaultMaxBody
-	MinCost      int
-	MaxCost      int
+	MinCost      int   // 0: nonce.DefaultMinCost; nonce.Settings checks the bounds
+	MaxCost      int   // 0: nonce.DefaultMaxCost
 	PublicURL    string
 }
 
@@ -52,12 +48,11 @@ type Lambda struct {
 	MCP MCP
 }
 
-// Defaults this package applies itself (nonce.DefaultMinCost and
-// nonce.DefaultMaxCost are the domain's, read from there). The other
-// defaults belong to the package that applies them, and a zero setting
+// Defaults this package applies itself. The other defaults belong to the package that applies them, and a zero setting
 // leaves them to it: httpapi.DefaultMaxBody, usercache.DefaultTTL and
 // usercache.DefaultSize, dynamo.DefaultCallTimeout, emf.DefaultNamespace,
-// and the delivery ones (see Destination).
+// the key policy's and the nonce costs' (doors.CheckSettings), and the
+// delivery ones (see Destination).
 const (
 	DefaultRetention = 24 * time.Hour
 	// MinRetention is the shortest deduplication window accepted: agents
@@ -97,9 +92,9 @@ type setting[T any] struct {
 
 // The settings both configurations share.
 var (
-	keyPolicySetting = setting[Common]{key{"KEY_POLICY", "key_policy", false}, func(c *Common, v string) (err error) {
-		c.Policy, err = opkey.ParsePolicy(v)
-		return err
+	keyPolicySetting = setting[Common]{key{"KEY_POLICY", "key_policy", false}, func(c *Common, v string) error {
+		c.Policy = v
+		return nil
 	}}
 	retentionSetting = setting[Common]{key{"RETENTION", "retention", false}, func(c *Common, v string) (err error) {
 		if c.Retention, err = duration(v, DefaultRetention); err != nil {
@@ -116,11 +111,11 @@ var (
 		return err
 	}}
 	minCostSetting = setting[Common]{key{"NONCE_MIN_COST", "nonce_min_cost", true}, func(c *Common, v string) (err error) {
-		c.MinCost, err = integer(v, nonce.DefaultMinCost, nonce.MinCost, nonce.CapCost)
+		c.MinCost, err = positive(v)
 		return err
 	}}
 	maxCostSetting = setting[Common]{key{"NONCE_MAX_COST", "nonce_max_cost", true}, func(c *Common, v string) (err error) {
-		c.MaxCost, err = integer(v, nonce.DefaultMaxCost, nonce.MinCost, nonce.CapCost)
+		c.MaxCost, err = positive(v)
 		return err
 	}}
 	publicURLSetting = setting[Common]{key{"PUBLIC_URL", "public_url", false}, func(c *Common, v string) error {
@@ -143,9 +138,6 @@ var lambdaSettings = append(tableSettings(func(c *Lambda) (*string, *string) { r
 		return nil
 	}},
 	{key{env: "HOOK_KEY"}, func(c *Lambda, v string) error {
-		if len(v) > nonce.MaxKeyLen {
-			return fmt.Errorf("%d bytes; BCrypt uses at most %d", len(v), nonce.MaxKeyLen)
-		}
 		c.HookKey = v
 		return nil
 	}},
@@ -215,18 +207,25 @@ func read[T any](c *T, settings []*setting[T], src source) error {
 	return nil
 }
 
-// readCommon reads the shared settings and checks how they fit together.
+// readCommon reads the shared settings.
 func readCommon(src source) (Common, error) {
 	var c Common
-	if err := read(&c, commonSettings, src); err != nil {
-		return c, err
-	}
-	if c.MinCost > c.MaxCost {
-		return c, fmt.Errorf("config: %s (%d) is above %s (%d)",
-			src.name(minCostSetting.key), c.MinCost, src.name(maxCostSetting.key), c.MaxCost)
-	}
-	return c, nil
+	err := read(&c, commonSettings, src)
+	return c, err
 }
+
+// SettingNames name the shared settings and the hook key in errors, as one
+// configuration calls them: SettingEnvNames or SettingFileNames. The packages that check
+// these settings (nonce, opkey) are given their values and these names.
+type SettingNames struct {
+	Policy, MinCost, MaxCost, HookKey string
+}
+
+// The names of the Lambda's environment and of the local file.
+var (
+	SettingEnvNames  = SettingNames{keyPolicySetting.env, minCostSetting.env, maxCostSetting.env, "HOOK_KEY"}
+	SettingFileNames = SettingNames{keyPolicySetting.file, minCostSetting.file, maxCostSetting.file, "hook_key"}
+)
 
 // FromEnv reads the callback function's configuration through getenv
 // (Env, or a map's in tests).
@@ -254,6 +253,19 @@ func duration(v string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a positive Go duration such as 24h", v)
 	}
 	return d, nil
+}
+
+// positive parses an integer of at least 1; "" is 0, the default of the
+// package that bounds the setting.
+func positive(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < 1 {
+		return 0, fmt.Errorf("%q is not a positive integer", v)
+	}
+	return i, nil
 }
 
 // integer parses an integer from lo to hi; "" is def.
@@ -467,7 +479,7 @@ func ParseFile(b []byte) (Local, error) {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	host, _, err := net.SplitHostPort(c.Listen)
+	_, _, err = net.SplitHostPort(c.Listen)
 	if err != nil {
 		return c, fmt.Errorf("config: listen: %q is not host:port", c.Listen)
 	}
@@ -491,18 +503,10 @@ func ParseFile(b []byte) (Local, error) {
 		return c, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", c.Store.Kind)
 	}
 	switch {
-	case len(c.HookKey) > nonce.MaxKeyLen:
-		return c, fmt.Errorf("config: hook_key is %d bytes; BCrypt uses at most %d", len(c.HookKey), nonce.MaxKeyLen)
 	case c.HookKey != "" && c.InsecureNoAuth:
 		return c, errors.New("config: insecure_no_auth: set either hook_key or insecure_no_auth, not both")
-	case c.InsecureNoAuth && !isLoopback(host):
-		return c, fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", c.Listen)
 	}
 	for id, u := range c.Users {
-		if len(id) > core.MaxExternalUserIDLen {
-			// The service refuses such an id before any lookup.
-			return c, fmt.Errorf("config: users: an id of %d bytes; at most %d", len(id), core.MaxExternalUserIDLen)
-		}
 		if id == "" || u.TenantID == "" || u.UserID == "" {
 			if q := strconv.Quote(id); q != `"`+id+`"` {
 				id = q // keep the error on one line
@@ -514,9 +518,9 @@ func ParseFile(b []byte) (Local, error) {
 }
 
 // metricsListen checks the Prometheus listener's address: absent means
-// none, an address without a host binds loopback, and any other host must
-// be loopback ("localhost", 127.0.0.0/8, ::1): /metrics has no
-// authentication, so 0.0.0.0, [::] or a public address is refused.
+// none, and an address without a host binds loopback. That any other host
+// is loopback (/metrics has no authentication) is the local server's
+// check, localserver.CheckSettings.
 func metricsListen(addr, listen string) (string, error) {
 	if addr == "" {
 		return "", nil
@@ -527,21 +531,9 @@ func metricsListen(addr, listen string) (string, error) {
 	}
 	if host == "" {
 		addr = net.JoinHostPort("127.0.0.1", port)
-	} else if !isLoopback(host) {
-		return "", fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s", addr, port, port, port)
 	}
 	if addr == listen {
 		return "", fmt.Errorf("config: metrics_listen: %q is also listen; give metrics their own port", addr)
 	}
 	return addr, nil
-}
-
-// isLoopback reports whether host names this machine: "localhost" or a
-// loopback IP address, the hosts insecure_no_auth may listen on.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // env turns a map into a getenv.
@@ -42,10 +40,7 @@ func TestFromEnvDefaults(t *testing.T) {
 	// The settings whose default belongs to another package are zero,
 	// that package's default; defaults_test.go checks what they come to.
 	want := Lambda{
-		Common: Common{
-			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour,
-			MinCost: 4, MaxCost: 10,
-		},
+		Common:    Common{Retention: 24 * time.Hour},
 		TableName: "tickets",
 	}
 	if c != want {
@@ -60,9 +55,9 @@ func TestFromEnvAccepted(t *testing.T) {
 		check func(Lambda) bool
 	}{
 		{"KEY_POLICY=request", map[string]string{"KEY_POLICY": "request"},
-			func(c Lambda) bool { return c.Policy == opkey.PolicyRequest }},
+			func(c Lambda) bool { return c.Policy == "request" }},
 		{"KEY_POLICY=arguments", map[string]string{"KEY_POLICY": "arguments"},
-			func(c Lambda) bool { return c.Policy == opkey.PolicyArguments }},
+			func(c Lambda) bool { return c.Policy == "arguments" }},
 		{"RETENTION=90m", map[string]string{"RETENTION": "90m"},
 			func(c Lambda) bool { return c.Retention == 90*time.Minute }},
 		{"HOOK_KEY of 72 bytes", map[string]string{"HOOK_KEY": strings.Repeat("k", 72)},
@@ -92,6 +87,9 @@ func TestFromEnvAccepted(t *testing.T) {
 	}
 }
 
+// TestFromEnvRefused: the settings this package bounds. Those another
+// package checks (KEY_POLICY, HOOK_KEY, the nonce costs) are refused at
+// start by doors.CheckSettings: TestCheckedSettingsRefused.
 func TestFromEnvRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -99,15 +97,9 @@ func TestFromEnvRefused(t *testing.T) {
 		want string // the field the error names
 	}{
 		{"missing TABLE_NAME -> TABLE_NAME", map[string]string{"TABLE_NAME": ""}, "TABLE_NAME"},
-		{"KEY_POLICY=both -> KEY_POLICY", map[string]string{"KEY_POLICY": "both"}, "KEY_POLICY"},
-		{"KEY_POLICY=Request (case) -> KEY_POLICY", map[string]string{"KEY_POLICY": "Request"}, "KEY_POLICY"},
 		{"RETENTION=1 day -> RETENTION", map[string]string{"RETENTION": "1 day"}, "RETENTION"},
 		{"RETENTION=-1h -> RETENTION", map[string]string{"RETENTION": "-1h"}, "RETENTION"},
 		{"RETENTION=0s -> RETENTION", map[string]string{"RETENTION": "0s"}, "RETENTION"},
-		{"HOOK_KEY of 73 bytes -> HOOK_KEY", map[string]string{"HOOK_KEY": strings.Repeat("k", 73)}, "HOOK_KEY"},
-		{"NONCE_MIN_COST 10 > NONCE_MAX_COST 9 -> NONCE_MIN_COST", map[string]string{"NONCE_MIN_COST": "10", "NONCE_MAX_COST": "9"}, "NONCE_MIN_COST"},
-		{"NONCE_MIN_COST=3 -> NONCE_MIN_COST", map[string]string{"NONCE_MIN_COST": "3"}, "NONCE_MIN_COST"},
-		{"NONCE_MAX_COST=32 -> NONCE_MAX_COST", map[string]string{"NONCE_MAX_COST": "32"}, "NONCE_MAX_COST"},
 		{"MAX_BODY_BYTES=abc -> MAX_BODY_BYTES", map[string]string{"MAX_BODY_BYTES": "abc"}, "MAX_BODY_BYTES"},
 		{"PUBLIC_URL without scheme -> PUBLIC_URL", map[string]string{"PUBLIC_URL": "example.org/callback"}, "PUBLIC_URL"},
 		{"USER_CACHE_TTL=-5s -> USER_CACHE_TTL", map[string]string{"USER_CACHE_TTL": "-5s"}, "USER_CACHE_TTL"},
@@ -141,7 +133,7 @@ func TestParseFileContractExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:3210" || c.Store.Kind != "sqlite" || c.Store.Path != "tickets.sqlite" ||
-		c.HookKey != "local-demo-hook-key" || c.Policy != opkey.PolicyArguments || c.Retention != 24*time.Hour ||
+		c.HookKey != "local-demo-hook-key" || c.Policy != "arguments" || c.Retention != 24*time.Hour ||
 		c.InsecureNoAuth {
 		t.Errorf("got %+v", c)
 	}
@@ -164,11 +156,8 @@ func TestParseFileDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Local{ // MaxBodyBytes zero: httpapi's default (defaults_test.go)
-		Common: Common{
-			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour,
-			MinCost: 4, MaxCost: 10,
-		},
+	want := Local{ // zero settings: their owners' defaults (defaults_test.go)
+		Common: Common{Retention: 24 * time.Hour},
 		Listen: "127.0.0.1:3210",
 		Store:  StoreSettings{Kind: "sqlite", Path: "tickets.sqlite"},
 	}
@@ -198,7 +187,7 @@ func TestParseFileAccepted(t *testing.T) {
 				return c.Store == StoreSettings{Kind: "dynamodb", Table: "tickets", Endpoint: "http://127.0.0.1:8000"}
 			}},
 		{"key_policy request", `{"key_policy":"request"}`,
-			func(c Local) bool { return c.Policy == opkey.PolicyRequest }},
+			func(c Local) bool { return c.Policy == "request" }},
 		{"numbers", `{"max_body_bytes":2048,"nonce_min_cost":9,"nonce_max_cost":10}`,
 			func(c Local) bool { return c.MaxBodyBytes == 2048 && c.MinCost == 9 && c.MaxCost == 10 }},
 		{"public_url http", `{"public_url":"http://127.0.0.1:3210"}`,
@@ -217,6 +206,9 @@ func TestParseFileAccepted(t *testing.T) {
 	}
 }
 
+// TestParseFileRefused: as TestFromEnvRefused, for the file. The
+// listeners' loopback rules are the local server's: TestListenersRefused
+// in internal/app/localserver.
 func TestParseFileRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -230,24 +222,14 @@ func TestParseFileRefused(t *testing.T) {
 		{"two JSON values -> more than one JSON value", `{} {}`, []string{"more than one JSON value"}},
 		{"store.kind postgres -> store.kind", `{"store":{"kind":"postgres"}}`, []string{"store.kind", "postgres"}},
 		{"dynamodb without table -> store.table", `{"store":{"kind":"dynamodb"}}`, []string{"store.table"}},
-		{"insecure_no_auth on 0.0.0.0 -> insecure_no_auth",
-			`{"listen":"0.0.0.0:3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
-		{"insecure_no_auth on all interfaces (:3210) -> insecure_no_auth",
-			`{"listen":":3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
-		{"insecure_no_auth on a host name -> insecure_no_auth",
-			`{"listen":"tickets.example.org:3210","insecure_no_auth":true}`, []string{"insecure_no_auth"}},
 		{"hook_key and insecure_no_auth -> insecure_no_auth",
 			`{"hook_key":"k","insecure_no_auth":true}`, []string{"insecure_no_auth", "hook_key"}},
-		{"hook_key of 73 bytes -> hook_key", `{"hook_key":"` + strings.Repeat("k", 73) + `"}`, []string{"hook_key"}},
 		{"user without tenant_id -> users.user-x", `{"users":{"user-x":{"user_id":"x"}}}`, []string{"users.user-x", "tenant_id"}},
 		{"user without user_id -> users.user-y", `{"users":{"user-y":{"tenant_id":"t"}}}`, []string{"users.user-y"}},
 		{"user id with a newline -> users.<quoted id>", `{"users":{"a\nb":{"user_id":"x"}}}`, []string{"users."}},
 		{"listen without port -> listen", `{"listen":"127.0.0.1"}`, []string{"listen"}},
-		{"key_policy both -> key_policy", `{"key_policy":"both"}`, []string{"key_policy"}},
 		{"retention -1h -> retention", `{"retention":"-1h"}`, []string{"retention"}},
 		{"retention bad -> retention", `{"retention":"soon"}`, []string{"retention"}},
-		{"nonce_min_cost > nonce_max_cost -> nonce_min_cost",
-			`{"nonce_min_cost":11,"nonce_max_cost":10}`, []string{"nonce_min_cost", "nonce_max_cost"}},
 		{"max_body_bytes 1.5 -> max_body_bytes", `{"max_body_bytes":1.5}`, []string{"max_body_bytes"}},
 		{"public_url without scheme -> public_url", `{"public_url":"example.org"}`, []string{"public_url"}},
 		{"not JSON -> config:", `listen: 1`, nil},

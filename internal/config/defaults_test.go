@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
@@ -17,7 +18,11 @@ import (
 
 // effective is c as the graph the composition root builds from it sees
 // it: each zero setting is the default of the package that applies it.
-func effective(c config.Lambda) config.Lambda {
+func effective(t *testing.T, c config.Lambda) config.Lambda {
+	t.Helper()
+	if err := doors.CheckSettings(&c.Common, c.HookKey, config.SettingEnvNames); err != nil {
+		t.Fatal(err)
+	}
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, httpapi.DefaultMaxBody)
 	c.UserCacheTTL = cmp.Or(c.UserCacheTTL, usercache.DefaultTTL)
 	c.UserCacheSize = cmp.Or(c.UserCacheSize, usercache.DefaultSize)
@@ -42,13 +47,13 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 	}
 	want := config.Lambda{
 		Common: config.Common{
-			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
+			Policy: string(opkey.PolicyArguments), Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
 			MinCost: 4, MaxCost: 10,
 		},
 		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, CallTimeout: 2 * time.Second,
 		MetricsNamespace: "AIVAX/Callback",
 	}
-	if got := effective(c); got != want {
+	if got := effective(t, c); got != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
 	}
 	local, err := config.ParseFile([]byte(`{}`))

@@ -6,11 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 )
 
 // Destination is the helpdesk tickets are delivered to: the config file's
@@ -107,10 +106,12 @@ func (d Destination) Refused(field string, err error) error {
 	return fmt.Errorf("config: %s: %w", name, err)
 }
 
-// String shows the destination without its credentials.
+// String shows the destination without its credentials; of the URL, only
+// the host (a query or user part may hold a credential). The clients log
+// their URL through redact.RawURL.
 func (d Destination) String() string {
-	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, redact.RawURL(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+	return fmt.Sprintf("delivery{kind=%s host=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
+		d.Kind, host(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
@@ -118,8 +119,17 @@ func (d Destination) GoString() string { return d.String() }
 
 // LogValue logs the destination without its credentials.
 func (d Destination) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", redact.RawURL(d.URL)),
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("host", host(d.URL)),
 		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
+}
+
+// host is the host of the URL raw, "" when it has none or does not parse.
+func host(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // redacted shows a credential as "[redacted]" when set and "" when not,

@@ -28,11 +28,8 @@ func TestMetricsListen(t *testing.T) {
 		`{"metrics_listen": "127.0.0.1:"}`,
 		`{"listen": "127.0.0.1:3210", "metrics_listen": "127.0.0.1:3210"}`,
 		`{"metrics_listen": 9464}`,
-		// /metrics has no authentication: loopback only.
-		`{"metrics_listen": "0.0.0.0:9464"}`,
-		`{"metrics_listen": "[::]:9464"}`,
-		`{"metrics_listen": "192.0.2.10:9464"}`,
-		`{"metrics_listen": "metrics.example.com:9464"}`,
+		// Loopback only (/metrics has no authentication): TestListenersRefused
+		// in internal/app/localserver.
 	} {
 		_, err := ParseFile([]byte(in))
 		checkOneLine(t, err, "metrics_listen")

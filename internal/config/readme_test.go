@@ -61,7 +61,7 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = effective(want)
+	want = effective(t, want)
 	ours := map[string]bool{}
 	for _, name := range config.EnvNames() {
 		ours[name] = true
@@ -98,11 +98,10 @@ func TestReadmeStatesTheDefaults(t *testing.T) {
 				continue
 			}
 			vars := map[string]string{"TABLE_NAME": "tickets", name: v}
-			got, err := config.FromEnv(lookup(vars))
-			got = effective(got)
+			got, err := checkedEnv(vars)
 			if err != nil {
 				t.Errorf("README says %s defaults to %s, which the code refuses: %v", name, v, err)
-			} else if got != want {
+			} else if got = effective(t, got); got != want {
 				t.Errorf("README says %s defaults to %s, but the code's default differs:\n %s=%s: %+v\n default: %+v", name, v, name, v, got, want)
 			}
 			checked++

@@ -215,3 +215,15 @@ func (s *Service) now() time.Time {
 	}
 	return time.Now()
 }
+
+// CheckUserIDs refuses a configured user whose id the service would never
+// look up: longer than MaxExternalUserIDLen bytes. The error does not
+// repeat the id; the caller names the setting.
+func CheckUserIDs[U any](users map[string]U) error {
+	for id := range users {
+		if len(id) > MaxExternalUserIDLen {
+			return fmt.Errorf("an id of %d bytes; at most %d", len(id), MaxExternalUserIDLen)
+		}
+	}
+	return nil
+}

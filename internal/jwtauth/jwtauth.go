@@ -14,13 +14,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 )
 
 // Algorithms are the only signature algorithms accepted: none, HMAC
@@ -146,10 +147,5 @@ func Loopback(raw string) bool {
 	if err != nil {
 		return false
 	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return loopback.Host(u.Hostname())
 }

@@ -54,13 +54,15 @@ type Verifier struct {
 // New builds a Verifier. An empty key, a key longer than 72 bytes or a bad
 // cost range is an error.
 func New(hookKey string, minCost, maxCost int) (*Verifier, error) {
-	switch {
-	case hookKey == "":
+	if hookKey == "" {
 		return nil, ErrNoKey
-	case len(hookKey) > MaxKeyLen:
-		return nil, fmt.Errorf("hook key is %d bytes; BCrypt uses at most %d", len(hookKey), MaxKeyLen)
-	case minCost < MinCost || maxCost > CapCost || minCost > maxCost:
+	}
+	s := Settings{HookKey: hookKey, MinCost: minCost, MaxCost: maxCost}
+	if minCost < MinCost || maxCost < MinCost {
 		return nil, fmt.Errorf("nonce cost range %d..%d: want %d <= min <= max <= %d", minCost, maxCost, MinCost, CapCost)
+	}
+	if err := s.CheckAndSetDefaults(); err != nil {
+		return nil, fmt.Errorf("nonce: %w", err)
 	}
 	return &Verifier{key: []byte(hookKey), minCost: minCost, maxCost: maxCost}, nil
 }

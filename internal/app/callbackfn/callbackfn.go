@@ -26,6 +26,9 @@ import (
 // (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, and on
 // it the graph of handler. It runs once, at cold start.
 func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
+	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingEnvNames); err != nil {
+		return nil, err
+	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
@@ -48,6 +51,13 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 // DELIVERY_KIND set, the service writes each new ticket pending in the
 // same transaction (the outbox).
 func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
+	names := config.SettingEnvNames
+	if cfg.HookKeyParameter != "" {
+		names.HookKey = "HOOK_KEY_PARAMETER " + cfg.HookKeyParameter
+	}
+	if err := doors.CheckSettings(&cfg.Common, hookKey, names); err != nil {
+		return nil, err
+	}
 	auth, err := doors.Authenticator(hookKey, false, cfg.Common, logger)
 	if err != nil {
 		return nil, err

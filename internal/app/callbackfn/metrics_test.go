@@ -72,7 +72,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 	}
 	cfg := config.Lambda{TableName: table, UserCacheTTL: time.Minute, UserCacheSize: 16, CallTimeout: 5 * time.Second,
 		MetricsNamespace: "Test/Callback",
-		Common:           config.Common{Policy: opkey.PolicyArguments, Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
+		Common:           config.Common{Policy: string(opkey.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
 	logger := slog.New(lambdalog.Wrap(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
 	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), metricsHookKey, logger)
@@ -93,7 +93,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 	}
 	hOff := &httpapi.Handler{
 		Service: &core.Service{Store: storeOff, Users: usercache.New(storeOff, cfg.UserCacheTTL, cfg.UserCacheSize),
-			Policy: cfg.Policy, Retention: cfg.Retention, NewID: uuid.NewString},
+			Policy: opkey.PolicyArguments, Retention: cfg.Retention, NewID: uuid.NewString},
 		Auth: auth, MaxBody: cfg.MaxBodyBytes, Logger: discard(), PublicURL: cfg.PublicURL,
 	}
 

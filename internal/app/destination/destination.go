@@ -41,7 +41,9 @@ func New(d config.Destination) (delivery.Destination, error) {
 		}
 		return c, nil
 	}
-	return nil, fmt.Errorf("config: delivery.kind: %q is neither zendesk nor webhook", d.Kind)
+	// Which kinds exist is config's to say (Validate above); a kind it
+	// accepts that has no client here is a wiring fault, not bad input.
+	return nil, fmt.Errorf("destination: kind %q has no client", d.Kind)
 }
 
 // refused names the setting behind a constructor's error.

@@ -6,6 +6,7 @@
 package doors
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,36 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
+
+// CheckSettings checks the shared settings c and the hook key by the rules
+// of the packages that apply them (opkey for the key policy, nonce for the
+// hook key and the cost range), sets the nonce costs' defaults in c, and
+// names a refused setting as names does: config.SettingEnvNames or
+// config.SettingFileNames. The composition roots call it right after
+// reading the configuration, so a bad value stops the program at start.
+func CheckSettings(c *config.Common, hookKey string, names config.SettingNames) error {
+	policy, err := opkey.ParsePolicy(c.Policy)
+	if err != nil {
+		return fmt.Errorf("config: %s: %w", names.Policy, err)
+	}
+	c.Policy = string(policy)
+	s := nonce.Settings{HookKey: hookKey, MinCost: c.MinCost, MaxCost: c.MaxCost}
+	if err := s.CheckAndSetDefaults(); err != nil {
+		var se *nonce.SettingError
+		if !errors.As(err, &se) {
+			return fmt.Errorf("config: %w", err)
+		}
+		if errors.Is(se.Err, nonce.ErrCostOrder) {
+			return fmt.Errorf("config: %s (%d) is above %s (%d)", names.MinCost, s.MinCost, names.MaxCost, s.MaxCost)
+		}
+		name := map[string]string{nonce.FieldHookKey: names.HookKey, nonce.FieldMinCost: names.MinCost, nonce.FieldMaxCost: names.MaxCost}[se.Field]
+		return fmt.Errorf("config: %s: %w", name, se.Err)
+	}
+	c.MinCost, c.MaxCost = s.MinCost, s.MaxCost
+	return nil
+}
 
 // mcpKeys is where the door's verification keys come from: the local
 // development issuer's own key, or the issuer's JWK Set (jwks_url, or
@@ -93,10 +123,14 @@ type Config struct {
 // both doors share the service, so they share keys and transaction. The
 // caller wraps the store and the handler with its own metrics.
 func Build(c Config) (http.Handler, error) {
+	policy, err := opkey.ParsePolicy(c.Common.Policy)
+	if err != nil {
+		return nil, fmt.Errorf("config: key policy: %w", err)
+	}
 	svc := &core.Service{
 		Store:     c.Store,
 		Users:     c.Users,
-		Policy:    c.Common.Policy,
+		Policy:    policy,
 		Retention: c.Common.Retention,
 		NewID:     uuid.NewString,
 		Deliver:   c.Deliver,

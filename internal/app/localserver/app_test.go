@@ -25,7 +25,7 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 	t.Helper()
 	return config.Local{
 		Common: config.Common{
-			Policy: opkey.PolicyArguments, Retention: time.Hour, MaxBodyBytes: 64 << 10, MinCost: 4, MaxCost: 12,
+			Policy: string(opkey.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 64 << 10, MinCost: 4, MaxCost: 12,
 		},
 		Listen:  "127.0.0.1:0",
 		Store:   config.StoreSettings{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")},

@@ -83,3 +83,59 @@ func TestLocalDynamoFallsBackToDummyCredentials(t *testing.T) {
 		t.Fatalf("signed with %q, want the dummy %q", got, localstore.DummyAccessKeyID)
 	}
 }
+
+// A user id longer than the service accepts cannot be configured: the
+// local programs refuse it at start (core.CheckUserIDs), without
+// repeating the id.
+func TestOverlongUserIDRefused(t *testing.T) {
+	long := strings.Repeat("u", 1025)
+	c, err := config.ParseFile([]byte(`{"users":{"` + long + `":{"tenant_id":"t","user_id":"u"}}}`))
+	if err == nil {
+		err = CheckSettings(&c)
+	}
+	if err == nil || strings.Contains(err.Error(), long) {
+		t.Fatalf("err = %v; want an error that does not repeat the id", err)
+	}
+}
+
+// TestListenersRefused: what has no authentication listens on loopback
+// only: insecure_no_auth with a non-loopback listen, and a metrics_listen
+// that is not loopback, stop the server at start with one line naming the
+// setting; loopback ones are accepted.
+func TestListenersRefused(t *testing.T) {
+	check := func(file string) error {
+		c, err := config.ParseFile([]byte(file))
+		if err == nil {
+			err = CheckSettings(&c)
+		}
+		return err
+	}
+	for _, tc := range []struct{ file, want string }{
+		{`{"listen":"0.0.0.0:3210","insecure_no_auth":true}`, "insecure_no_auth"},
+		{`{"listen":":3210","insecure_no_auth":true}`, "insecure_no_auth"},
+		{`{"listen":"tickets.example.org:3210","insecure_no_auth":true}`, "insecure_no_auth"},
+		{`{"metrics_listen": "0.0.0.0:9464"}`, "metrics_listen"},
+		{`{"metrics_listen": "[::]:9464"}`, "metrics_listen"},
+		{`{"metrics_listen": "192.0.2.10:9464"}`, "metrics_listen"},
+		{`{"metrics_listen": "metrics.example.com:9464"}`, "metrics_listen"},
+	} {
+		err := check(tc.file)
+		if err == nil || !strings.HasPrefix(err.Error(), "config:") || strings.ContainsAny(err.Error(), "\r\n") ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want one line starting config: naming %s", tc.file, err, tc.want)
+		}
+	}
+	for _, file := range []string{
+		`{"listen":"127.0.0.1:3210","insecure_no_auth":true}`,
+		`{"listen":"localhost:3210","insecure_no_auth":true}`,
+		`{"listen":"[::1]:3210","insecure_no_auth":true}`,
+		`{"insecure_no_auth":true}`,
+		`{"metrics_listen": ":9464"}`,
+		`{"metrics_listen": "[::1]:9464"}`,
+		`{"metrics_listen": "localhost:0"}`,
+	} {
+		if err := check(file); err != nil {
+			t.Errorf("%s: %v; want it accepted", file, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@
 package localserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
@@ -44,6 +46,10 @@ func Main(cfg config.Local, m Mode) int {
 	if len(m.Args) > 0 {
 		fmt.Fprintf(os.Stderr, "unknown command %q; the server takes no command (the operator's is go run ./cmd/deliveries -config FILE COMMAND)\n", m.Args[0])
 		return 2
+	}
+	if err := CheckSettings(&cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	if m.Nonce {
 		if cfg.HookKey == "" {
@@ -97,6 +103,9 @@ func Main(cfg config.Local, m Mode) int {
 // Prometheus. The returned closer stops, in order, the metrics listener,
 // the worker (its deliveries in flight finish first) and the store.
 func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+	if err := CheckSettings(&cfg); err != nil {
+		return nil, nil, err
+	}
 	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
 		return nil, nil, err
@@ -161,6 +170,42 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		h = metrics.Collect(h)
 	}
 	return h, cs, nil
+}
+
+// CheckSettings checks the file's settings that belong to the packages
+// applying them (doors.CheckSettings: the key policy, the hook key, the
+// nonce costs; core: the users' ids; loopback: the unauthenticated
+// listeners) and sets their defaults in cfg. Each
+// local program calls it right after reading the file.
+func CheckSettings(cfg *config.Local) error {
+	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingFileNames); err != nil {
+		return err
+	}
+	if err := core.CheckUserIDs(cfg.Users); err != nil {
+		return fmt.Errorf("config: users: %w", err)
+	}
+	return checkListeners(*cfg)
+}
+
+// checkListeners keeps what is not authenticated on this machine:
+// insecure_no_auth only with a loopback listen, and metrics_listen (the
+// Prometheus /metrics, which has no authentication) only on a loopback
+// address, so 0.0.0.0, [::] or a public address is refused.
+func checkListeners(cfg config.Local) error {
+	if cfg.InsecureNoAuth {
+		listen := cmp.Or(cfg.Listen, config.DefaultListen)
+		if host, _, err := net.SplitHostPort(listen); err != nil || !loopback.Host(host) {
+			return fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", listen)
+		}
+	}
+	if cfg.MetricsListen != "" {
+		host, port, err := net.SplitHostPort(cfg.MetricsListen)
+		if err != nil || !loopback.Host(host) {
+			return fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s",
+				cfg.MetricsListen, port, port, port)
+		}
+	}
+	return nil
 }
 
 // localUsers are the file's users, in memory.

@@ -38,6 +38,9 @@ type Options struct {
 // existing one that lacks it) and writes a user item for every user of
 // cfg, saying what it did on stdout.
 func Run(cfg config.Local, o Options) error {
+	if err := core.CheckUserIDs(cfg.Users); err != nil {
+		return fmt.Errorf("config: users: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

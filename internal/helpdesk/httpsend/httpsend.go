@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
 )
 
@@ -325,21 +326,11 @@ func CheckURL(raw string) (*url.URL, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !IsLoopback(u.Hostname()) {
+		if !loopback.Host(u.Hostname()) {
 			return nil, Refused("url", fmt.Sprintf("url: %q must be https (http is allowed only for loopback hosts)", redact.URL(u)))
 		}
 	default:
 		return nil, Refused("url", fmt.Sprintf("url: %q must be https", redact.URL(u)))
 	}
 	return u, nil
-}
-
-// IsLoopback reports whether host names this machine: "localhost" or a
-// loopback IP address.
-func IsLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
