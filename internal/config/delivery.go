@@ -110,8 +110,8 @@ func (d Destination) Refused(field string, err error) error {
 // the host (a query or user part may hold a credential). The clients log
 // their URL through redact.RawURL.
 func (d Destination) String() string {
-	return fmt.Sprintf("delivery{kind=%s host=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, host(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
+		d.Kind, origin(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
@@ -119,17 +119,19 @@ func (d Destination) GoString() string { return d.String() }
 
 // LogValue logs the destination without its credentials.
 func (d Destination) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("host", host(d.URL)),
+	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", origin(d.URL)),
 		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
 }
 
-// host is the host of the URL raw, "" when it has none or does not parse.
-func host(raw string) string {
+// origin is the scheme and host of the URL raw, the redaction the
+// contract gives URLs in logs (no user, path or query: a webhook's path
+// can be its secret); "" when it has no host or does not parse.
+func origin(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return ""
 	}
-	return u.Host
+	return u.Scheme + "://" + u.Host
 }
 
 // redacted shows a credential as "[redacted]" when set and "" when not,
