@@ -10,7 +10,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 )
@@ -22,7 +24,7 @@ import (
 // outcome fails here instead of leaving an alarm that never fires.
 func TestTemplateMetrics(t *testing.T) {
 	_, root := readTemplate(t)
-	emitted := emf.Emitted()
+	emitted := emf.Emitted(destination.MetricLabels())
 	check := checker{t: t, emitted: emitted}
 
 	if v := get(root, "Parameters", "MetricsNamespace", "Default"); v == nil || v.Value != emf.DefaultNamespace {
@@ -152,7 +154,7 @@ func TestTemplateMetrics(t *testing.T) {
 	for _, o := range []string{"created", "deduplicated", "rejected", "unauthenticated", "forbidden", "internal"} {
 		wantShown = append(wantShown, "callbacks_total{door=mcp,outcome="+o+"}")
 	}
-	for _, s := range metrics.DeliveryStates {
+	for _, s := range destination.MetricLabels().States {
 		wantShown = append(wantShown, "deliveries_total{state="+s+"}")
 	}
 	wantShown = append(wantShown, "callback_duration_seconds:p50", "callback_duration_seconds:p99",
@@ -220,11 +222,11 @@ func (c checker) metric(where, name string, dims map[string]string) {
 		var allowed []string
 		switch d {
 		case metrics.LabelOutcome:
-			allowed = metrics.Outcomes
+			allowed = httpapi.MetricLabels().Outcomes
 		case metrics.LabelCode:
-			allowed = metrics.Codes
+			allowed = httpapi.MetricLabels().Codes
 		case metrics.LabelState:
-			allowed = metrics.DeliveryStates
+			allowed = destination.MetricLabels().States
 		case metrics.LabelDoor:
 			allowed = metrics.Doors
 		case metrics.LabelFunction:

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
@@ -36,7 +37,7 @@ func slowZendesk(b *testing.B, delay time.Duration) (*fakehelpdesk.Server, *zend
 // its metrics in Embedded Metric Format, its logs discarded.
 func deliveryHandler(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination) *deliverylambda.Handler {
 	return deliverylambda.Options{Engine: engine, Store: store, Destination: dst,
-		Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{}}.Handler()
+		Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{DeliveryLabels: destination.MetricLabels()}}.Handler()
 }
 
 // ticketService creates tickets for one user on store, each with a

@@ -53,7 +53,7 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 			append([]string{"internal/helpdesk/", "internal/app/destination", "internal/app/deliveryfn", "internal/deliverylambda"}, local...),
 			[]string{"internal/app/callbackfn", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth"}},
 		{"functions/delivery",
-			append([]string{"internal/httpapi", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
+			append([]string{"internal/httpapi", "internal/httpapi/", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
 				"internal/usercache", "internal/nonce"}, local...),
 			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/deliverylambda"}},
 	}
@@ -91,6 +91,29 @@ func TestConfigImportsNothingInModule(t *testing.T) {
 		for p := range got {
 			if p != "internal/config" {
 				t.Errorf("internal/config (tags %q) links %s", tags, p)
+			}
+		}
+	}
+}
+
+// TestMetricsKnowsNoDomainNorTransport: the metrics package and its two
+// recorders link neither the domain (core, delivery) nor the transport
+// (httpapi): the composition roots give them the labels' closed sets.
+func TestMetricsKnowsNoDomainNorTransport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	forbidden := []string{"internal/core", "internal/delivery", "internal/httpapi"}
+	for _, pkg := range []string{"internal/metrics", "internal/metrics/emf", "internal/metrics/prom"} {
+		got := deps(t, pkg, "")
+		if !got[pkg] {
+			t.Fatalf("go list -deps ./%s does not list %s itself", pkg, pkg)
+		}
+		for p := range got {
+			for _, f := range forbidden {
+				if p == f || strings.HasPrefix(p, f+"/") {
+					t.Errorf("%s links %s", pkg, p)
+				}
 			}
 		}
 	}

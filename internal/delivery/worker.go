@@ -95,7 +95,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			continue
 		}
-		w.dispatch(inflight, nil)
+		w.dispatch(inflight)
 		counter.count(ctx)
 		timer.Reset(poll)
 	}
@@ -128,18 +128,6 @@ func (c *waitingCounter) count(ctx context.Context) {
 	default:
 		w.Waiting(ctx, n)
 	}
-}
-
-// Sweep delivers the tickets due now, as far as the free slots allow, and
-// waits for them; it returns how many it moved on: one round of Run that
-// waits, for the tests and benchmarks that drive a worker step by step.
-// The Lambda's scheduled sweep uses Drain.
-func (w *Worker) Sweep(ctx context.Context) int {
-	w.init()
-	var moved atomic.Int64
-	w.dispatch(ctx, &moved)
-	w.wg.Wait()
-	return int(moved.Load())
 }
 
 // maxDueQuery bounds the ids one Due query of Drain asks for.
@@ -245,8 +233,8 @@ sweep:
 }
 
 // dispatch starts a delivery for each due ticket not already in flight,
-// while slots are free, counting in moved (when set) the steps recorded.
-func (w *Worker) dispatch(ctx context.Context, moved *atomic.Int64) {
+// while slots are free.
+func (w *Worker) dispatch(ctx context.Context) {
 	limit := cap(w.slots) - len(w.slots)
 	if limit <= 0 {
 		w.setSaturated(true)
@@ -284,9 +272,7 @@ func (w *Worker) dispatch(ctx context.Context, moved *atomic.Int64) {
 			w.saturated = false
 			w.mu.Unlock()
 			<-w.slots
-			if w.noteOutcome(id, u, err) && moved != nil {
-				moved.Add(1)
-			}
+			w.noteOutcome(id, u, err)
 			if again {
 				w.Notify() // tickets were left behind for want of a slot
 			}

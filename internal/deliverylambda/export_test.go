@@ -3,6 +3,7 @@ package deliverylambda
 import (
 	"log/slog"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
@@ -13,7 +14,7 @@ import (
 // NewWithMetrics). engine supplies the attempts, lease and backoff; its
 // Store, Destination and Observer are replaced.
 func New(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination, log *slog.Logger) *Handler {
-	return NewWithMetrics(engine, store, dst, log, &emf.Recorder{})
+	return NewWithMetrics(engine, store, dst, log, &emf.Recorder{DeliveryLabels: destination.MetricLabels()})
 }
 
 // NewWithMetrics is New with the metrics recorder: each recorded step is

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
@@ -56,7 +57,7 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 	f := newFixture(t, nil)
 	e := f.env
 	now := e.Now.Add(2500 * time.Millisecond) // the worker comes 2.5 s after the commits
-	recorder := &emf.Recorder{Namespace: testNamespace, Now: func() time.Time { return now }}
+	recorder := &emf.Recorder{Namespace: testNamespace, Now: func() time.Time { return now }, DeliveryLabels: destination.MetricLabels()}
 	h := deliverylambda.NewWithMetrics(delivery.Engine{MaxAttempts: 2, MaxLookups: 1, Lease: delivery.LeaseFor(2 * time.Second),
 		Now: func() time.Time { return now }}, f.store, zendeskFor(t, f.fake), slog.New(slog.NewJSONHandler(f.logs, nil)), recorder)
 
@@ -139,8 +140,8 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 	}
 	for _, d := range all {
 		for name, v := range d.Dimensions {
-			if name != metrics.LabelState || !slices.Contains(metrics.DeliveryStates, v) {
-				t.Errorf("%s: dimension %s=%q; only state from %v is allowed", d.Name, name, v, metrics.DeliveryStates)
+			if name != metrics.LabelState || !slices.Contains(destination.MetricLabels().States, v) {
+				t.Errorf("%s: dimension %s=%q; only state from %v is allowed", d.Name, name, v, destination.MetricLabels().States)
 			}
 			for _, s := range secrets {
 				if s != "" && strings.Contains(v, s) {
@@ -161,8 +162,8 @@ func TestResultsAreTheMetricStates(t *testing.T) {
 	for _, r := range delivery.Results {
 		got = append(got, string(r))
 	}
-	if !slices.Equal(got, metrics.DeliveryStates) {
-		t.Fatalf("delivery.Results %v, metrics.DeliveryStates %v", got, metrics.DeliveryStates)
+	if !slices.Equal(got, destination.MetricLabels().States) {
+		t.Fatalf("delivery.Results %v, destination.MetricLabels().States %v", got, destination.MetricLabels().States)
 	}
 }
 

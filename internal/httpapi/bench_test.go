@@ -29,15 +29,15 @@ import (
 // measures the handler's own cost. new_key writes a ticket per iteration;
 // repeat_key replays the same call (a duplicate each time). The emf_ and
 // prometheus_ variants run the same with metrics on, as the Lambda and the
-// local server wire them (metrics.Collect, a timed store, the handler's
+// local server wire them (httpapi.Collect, a timed store, the handler's
 // Metrics hook); the EMF members go into the same discarded line.
 // deliver_new_key is new_key with a helpdesk destination configured: the
 // ticket is written with its delivery outbox in the same store call.
 func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "", nil)
 	benchmarkDeliverNewKey(b)
-	benchmarkHandlerOverhead(b, "emf_", &emf.Recorder{})
-	benchmarkHandlerOverhead(b, "prometheus_", prom.New())
+	benchmarkHandlerOverhead(b, "emf_", &emf.Recorder{CallbackLabels: httpapi.MetricLabels()})
+	benchmarkHandlerOverhead(b, "prometheus_", prom.New(httpapi.MetricLabels(), metrics.DeliveryLabels{}))
 }
 
 // overheadHandler is the handler the overhead benchmarks and allocation
@@ -54,10 +54,10 @@ func overheadHandler() *httpapi.Handler {
 
 // instrumentedHandler is overheadHandler with metrics on rec, wired as the
 // composition root wires them: the timed store, the handler's Metrics
-// hook, and metrics.Collect around the handler.
+// hook, and httpapi.Collect around the handler.
 func instrumentedHandler(rec metrics.Recorder) http.Handler {
-	return metrics.Collect(&httpapi.Handler{
-		Service: &core.Service{Store: metrics.TimedStore{Store: memtest.New(), Recorder: rec}, Users: users,
+	return httpapi.Collect(&httpapi.Handler{
+		Service: &core.Service{Store: core.TimedStore{Store: memtest.New(), Observe: rec.StoreCall}, Users: users,
 			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:    nonce.Off{},
 		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // CatalogueFunction is one entry of GET /functions, in the shape AIVAX's
@@ -29,7 +28,7 @@ func Catalogue(fns []core.Function, callbackURL string) []CatalogueFunction {
 
 // catalogue is the reply of GET /functions: the service's tools.
 func catalogue(svc *core.Service, callbackURL string) reply {
-	return reply{response: outcome.Catalogue, body: struct {
+	return reply{response: ResponseCatalogue, body: struct {
 		Functions []CatalogueFunction `json:"functions"`
 	}{Catalogue(svc.Functions(), callbackURL)}}
 }

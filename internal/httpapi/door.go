@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // Answer is how the callback answers one outcome of the service: the
@@ -15,12 +14,12 @@ import (
 // break. Other doors to the same service (the MCP door) answer with these
 // very bytes, so a body is encoded in one place. A body that does not
 // encode is the internal response with its body.
-func Answer(o core.Outcome) (outcome.Response, []byte) {
+func Answer(o core.Outcome) (Response, []byte) {
 	rep := answer(o)
 	b, err := json.Marshal(rep.body)
 	if err != nil {
-		b, _ = json.Marshal(errorBody{outcome.Internal.Name})
-		return outcome.Internal, b
+		b, _ = json.Marshal(errorBody{ResponseInternal.Name})
+		return ResponseInternal, b
 	}
 	return rep.response, b
 }
@@ -52,7 +51,7 @@ func SetRequestID(c *core.Call, raw jsontext.Value) error {
 // checks): larger than limit (after base64 decoding) is refused with
 // TooLarge, a base64 body that does not decode with BadRequest; ok is
 // false then, and refusal says which.
-func ReadBody(r *http.Request, limit int64) (body []byte, refusal outcome.Response, ok bool) {
+func ReadBody(r *http.Request, limit int64) (body []byte, refusal Response, ok bool) {
 	b, rep, ok := (&Handler{MaxBody: limit}).readBody(r)
 	return b, rep.response, ok
 }

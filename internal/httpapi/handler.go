@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
@@ -46,8 +45,8 @@ type Handler struct {
 	// Metrics, when set, is told of each request once, where its line is
 	// logged; the attribute it returns goes into that line (the Lambda's
 	// Embedded Metric Format rides on it). The store calls it counts are
-	// those of a metrics.TimedStore under Service, collected per request
-	// by metrics.Collect around the handler.
+	// those of a core.TimedStore under Service, collected per request
+	// by Collect around the handler.
 	Metrics metrics.Recorder
 }
 
@@ -57,7 +56,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rep reply
 	defer func() {
 		if p := recover(); p != nil {
-			rep = write(w, refuse(outcome.Internal, panicError{p}))
+			rep = write(w, refuse(ResponseInternal, panicError{p}))
 		}
 		h.log(r.Context(), r, rep, time.Since(start))
 	}()
@@ -65,23 +64,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/callback":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			rep = refuse(outcome.MethodNotAllowed, nil)
+			rep = refuse(ResponseMethodNotAllowed, nil)
 			break
 		}
 		rep = h.callback(r)
 	case "/functions":
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			rep = refuse(outcome.MethodNotAllowed, nil)
+			rep = refuse(ResponseMethodNotAllowed, nil)
 			break
 		}
 		if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-			rep = refuse(outcome.Unauthenticated, err)
+			rep = refuse(ResponseUnauthenticated, err)
 			break
 		}
 		rep = catalogue(h.Service, h.callbackURL(r))
 	default:
-		rep = refuse(outcome.NotFound, nil)
+		rep = refuse(ResponseNotFound, nil)
 	}
 	rep = write(w, rep)
 }
@@ -96,12 +95,12 @@ func (h *Handler) callback(r *http.Request) reply {
 	}
 	// Step 2: the nonce, before the body is parsed.
 	if err := h.Auth.Verify(r.Header.Get(NonceHeader)); err != nil {
-		return refuse(outcome.Unauthenticated, err)
+		return refuse(ResponseUnauthenticated, err)
 	}
 	// Step 3: JSON of the documented shape.
 	call, err := ParseCall(body)
 	if err != nil {
-		return refuse(outcome.BadRequest, err)
+		return refuse(ResponseBadRequest, err)
 	}
 	// Steps 4 to 8.
 	return answer(h.Service.Answer(r.Context(), call))
@@ -113,17 +112,17 @@ func (h *Handler) readBody(r *http.Request) ([]byte, reply, bool) {
 		limit = DefaultMaxBody
 	}
 	if r.ContentLength > limit {
-		return nil, refuse(outcome.TooLarge, nil), false
+		return nil, refuse(ResponseTooLarge, nil), false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	switch {
 	case err != nil:
 		if corrupt := base64.CorruptInputError(0); errors.As(err, &corrupt) {
-			return nil, refuse(outcome.BadRequest, errors.New("base64 body does not decode")), false
+			return nil, refuse(ResponseBadRequest, errors.New("base64 body does not decode")), false
 		}
-		return nil, refuse(outcome.BadRequest, err), false
+		return nil, refuse(ResponseBadRequest, err), false
 	case int64(len(body)) > limit:
-		return nil, refuse(outcome.TooLarge, nil), false
+		return nil, refuse(ResponseTooLarge, nil), false
 	}
 	return body, reply{}, true
 }

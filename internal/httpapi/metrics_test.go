@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 )
 
@@ -14,7 +15,7 @@ func TestHandlerAllocsWithMetrics(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	h := instrumentedHandler(&emf.Recorder{})
+	h := instrumentedHandler(&emf.Recorder{CallbackLabels: httpapi.MetricLabels()})
 	body := callBody(core.CreateTicket, "user-a", "allocs", `{"title":"Cannot sign in","priority":"high"}`)
 	serve := func() { serveOK(t, h, body) }
 	serve() // the create; the runs below repeat it, the costlier path

@@ -6,12 +6,11 @@ import (
 	"net/http"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
-// response is how one outcome is answered: the HTTP status and the name
-// (outcome.Response; the table is outcome.ByKind).
-type response = outcome.Response
+// response is Response under the name reply embeds it by (the table is
+// Responses).
+type response = Response
 
 // reply is one request's answer and what its log line needs.
 type reply struct {
@@ -52,14 +51,14 @@ func refuse(r response, err error) reply {
 
 // answer turns the service's outcome into its reply.
 func answer(o core.Outcome) reply {
-	r, ok := outcome.ByKind[o.Kind]
+	r, ok := Responses[o.Kind]
 	switch {
 	case !ok:
-		return reply{response: outcome.Internal, body: errorBody{outcome.Internal.Name}, out: o,
+		return reply{response: ResponseInternal, body: errorBody{ResponseInternal.Name}, out: o,
 			err: fmt.Errorf("outcome %v has no response", o.Kind)}
 	case (o.Kind == core.KindCreated || o.Kind == core.KindDuplicate) && o.Result == nil,
 		o.Kind == core.KindFound && o.Ticket == nil:
-		return reply{response: outcome.Internal, body: errorBody{outcome.Internal.Name}, out: o,
+		return reply{response: ResponseInternal, body: errorBody{ResponseInternal.Name}, out: o,
 			err: fmt.Errorf("outcome %v without its body", o.Kind)}
 	}
 	rep := reply{response: r, out: o, err: o.Err}
@@ -83,8 +82,8 @@ func answer(o core.Outcome) reply {
 func write(w http.ResponseWriter, rep reply) reply {
 	b, err := json.Marshal(rep.body)
 	if err != nil {
-		rep = reply{response: outcome.Internal, out: rep.out, err: err}
-		b, _ = json.Marshal(errorBody{outcome.Internal.Name})
+		rep = reply{response: ResponseInternal, out: rep.out, err: err}
+		b, _ = json.Marshal(errorBody{ResponseInternal.Name})
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

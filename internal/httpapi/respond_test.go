@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // TestAnswers: every row of the response table, and the refusals only
@@ -41,12 +40,12 @@ func TestAnswers(t *testing.T) {
 		{"forbidden", answer(core.Outcome{Kind: core.KindForbidden}), 403, `{"error":"forbidden"}`},
 		{"internal, no detail", answer(core.Outcome{Kind: core.KindInternal, Err: errors.New("SECRET")}), 500, `{"error":"internal"}`},
 		{"unknown kind", answer(core.Outcome{Kind: core.Kind(99)}), 500, `{"error":"internal"}`},
-		{"bad request", refuse(outcome.BadRequest, errors.New("SECRET")), 400, `{"error":"bad_request"}`},
-		{"too large", refuse(outcome.TooLarge, nil), 413, `{"error":"too_large"}`},
-		{"unauthenticated", refuse(outcome.Unauthenticated, nil), 401, `{"error":"unauthenticated"}`},
-		{"not found", refuse(outcome.NotFound, nil), 404, `{"error":"not_found"}`},
-		{"method not allowed", refuse(outcome.MethodNotAllowed, nil), 405, `{"error":"method_not_allowed"}`},
-		{"body that does not encode", reply{response: outcome.ByKind[core.KindFound], body: func() {}}, 500, `{"error":"internal"}`},
+		{"bad request", refuse(ResponseBadRequest, errors.New("SECRET")), 400, `{"error":"bad_request"}`},
+		{"too large", refuse(ResponseTooLarge, nil), 413, `{"error":"too_large"}`},
+		{"unauthenticated", refuse(ResponseUnauthenticated, nil), 401, `{"error":"unauthenticated"}`},
+		{"not found", refuse(ResponseNotFound, nil), 404, `{"error":"not_found"}`},
+		{"method not allowed", refuse(ResponseMethodNotAllowed, nil), 405, `{"error":"method_not_allowed"}`},
+		{"body that does not encode", reply{response: Responses[core.KindFound], body: func() {}}, 500, `{"error":"internal"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()

@@ -40,7 +40,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
@@ -186,7 +185,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Path:
 		d.serveMCP(w, r)
 	default:
-		writeError(w, outcome.NotFound)
+		writeError(w, httpapi.ResponseNotFound)
 	}
 }
 
@@ -258,10 +257,10 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if dl, ok := r.Context().Deadline(); ok {
 		c.timeout = dl
 	}
-	var rep outcome.Response
+	var rep httpapi.Response
 	defer func() {
 		if p := recover(); p != nil {
-			rep = outcome.Internal
+			rep = httpapi.ResponseInternal
 			writeError(w, rep)
 		}
 		c.mu.Lock()
@@ -274,7 +273,7 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		rep = outcome.MethodNotAllowed
+		rep = httpapi.ResponseMethodNotAllowed
 		writeError(w, rep)
 		return
 	}
@@ -291,9 +290,9 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	aw := &authWriter{ResponseWriter: w}
 	d.mcp.ServeHTTP(aw, r)
 	switch {
-	case aw.refused != (outcome.Response{}):
+	case aw.refused != (httpapi.Response{}):
 		rep = aw.refused
-	case aw.refusedAfter != (outcome.Response{}):
+	case aw.refusedAfter != (httpapi.Response{}):
 		rep = aw.refusedAfter
 	default:
 		rep = rpcAnswer
@@ -303,7 +302,7 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 // rpcAnswer names, in the log line, a JSON-RPC answer the SDK gave to a
 // request no tool handled (initialize, tools/list, server/discover, a
 // notification); such lines are not counted in the metrics.
-var rpcAnswer = outcome.Response{Status: http.StatusOK, Name: "rpc"}
+var rpcAnswer = httpapi.Response{Status: http.StatusOK, Name: "rpc"}
 
 type readCloser struct{ *bytes.Reader }
 
@@ -337,30 +336,30 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 	c, _ := r.Context().Value(callKey{}).(*call)
 	ti := auth.TokenInfoFromContext(r.Context())
 	if c == nil || ti == nil {
-		aw.refuseAfter(outcome.Internal)
+		aw.refuseAfter(httpapi.ResponseInternal)
 		return
 	}
 	user := ti.UserID
 	if len(user) > core.MaxExternalUserIDLen || !utf8.ValidString(user) {
-		aw.refuseAfter(outcome.ByKind[core.KindForbidden])
+		aw.refuseAfter(httpapi.Responses[core.KindForbidden])
 		return
 	}
 	u, err := d.cfg.Users.User(r.Context(), user)
 	switch {
 	case errors.Is(err, core.ErrNotFound), err == nil && u.Disabled:
-		aw.refuseAfter(outcome.ByKind[core.KindForbidden])
+		aw.refuseAfter(httpapi.Responses[core.KindForbidden])
 		return
 	case errors.Is(err, core.ErrBusy):
 		aw.refuseAfter(busyRefusal)
 		return
 	case err != nil:
-		aw.refuseAfter(outcome.Internal)
+		aw.refuseAfter(httpapi.ResponseInternal)
 		return
 	}
 	c.user = user
 	rr, ok := parseRPC(c.body)
 	if !ok {
-		aw.refuseAfter(outcome.BadRequest)
+		aw.refuseAfter(httpapi.ResponseBadRequest)
 		return
 	}
 	c.rpc = rr
@@ -370,7 +369,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 
 // busyRefusal answers a user lookup the store could not make: the client
 // retries.
-var busyRefusal = outcome.Response{Status: http.StatusServiceUnavailable, Name: core.KindBusy.String()}
+var busyRefusal = httpapi.Response{Status: http.StatusServiceUnavailable, Name: core.KindBusy.String()}
 
 const extraCall = "aivax-call"
 
@@ -438,26 +437,26 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 type authWriter struct {
 	http.ResponseWriter
 	passed       bool
-	refused      outcome.Response // a refusal of the middleware
-	refusedAfter outcome.Response // a refusal after the token (user, or the SDK's)
+	refused      httpapi.Response // a refusal of the middleware
+	refusedAfter httpapi.Response // a refusal after the token (user, or the SDK's)
 	wrote        bool
 	swallow      bool // the SDK's plain-text body is replaced
 }
 
 // sdkRefusal names an SDK refusal by its status.
-func sdkRefusal(code int) outcome.Response {
+func sdkRefusal(code int) httpapi.Response {
 	switch code {
 	case http.StatusRequestEntityTooLarge:
-		return outcome.TooLarge
+		return httpapi.ResponseTooLarge
 	case http.StatusMethodNotAllowed:
-		return outcome.MethodNotAllowed
+		return httpapi.ResponseMethodNotAllowed
 	case http.StatusForbidden:
-		return outcome.Response{Status: code, Name: core.KindForbidden.String()}
+		return httpapi.Response{Status: code, Name: core.KindForbidden.String()}
 	}
 	if code >= 500 {
-		return outcome.Response{Status: code, Name: outcome.Internal.Name}
+		return httpapi.Response{Status: code, Name: httpapi.ResponseInternal.Name}
 	}
-	return outcome.Response{Status: code, Name: outcome.BadRequest.Name}
+	return httpapi.Response{Status: code, Name: httpapi.ResponseBadRequest.Name}
 }
 
 func (a *authWriter) WriteHeader(code int) {
@@ -477,17 +476,17 @@ func (a *authWriter) WriteHeader(code int) {
 	}
 	switch code {
 	case http.StatusUnauthorized:
-		a.refused = outcome.Unauthenticated
+		a.refused = httpapi.ResponseUnauthenticated
 	case http.StatusForbidden:
-		a.refused = outcome.ByKind[core.KindForbidden]
+		a.refused = httpapi.Responses[core.KindForbidden]
 		h := a.Header()
 		if v := h.Get("WWW-Authenticate"); v != "" {
 			h.Set("WWW-Authenticate", strings.Replace(v, "Bearer ", `Bearer error="insufficient_scope", `, 1))
 		}
 	case http.StatusBadRequest:
-		a.refused = outcome.BadRequest
+		a.refused = httpapi.ResponseBadRequest
 	default:
-		a.refused = outcome.Internal
+		a.refused = httpapi.ResponseInternal
 	}
 	a.Header().Del("X-Content-Type-Options")
 	writeError(a.ResponseWriter, a.refused)
@@ -507,7 +506,7 @@ func (a *authWriter) Write(b []byte) (int, error) {
 	return len(b), nil // the middleware's plain-text body is replaced
 }
 
-func (a *authWriter) refuseAfter(r outcome.Response) {
+func (a *authWriter) refuseAfter(r httpapi.Response) {
 	a.refusedAfter = r
 	writeError(a.ResponseWriter, r)
 }
@@ -515,7 +514,7 @@ func (a *authWriter) refuseAfter(r outcome.Response) {
 // Unwrap lets http.ResponseController reach the connection.
 func (a *authWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
-func writeError(w http.ResponseWriter, r outcome.Response) {
+func writeError(w http.ResponseWriter, r httpapi.Response) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
@@ -526,7 +525,7 @@ func writeError(w http.ResponseWriter, r outcome.Response) {
 // logTool writes the line of one tool call: the callback's line (section
 // Logs and metrics of docs/contract.md) with door mcp. Never the
 // arguments, the token or the body.
-func (d *Door) logTool(c *call, o core.Outcome, resp outcome.Response) {
+func (d *Door) logTool(c *call, o core.Outcome, resp httpapi.Response) {
 	dur := time.Since(c.start)
 	attrs := []slog.Attr{
 		slog.String("path", Path),
@@ -560,7 +559,7 @@ func (d *Door) logTool(c *call, o core.Outcome, resp outcome.Response) {
 // logRequest writes the line of a request no tool handler took: a
 // refusal before the SDK, or another method (initialize, tools/list, an
 // unknown tool's call). Refusals are counted as the callback's are.
-func (d *Door) logRequest(c *call, rep outcome.Response) {
+func (d *Door) logRequest(c *call, rep httpapi.Response) {
 	dur := time.Since(c.start)
 	name := rep.Name
 	attrs := []slog.Attr{
@@ -575,7 +574,7 @@ func (d *Door) logRequest(c *call, rep outcome.Response) {
 		// call's params were not the shape the SDK reads.
 		fn, code, name = c.rpc.Tool, core.CodeUnknownFunction, core.KindRejected.String()
 		if _, known := d.cfg.Service.Lookup(fn); known {
-			code, name = "", outcome.BadRequest.Name
+			code, name = "", httpapi.ResponseBadRequest.Name
 		}
 		attrs = append(attrs, slog.String("function", httpapi.ClipLogged(fn)))
 		if code != "" {

@@ -14,8 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/core/coretest"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -437,7 +439,7 @@ func TestLogLine(t *testing.T) {
 // door mcp, beside the callback's door aivax; authentication failures as
 // unauthenticated and forbidden.
 func TestMetrics(t *testing.T) {
-	rec := prom.New()
+	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
 	e := newEnv(t, memtest.New(), envOptions{rec: rec})
 	tok := e.token("user-a")
 	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))

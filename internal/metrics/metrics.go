@@ -8,20 +8,20 @@
 //
 // Labels (CloudWatch dimensions) are low-cardinality only: function is one
 // of the catalogue's functions or empty, outcome one of the response
-// table's status names, code one of core's rejection codes, state one of
-// the delivery states. Never a tenant, user, operation key or ticket id.
+// table's status names, code one of the rejection codes, state one of the
+// delivery states. Never a tenant, user, operation key or ticket id. The
+// package knows none of those sets: each composition root gives them
+// (CallbackLabels, DeliveryLabels) from their one home, so metrics imports
+// neither the domain nor the transport.
 package metrics
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
-
-	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi/outcome"
 )
 
 // Metric names, shared by CloudWatch and Prometheus. Durations are in
@@ -60,32 +60,39 @@ const (
 	LabelState    = "state"
 )
 
-// Delivery states counted by Deliveries: the names of delivery.Results.
+// CallbackLabels are the closed sets a callback's labels take their
+// values from: the composition root gives them from the catalogue, the
+// response table and the rejection codes.
+type CallbackLabels struct {
+	Functions []string // the catalogue's function names
+	Outcomes  []string // the response table's names
+	// OtherOutcome is the outcome label of an outcome outside Outcomes.
+	OtherOutcome string
+	Codes        []string // the rejection codes
+}
+
+// DeliveryLabels are the closed set the state label takes its values
+// from, in the order they are listed: the delivery engine's step results.
 // Retried is an attempt that ended with the ticket back in pending, to be
 // sent again. Misconfigured is an attempt the destination refused for our
 // credentials or URL (401, 403, 404 on create): the ticket stays pending,
 // and every ticket fails the same way until someone fixes the destination.
-const (
-	StateDelivered     = string(delivery.ResultDelivered)
-	StateFailed        = string(delivery.ResultFailed)
-	StateUnknown       = string(delivery.ResultUnknown)
-	StateRetried       = string(delivery.ResultRetried)
-	StateMisconfigured = string(delivery.ResultMisconfigured)
-)
+type DeliveryLabels struct {
+	States []string
+	// Delivered is the state of a delivered ticket, whose step carries
+	// the delivery lag.
+	Delivered string
+}
 
-// DeliveryStates are the values of the state label: delivery.Results, in
-// their order.
-var DeliveryStates = func() []string {
-	s := make([]string, len(delivery.Results))
-	for i, r := range delivery.Results {
-		s[i] = string(r)
+// Names returns vs as strings, in their order: a closed set of a string
+// type as label values.
+func Names[S ~string](vs []S) []string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
 	}
 	return s
-}()
-
-// Outcomes are the values of the outcome label: the names of the
-// callback's response table (internal/httpapi/outcome).
-var Outcomes = outcome.Names()
+}
 
 // Doors are the values of the door label: AIVAX's callback and the MCP
 // door. A call that names no door is the callback's.
@@ -93,13 +100,6 @@ var Doors = []string{"aivax", "mcp"}
 
 // DoorLabel is c's door label: one of Doors.
 func (c Callback) DoorLabel() string { return closed(c.Door, Doors, Doors[0]) }
-
-// Codes are the values of the code label.
-var Codes = []string{
-	core.CodeUnknownFunction, core.CodeMissingExternalUserID, core.CodeMissingRequestID,
-	core.CodeInvalidRequestID, core.CodeInvalidArguments, core.CodeArgumentsMismatch,
-	core.CodeRequestIDConflict, core.CodeTicketNotFound,
-}
 
 // Callback is one request, as its log line reports it.
 type Callback struct {
@@ -114,41 +114,37 @@ type Callback struct {
 	Duration time.Duration
 }
 
-// Labels returns the label values of c: function only when it names a
+// Of returns the label values of c: function only when it names a
 // function of the catalogue (a caller can send any name, so anything else
 // is "", i.e. absent), outcome and code only from their closed sets.
-func (c Callback) Labels() (function, outcomeName, code string) {
-	if _, ok := core.LookupFunction(c.Function); ok {
-		function = c.Function
-	}
-	outcomeName = closed(c.Outcome, Outcomes, outcome.Internal.Name)
-	code = closed(c.Code, Codes, "")
+func (l CallbackLabels) Of(c Callback) (function, outcomeName, code string) {
+	function = closed(c.Function, l.Functions, "")
+	outcomeName = closed(c.Outcome, l.Outcomes, l.OtherOutcome)
+	code = closed(c.Code, l.Codes, "")
 	return function, outcomeName, code
 }
 
 func closed(v string, set []string, other string) string {
-	for _, s := range set {
-		if v == s {
-			return v
-		}
+	if slices.Contains(set, v) {
+		return v
 	}
 	return other
 }
 
 // DeliveryStep is one delivery attempt's end (the delivery engine's Step, as metrics count it).
 type DeliveryStep struct {
-	State string // one of DeliveryStates
+	State string // one of DeliveryLabels.States
 	// Lag is the time from the ticket's commit to its delivery; only for
-	// StateDelivered.
+	// DeliveryLabels.Delivered.
 	Lag time.Duration
 }
 
-// Check refuses a state outside DeliveryStates: a label takes only
-// values of its closed set.
-func (d DeliveryStep) Check() error {
-	if closed(d.State, DeliveryStates, "") == "" {
+// Check refuses a state of d outside l.States: a label takes only values
+// of its closed set.
+func (l DeliveryLabels) Check(d DeliveryStep) error {
+	if !slices.Contains(l.States, d.State) {
 		// The value itself is not repeated: it may be anything.
-		return fmt.Errorf("metrics: a delivery state is not one of %v", DeliveryStates)
+		return fmt.Errorf("metrics: a delivery state is not one of %v", l.States)
 	}
 	return nil
 }

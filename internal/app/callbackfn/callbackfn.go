@@ -15,7 +15,8 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -43,11 +44,11 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 }
 
 // handler is the callback function's graph on a DynamoDB client,
-// outermost first: metrics.Collect (each request's store calls, for its
+// outermost first: httpapi.Collect (each request's store calls, for its
 // line) → doors.Build (httpapi.Handler with EMF metrics in each request's
 // line, and with MCP_ISSUER and MCP_AUDIENCE the MCP door on /mcp beside
-// it) → core.Service → metrics.TimedStore → dynamo.Store, and for users
-// usercache → metrics.TimedUsers → the same dynamo.Store. With
+// it) → core.Service → core.TimedStore → dynamo.Store, and for users
+// usercache → core.TimedUsers → the same dynamo.Store. With
 // DELIVERY_KIND set, the service writes each new ticket pending in the
 // same transaction (the outbox).
 func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
@@ -62,14 +63,14 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace}
+	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace, CallbackLabels: httpapi.MetricLabels()}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
 	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout)
 	h, err := doors.Build(doors.Config{
-		Store:    metrics.TimedStore{Store: store, Recorder: rec},
-		Users:    usercache.New(metrics.TimedUsers{Users: store, Recorder: rec}, cfg.UserCacheTTL, cfg.UserCacheSize),
+		Store:    core.TimedStore{Store: store, Observe: rec.StoreCall},
+		Users:    usercache.New(core.TimedUsers{Users: store, Observe: rec.StoreCall}, cfg.UserCacheTTL, cfg.UserCacheSize),
 		Common:   cfg.Common,
 		MCP:      cfg.MCP,
 		MCPNames: config.MCPEnvNames,
@@ -81,7 +82,7 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	return metrics.Collect(h), nil
+	return httpapi.Collect(h), nil
 }
 
 // readParameter reads the hook key's SSM parameter (ssmparam.Read: one

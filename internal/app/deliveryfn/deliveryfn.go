@@ -30,7 +30,7 @@ import (
 // (steps logged with their EMF metrics under METRICS_NAMESPACE) → the
 // destination and one DynamoDB client's dynamo.Store on TABLE_NAME.
 func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger) (*deliverylambda.Handler, error) {
-	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace}
+	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace, DeliveryLabels: destination.MetricLabels()}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -92,8 +93,8 @@ func Main(cfg config.Local, m Mode) int {
 }
 
 // LocalServer builds the local server's graph on the configured store
-// (SQLite or DynamoDB), outermost first: metrics.Collect and
-// metrics.TimedStore (with metrics_listen: Prometheus serves /metrics
+// (SQLite or DynamoDB), outermost first: httpapi.Collect and
+// core.TimedStore (with metrics_listen: Prometheus serves /metrics
 // there) → httpapi.Handler → core.Service → delivery.NotifyOnCommit (with
 // a delivery block) → the store. With a delivery block, the service writes
 // every new ticket pending, and a delivery worker runs on the same store
@@ -149,7 +150,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	}
 	cs = append(cs, storeCloser)
 	if rec != nil {
-		serviceStore = metrics.TimedStore{Store: serviceStore, Recorder: rec}
+		serviceStore = core.TimedStore{Store: serviceStore, Observe: rec.StoreCall}
 	}
 	h, err := doors.Build(doors.Config{
 		Store:    serviceStore,
@@ -167,7 +168,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		return nil, nil, err
 	}
 	if rec != nil {
-		h = metrics.Collect(h)
+		h = httpapi.Collect(h)
 	}
 	return h, cs, nil
 }

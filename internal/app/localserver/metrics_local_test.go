@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
@@ -69,7 +70,7 @@ func TestLocalPrometheusCounts(t *testing.T) {
 	if durations != 4 {
 		t.Errorf("callback_duration_seconds count = %d, want 4", durations)
 	}
-	for _, s := range metrics.DeliveryStates {
+	for _, s := range destination.MetricLabels().States {
 		if !strings.Contains(text, `deliveries_total{state="`+s+`"} 0`) {
 			t.Errorf("deliveries_total{state=%q} must show at zero before any delivery", s)
 		}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 )
@@ -22,7 +24,7 @@ func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Clo
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics_listen: %w", err)
 	}
-	rec := prom.New()
+	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", rec.Handler())
 	srv := newServer(mux)

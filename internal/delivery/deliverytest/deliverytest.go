@@ -524,9 +524,8 @@ func Run(t *testing.T, h Harness) {
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Go(func() {
-				w := &delivery.Worker{Engine: eng, Concurrency: 3}
 				for range 10 {
-					if w.Sweep(ctx) == 0 {
+					if Sweep(ctx, eng, 3) == 0 {
 						if ids, _ := e.Store.Due(ctx, e.Now, 10); len(ids) == 0 {
 							return
 						}
@@ -810,4 +809,31 @@ func (c *cycling) Delivery(ctx context.Context, id string) (delivery.Record, err
 		c.cycle()
 	}
 	return r, err
+}
+
+// Sweep is one round of a worker, for the tests that drive deliveries
+// step by step: it asks eng's store for up to concurrency due tickets
+// (one Due query), delivers them side by side, waits for them and returns
+// how many recorded a step. A ticket another worker holds, or whose step
+// fails, is not counted.
+func Sweep(ctx context.Context, eng *delivery.Engine, concurrency int) int {
+	now := time.Now
+	if eng.Now != nil {
+		now = eng.Now
+	}
+	ids, err := eng.Store.Due(ctx, now(), concurrency)
+	if err != nil {
+		return 0
+	}
+	var moved atomic.Int64
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if _, err := eng.Deliver(ctx, id); err == nil {
+				moved.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(moved.Load())
 }

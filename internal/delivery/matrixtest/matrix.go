@@ -542,9 +542,8 @@ func Run(t *testing.T, h deliverytest.Harness) {
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Go(func() {
-				w := &delivery.Worker{Engine: eng, Concurrency: 4}
 				for range 50 {
-					w.Sweep(ctx)
+					deliverytest.Sweep(ctx, eng, 4)
 					if due, _ := rs.Due(ctx, e.Now, 1); len(due) == 0 {
 						return
 					}

@@ -17,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
@@ -68,7 +71,7 @@ func joinLines(lines [][]byte) []byte {
 }
 
 func TestGoldenLines(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
+	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	many := func(n int, unit emf.Unit) []emf.Metric {
 		ms := make([]emf.Metric, n)
 		for i := range ms {
@@ -128,7 +131,7 @@ func TestGoldenLines(t *testing.T) {
 // TestGoldenRecorderLines: what the recorder adds to the callback's and
 // the delivery worker's own lines, as slog writes them.
 func TestGoldenRecorderLines(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
+	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	ctx, req := metrics.WithRequest(context.Background())
 	req.Add(4 * time.Millisecond)
 	req.Add(6500 * time.Microsecond)
@@ -142,9 +145,9 @@ func TestGoldenRecorderLines(t *testing.T) {
 		slog.String("function", ""), slog.String("outcome", "unauthenticated"),
 		rec.Callback(context.Background(), metrics.Callback{Outcome: "unauthenticated", Duration: 30 * time.Millisecond})), []byte("\n")))
 	out = append(out, bytes.TrimSuffix(line(t, "delivery",
-		rec.Delivery(context.Background(), metrics.DeliveryStep{State: metrics.StateDelivered, Lag: 2500 * time.Millisecond})), []byte("\n")))
+		rec.Delivery(context.Background(), metrics.DeliveryStep{State: string(delivery.ResultDelivered), Lag: 2500 * time.Millisecond})), []byte("\n")))
 	out = append(out, bytes.TrimSuffix(line(t, "delivery",
-		rec.Delivery(context.Background(), metrics.DeliveryStep{State: metrics.StateUnknown})), []byte("\n")))
+		rec.Delivery(context.Background(), metrics.DeliveryStep{State: string(delivery.ResultUnknown)})), []byte("\n")))
 	out = append(out, bytes.TrimSuffix(line(t, "outbox",
 		rec.TicketsWaiting(context.Background(), 7)), []byte("\n")))
 	for _, l := range out {
@@ -291,8 +294,8 @@ func TestLimits(t *testing.T) {
 // TestCallbackFastPath holds the recorder's per-shape encoding to the
 // generic encoder: for every shape, the same members.
 func TestCallbackFastPath(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
-	gen := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
+	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	gen := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	calls := []metrics.Callback{
 		{Function: core.CreateTicket, Outcome: "created"},
 		{Function: core.GetTicket, Outcome: "rejected", Code: core.CodeTicketNotFound},
@@ -345,10 +348,10 @@ func TestNoIdentifiersInMetrics(t *testing.T) {
 	}
 	functions := []string{core.CreateTicket, core.GetTicket}
 	r := rand.New(rand.NewPCG(1, 2))
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
+	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	for i := range 3000 {
-		c := metrics.Callback{Function: pick(r, functions), Outcome: pick(r, metrics.Outcomes),
-			Code: pick(r, metrics.Codes), Duration: time.Duration(r.IntN(1e9))}
+		c := metrics.Callback{Function: pick(r, functions), Outcome: pick(r, httpapi.MetricLabels().Outcomes),
+			Code: pick(r, httpapi.MetricLabels().Codes), Duration: time.Duration(r.IntN(1e9))}
 		ctx, req := metrics.WithRequest(context.Background())
 		req.Add(time.Duration(r.IntN(1e8)))
 		attr := rec.Callback(ctx, c)
@@ -364,7 +367,7 @@ func TestNoIdentifiersInMetrics(t *testing.T) {
 		if len(data) == 0 {
 			t.Fatalf("case %d: no metric extracted from %s", i, full)
 		}
-		d := metrics.DeliveryStep{State: pick(r, metrics.DeliveryStates), Lag: time.Second}
+		d := metrics.DeliveryStep{State: pick(r, destination.MetricLabels().States), Lag: time.Second}
 		dl := line(t, "delivery", rec.Delivery(context.Background(), d))
 		ddata, err := emftest.Parse(dl)
 		if err != nil {
@@ -393,7 +396,7 @@ func TestCheckNamespace(t *testing.T) {
 	if err := (&emf.Recorder{Namespace: "AWS/Lambda"}).Check(); !errors.Is(err, emf.ErrInvalid) {
 		t.Errorf("AWS/Lambda: %v, want ErrInvalid", err)
 	}
-	bad := &emf.Recorder{Namespace: "bad\"namespace", Now: fixedNow}
+	bad := &emf.Recorder{Namespace: "bad\"namespace", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	if got := string(line(t, "callback", bad.Callback(context.Background(), metrics.Callback{Outcome: "created"}))); !strings.Contains(got, "metrics_error") {
 		t.Errorf("a bad namespace must show in the line: %s", got)
 	}
@@ -402,7 +405,7 @@ func TestCheckNamespace(t *testing.T) {
 // TestCallbackAllocs: the recorder's part of a callback's line is three
 // allocations (the _aws text, the attribute list and the raw value's box).
 func TestCallbackAllocs(t *testing.T) {
-	rec := &emf.Recorder{}
+	rec := &emf.Recorder{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	ctx, req := metrics.WithRequest(context.Background())
 	req.Add(time.Millisecond)
 	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
@@ -415,7 +418,7 @@ func TestCallbackAllocs(t *testing.T) {
 // the recorder's members (what EMF adds to each request, the collector of
 // store calls included).
 func BenchmarkCallbackLine(b *testing.B) {
-	rec := &emf.Recorder{}
+	rec := &emf.Recorder{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	l := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
 	b.Run("without_metrics", func(b *testing.B) {

@@ -6,7 +6,7 @@ import "github.com/aivax-examples/idempotent-callback/internal/metrics"
 // calls' durations in seconds: the generic form of the fast path, which
 // the tests hold it to.
 func (r *Recorder) CallbackEvent(c metrics.Callback, store []float64, cold bool) Event {
-	return r.callbackEvent(callbackShape(c, len(store) > 0, cold), c.Duration.Seconds(), store)
+	return r.callbackEvent(r.callbackShape(c, len(store) > 0, cold), c.Duration.Seconds(), store)
 }
 
 // SetServed sets whether the process has served a request, i.e. whether

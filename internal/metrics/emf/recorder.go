@@ -23,7 +23,11 @@ const DefaultNamespace = "AIVAX/Callback"
 type Recorder struct {
 	Namespace string           // DefaultNamespace when empty
 	Now       func() time.Time // time.Now when nil
-	served    atomic.Bool      // a request was served: later ones are warm
+	// CallbackLabels and DeliveryLabels are the labels' closed sets, from
+	// the composition root: a value outside its set is never a dimension.
+	CallbackLabels metrics.CallbackLabels
+	DeliveryLabels metrics.DeliveryLabels
+	served         atomic.Bool // a request was served: later ones are warm
 
 	once   sync.Once
 	shapes [shapes][]byte // "_aws" of each callback shape, after the timestamp
@@ -66,7 +70,7 @@ func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
 	if req := metrics.RequestFrom(ctx); req != nil {
 		store = req.AppendSeconds(store, MaxValuesPerMetric) // the service makes at most three
 	}
-	sh := callbackShape(c, len(store) > 0, !r.served.Swap(true))
+	sh := r.callbackShape(c, len(store) > 0, !r.served.Swap(true))
 	r.once.Do(r.encodeShapes)
 	if r.err != nil {
 		return slog.String("metrics_error", r.err.Error())
@@ -94,16 +98,16 @@ func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
 // A callback line's shape: which dimensions and metrics it has.
 const (
 	shapeFunction = 1 << iota // the function is the catalogue's
-	shapeOutcome              // the outcome is one of metrics.Outcomes
-	shapeCode                 // a rejection code of metrics.Codes
+	shapeOutcome              // the outcome is one of CallbackLabels.Outcomes
+	shapeCode                 // a rejection code of CallbackLabels.Codes
 	shapeStore                // store calls were made
 	shapeCold                 // the process's first request
 	shapeDoor                 // the line names its door (metrics.Callback.Door)
 	shapes
 )
 
-func callbackShape(c metrics.Callback, store, cold bool) int {
-	fn, outcome, code := c.Labels()
+func (r *Recorder) callbackShape(c metrics.Callback, store, cold bool) int {
+	fn, outcome, code := r.CallbackLabels.Of(c)
 	sh := 0
 	if outcome == c.Outcome {
 		sh |= shapeOutcome
@@ -193,7 +197,7 @@ func (r *Recorder) StoreCall(ctx context.Context, d time.Duration) {
 // delivery_lag_seconds. It writes the "state" member itself: the line
 // that carries it must not write another.
 func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr {
-	if err := d.Check(); err != nil {
+	if err := r.DeliveryLabels.Check(d); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}
 	return r.attr(r.deliveryEvent(d))
@@ -202,7 +206,7 @@ func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr
 func (r *Recorder) deliveryEvent(d metrics.DeliveryStep) Event {
 	dirs := []Directive{{Dimensions: deliveryStateSet,
 		Metrics: []Metric{{Name: metrics.Deliveries, Unit: Count, Values: []float64{1}}}}}
-	if d.State == metrics.StateDelivered {
+	if d.State == r.DeliveryLabels.Delivered {
 		dirs = append(dirs, Directive{Dimensions: noDimensions,
 			Metrics: []Metric{{Name: metrics.DeliveryLag, Unit: Seconds, Values: []float64{d.Lag.Seconds()}}}})
 	}
@@ -256,9 +260,9 @@ func (r *Recorder) Check() error {
 // Emitted returns, for each metric the recorder can write, every
 // dimension set it names it under (a set's names in the order written),
 // by running the recorder's own event builders over every shape and
-// state. Tests hold template.yaml's alarms and dashboard to it.
-func Emitted() map[string][][]string {
-	r := &Recorder{}
+// every state of d. Tests hold template.yaml's alarms and dashboard to it.
+func Emitted(d metrics.DeliveryLabels) map[string][][]string {
+	r := &Recorder{DeliveryLabels: d}
 	out := map[string][][]string{}
 	add := func(e Event) {
 		for _, dir := range e.Directives {
@@ -274,7 +278,7 @@ func Emitted() map[string][][]string {
 	for sh := range shapes {
 		add(r.callbackEvent(sh, 0, []float64{0}))
 	}
-	for _, s := range metrics.DeliveryStates {
+	for _, s := range d.States {
 		add(r.deliveryEvent(metrics.DeliveryStep{State: s}))
 	}
 	add(r.waitingEvent(0))

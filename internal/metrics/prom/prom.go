@@ -29,13 +29,18 @@ type Recorder struct {
 	lag       prometheus.Histogram
 	waiting   prometheus.Gauge
 	served    atomic.Bool
+	cl        metrics.CallbackLabels
+	dl        metrics.DeliveryLabels
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)
 
-// New builds a Recorder with its registry.
-func New() *Recorder {
+// New builds a Recorder with its registry, for labels from the closed
+// sets c and d (given by the composition root).
+func New(c metrics.CallbackLabels, d metrics.DeliveryLabels) *Recorder {
 	r := &Recorder{
+		cl:  c,
+		dl:  d,
 		reg: prometheus.NewRegistry(),
 		callbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metrics.Callbacks, Help: "Requests by door, function, outcome and rejection code.",
@@ -67,7 +72,7 @@ func New() *Recorder {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every state shows from the start, at zero, so a rate or an alert on
 	// "unknown" has a series before the first one happens.
-	for _, s := range metrics.DeliveryStates {
+	for _, s := range d.States {
 		r.delivered.WithLabelValues(s)
 	}
 	return r
@@ -83,7 +88,7 @@ func (r *Recorder) Registry() *prometheus.Registry { return r.reg }
 
 // Callback counts the request and observes its duration.
 func (r *Recorder) Callback(_ context.Context, c metrics.Callback) slog.Attr {
-	fn, outcome, code := c.Labels()
+	fn, outcome, code := r.cl.Of(c)
 	door := c.DoorLabel()
 	r.callbacks.WithLabelValues(door, fn, outcome, code).Inc()
 	r.duration.WithLabelValues(door, fn, outcome).Observe(c.Duration.Seconds())
@@ -99,13 +104,13 @@ func (r *Recorder) StoreCall(_ context.Context, d time.Duration) {
 }
 
 // Delivery counts the attempt's end by state and observes the lag of a
-// delivered ticket. A state outside metrics.DeliveryStates is refused.
+// delivered ticket. A state outside the delivery labels' States is refused.
 func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr {
-	if err := d.Check(); err != nil {
+	if err := r.dl.Check(d); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}
 	r.delivered.WithLabelValues(d.State).Inc()
-	if d.State == metrics.StateDelivered {
+	if d.State == r.dl.Delivered {
 		r.lag.Observe(d.Lag.Seconds())
 	}
 	return slog.Attr{}

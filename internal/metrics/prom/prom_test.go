@@ -10,6 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -19,15 +22,15 @@ import (
 // delivered tickets only, sets tickets_waiting, and refuses a state
 // outside the closed set without making it a label.
 func TestDeliveries(t *testing.T) {
-	r := prom.New()
+	r := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
 	ctx := context.Background()
 	for _, d := range []metrics.DeliveryStep{
-		{State: metrics.StateDelivered, Lag: 2 * time.Second},
-		{State: metrics.StateDelivered, Lag: 4 * time.Second},
-		{State: metrics.StateRetried},
-		{State: metrics.StateUnknown},
-		{State: metrics.StateFailed},
-		{State: metrics.StateMisconfigured},
+		{State: string(delivery.ResultDelivered), Lag: 2 * time.Second},
+		{State: string(delivery.ResultDelivered), Lag: 4 * time.Second},
+		{State: string(delivery.ResultRetried)},
+		{State: string(delivery.ResultUnknown)},
+		{State: string(delivery.ResultFailed)},
+		{State: string(delivery.ResultMisconfigured)},
 	} {
 		if a := r.Delivery(ctx, d); !a.Equal(slog.Attr{}) {
 			t.Errorf("Delivery(%+v) returned %v; Prometheus adds nothing to the line", d, a)
@@ -74,7 +77,7 @@ tickets_waiting 7
 // catalogue does not know is an empty (absent) label, never the name, and
 // a door other than mcp is the callback's.
 func TestCallbackLabels(t *testing.T) {
-	r := prom.New()
+	r := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
 	ctx := context.Background()
 	r.Callback(ctx, metrics.Callback{Function: "Cannot sign in", Outcome: "rejected", Code: "unknown_function"})
 	r.Callback(ctx, metrics.Callback{Function: "get_ticket", Outcome: "tenant-a", Code: "alice"})

@@ -111,7 +111,7 @@ func TestDeliveryRoundTrips(t *testing.T) {
 	moved := 0
 	for moved == 0 && time.Now().Before(deadline) { // the index is eventually consistent
 		before = calls.Load()
-		moved = (&delivery.Worker{Engine: eng}).Sweep(ctx)
+		moved = deliverytest.Sweep(ctx, eng, 16) // a worker's default concurrency
 	}
 	if moved != 2 {
 		t.Fatalf("sweep moved %d, want 2 (warm-up and r2)", moved)
