@@ -278,6 +278,13 @@ func TestReadAheadRule(t *testing.T) {
 			t.Errorf("%s: decides %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// A caller's expiry with a fraction of a second is stored to the
+	// second: the read of its own record is still its own, not a repeat.
+	fractional := mine
+	fractional.ExpiresAt = now.Add(time.Hour)
+	if s.Decides(stored(func(*idem.Record) {}), fractional, now) {
+		t.Error("the call's own record, its expiry given with a fraction of a second: decides true, want false")
+	}
 }
 
 // conflicted answers every transaction, once released, with a

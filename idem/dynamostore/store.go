@@ -345,14 +345,15 @@ func (s *Store) Wait() { s.behind.wait() }
 // decides reports whether a record found by the read answers the call:
 // it is live at now and past the margin, and it is not the record this
 // call's own transaction writes (that one answers created, which only
-// the transaction can say).
+// the transaction can say). The item keeps both times to the second, so
+// mine is compared at that precision.
 func (s *Store) decides(found, mine idem.Record, now time.Time) bool {
 	if !found.Live(now) || found.ExpiresAt.Before(now.Add(s.opt.ReadAheadMargin)) {
 		return false
 	}
 	own := found.State == mine.State && found.Tenant == mine.Tenant && found.Owner == mine.Owner &&
 		found.Function == mine.Function && found.Fingerprint == mine.Fingerprint &&
-		found.CreatedAt.Equal(mine.CreatedAt.Truncate(time.Second)) && found.ExpiresAt.Equal(mine.ExpiresAt) &&
+		found.CreatedAt.Equal(mine.CreatedAt.Truncate(time.Second)) && found.ExpiresAt.Equal(mine.ExpiresAt.Truncate(time.Second)) &&
 		string(found.Result) == string(mine.Result)
 	return !own
 }
