@@ -2,7 +2,12 @@
 // tests and benchmarks of every package: one definition of the envelope.
 package callbacktest
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+)
 
 // Quote is s as a JSON string.
 func Quote(s string) string {
@@ -41,3 +46,29 @@ const Arguments = `{"title":"Cannot sign in","description":"The login page loops
 
 // Title is create_ticket arguments with only a title.
 func Title(title string) string { return `{"title":` + Quote(title) + `}` }
+
+// Call is one callback of a metrics test: its name, the nonce it carries
+// ("" for none) and its body.
+type Call struct{ Name, Nonce, Body string }
+
+// MetricsHookKey is the hook key of the metrics tests' programs.
+const MetricsHookKey = "metrics-test-hook-key"
+
+// MetricsSecrets are what FourCalls carry that no metric may: tenant,
+// user, external user and title.
+var MetricsSecrets = []string{"tenant-a", "alice", "user-a", "Cannot sign in"}
+
+// FourCalls are one create, its repeat, one rejection and one 401 for
+// user-a, nonced with MetricsHookKey: the calls every program's metrics
+// test counts by the same labels.
+func FourCalls(t testing.TB) []Call {
+	t.Helper()
+	n, err := nonce.Generate(MetricsHookKey, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create := Create("user-a", "metrics-r-1", Title("Cannot sign in"))
+	bad := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":""}},` +
+		`"context":{"externalUserId":"user-a","metadata":{"request_id":"metrics-r-2"}}}`
+	return []Call{{"create", n, create}, {"repeat", n, create}, {"rejection", n, bad}, {"401", "", create}}
+}

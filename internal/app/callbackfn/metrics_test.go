@@ -24,36 +24,15 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-const metricsHookKey = "metrics-test-hook-key"
-
-// fourCalls are one create, its repeat, one rejection and one 401, with
-// what each must count.
-func fourCalls(t *testing.T) []struct {
-	name, nonce, body string
-} {
-	t.Helper()
-	n, err := nonce.Generate(metricsHookKey, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	create := callbacktest.Create("user-a", "metrics-r-1", callbacktest.Title("Cannot sign in"))
-	bad := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":""}},` +
-		`"context":{"externalUserId":"user-a","metadata":{"request_id":"metrics-r-2"}}}`
-	return []struct{ name, nonce, body string }{
-		{"create", n, create}, {"repeat", n, create}, {"rejection", n, bad}, {"401", "", create},
-	}
-}
-
-// secrets are what the calls carry that no metric may: tenant, user,
-// external user, title and, once known, the operation key and the nonce.
-var secrets = []string{"tenant-a", "alice", "user-a", "Cannot sign in"}
+// secrets are what the calls carry that no metric may; the test adds
+// the operation key once known.
+var secrets = callbacktest.MetricsSecrets
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
@@ -75,7 +54,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 		Common:           config.Common{Policy: string(opkey.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
 	logger := slog.New(lambdalog.Wrap(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
-	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), metricsHookKey, logger)
+	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), callbacktest.MetricsHookKey, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +66,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	storeOff := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&callsOff)), cfgOff.TableName, dynamo.Options{})
-	auth, err := doors.Authenticator(metricsHookKey, false, cfg.Common, discard())
+	auth, err := doors.Authenticator(callbacktest.MetricsHookKey, false, cfg.Common, discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,11 +79,11 @@ func TestLambdaEMFCounts(t *testing.T) {
 	invoke := lambdaurl.Wrap(h)
 	invokeOff := lambdaurl.Wrap(hOff)
 	var nonces []string
-	for i, c := range fourCalls(t) {
-		ev := events.LambdaFunctionURLRequest{RawPath: "/callback", Body: c.body,
-			Headers:        map[string]string{"content-type": "application/json", "x-request-nonce": c.nonce},
+	for i, c := range callbacktest.FourCalls(t) {
+		ev := events.LambdaFunctionURLRequest{RawPath: "/callback", Body: c.Body,
+			Headers:        map[string]string{"content-type": "application/json", "x-request-nonce": c.Nonce},
 			RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "POST"}}}
-		nonces = append(nonces, c.nonce)
+		nonces = append(nonces, c.Nonce)
 		ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: fmt.Sprintf("req-%d", i)})
 		ctx = context.WithValue(ctx, "x-amzn-trace-id", fmt.Sprintf("Root=1-67891233-abcdef01234567890123456%d;Parent=53995c3f42cd8ad8;Sampled=1", i)) //nolint:staticcheck // aws-lambda-go's own key
 		if _, err := invoke(ctx, ev); err != nil {

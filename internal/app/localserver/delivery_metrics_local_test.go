@@ -44,13 +44,13 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 3, Fault: fakehelpdesk.Fault{Status: 500}})
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, N: 4, Fault: fakehelpdesk.Fault{Status: 500}})
 
-	cfg := localConfig(t, metricsHookKey)
+	cfg := localConfig(t, callbacktest.MetricsHookKey)
 	cfg.Delivery = &config.Destination{Kind: "zendesk", URL: fake.URL(), Email: fc.Email, Token: fc.Token,
 		MaxAttempts: 2, Timeout: 2 * time.Second}
 	h, _, logs, metricsURL := localWithMetrics(t, cfg)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	n, err := nonce.Generate(metricsHookKey, 4)
+	n, err := nonce.Generate(callbacktest.MetricsHookKey, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

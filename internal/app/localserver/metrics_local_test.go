@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
+	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
@@ -31,15 +32,15 @@ import (
 // SQLite; GET /metrics on the metrics_listen address shows exactly the
 // expected increments, under the same names and labels as EMF.
 func TestLocalPrometheusCounts(t *testing.T) {
-	h, closer, _, metricsURL := localWithMetrics(t, localConfig(t, metricsHookKey))
+	h, closer, _, metricsURL := localWithMetrics(t, localConfig(t, callbacktest.MetricsHookKey))
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	var nonces []string
-	for _, c := range fourCalls(t) {
-		nonces = append(nonces, c.nonce)
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/callback", strings.NewReader(c.body))
-		if c.nonce != "" {
-			req.Header.Set("X-Request-Nonce", c.nonce)
+	for _, c := range callbacktest.FourCalls(t) {
+		nonces = append(nonces, c.Nonce)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/callback", strings.NewReader(c.Body))
+		if c.Nonce != "" {
+			req.Header.Set("X-Request-Nonce", c.Nonce)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -93,7 +94,7 @@ func TestLocalPrometheusCounts(t *testing.T) {
 // the handler records nothing.
 func TestLocalNoMetricsListener(t *testing.T) {
 	var logs bytes.Buffer
-	h, closer, err := LocalServer(context.Background(), localConfig(t, metricsHookKey), slog.New(slog.NewJSONHandler(&logs, nil)))
+	h, closer, err := LocalServer(context.Background(), localConfig(t, callbacktest.MetricsHookKey), slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestLocalNoMetricsListener(t *testing.T) {
 func TestLocalMetricsListenBusy(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	cfg := localConfig(t, metricsHookKey)
+	cfg := localConfig(t, callbacktest.MetricsHookKey)
 	cfg.MetricsListen = strings.TrimPrefix(srv.URL, "http://")
 	if _, _, err := LocalServer(context.Background(), cfg, discard()); err == nil || !strings.Contains(err.Error(), "metrics_listen") {
 		t.Fatalf("Local with a taken metrics_listen: %v, want an error naming metrics_listen", err)

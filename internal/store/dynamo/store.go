@@ -49,21 +49,15 @@ type Options struct {
 }
 
 // DefaultCallTimeout is the deadline of each DynamoDB call when
-// Options.CallTimeout is not set.
-const DefaultCallTimeout = 2 * time.Second
+// Options.CallTimeout is not set: the claim store's.
+const DefaultCallTimeout = dynamostore.DefaultCallTimeout
 
+// defaults sets the call timeout, which this store's own reads and
+// updates use too; the conflict settings are the claim store's, which
+// defaults them (dynamostore.Options).
 func (o *Options) defaults() {
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
-	}
-	if o.ConflictRetries <= 0 {
-		o.ConflictRetries = 10
-	}
-	if o.ConflictBackoff <= 0 {
-		o.ConflictBackoff = 20 * time.Millisecond
-	}
-	if o.ConflictBackoffMax <= 0 {
-		o.ConflictBackoffMax = time.Second
 	}
 }
 
