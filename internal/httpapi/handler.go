@@ -312,21 +312,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		level = slog.LevelError
 	}
 	o := rep.out
-	attrs := []slog.Attr{
-		slog.String("path", clipLogged(r.URL.Path)),
-		slog.String("door", DoorAIVAX),
-		slog.String("function", clipLogged(o.Function)),
-		slog.String("tenant", o.TenantID),
-		slog.String("outcome", rep.Name),
-		slog.Int("http_status", rep.Status),
-		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-	}
-	if o.Key != "" {
-		attrs = append(attrs, slog.String("operation_key", o.Key))
-	}
-	if o.Code != "" {
-		attrs = append(attrs, slog.String("code", o.Code))
-	}
+	attrs := CallbackAttrs(clipLogged(r.URL.Path), DoorAIVAX, o, rep.Name, rep.Status, d)
 	if rep.err != nil && rep.Status >= 500 {
 		attrs = append(attrs, slog.Any("error", rep.err))
 	}
@@ -337,4 +323,28 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 			Door: DoorAIVAX, Function: o.Function, Outcome: rep.Name, Code: o.Code, Duration: d}))
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
+}
+
+// CallbackAttrs are the attributes of the line of a request the service
+// answered, from path to code (section Logs and metrics of
+// docs/contract.md), for every door: the outcome o of function and tenant,
+// answered as name with HTTP status after d; the operation key once
+// derived, the code of a rejection. path is already clipped.
+func CallbackAttrs(path, door string, o core.Outcome, name string, status int, d time.Duration) []slog.Attr {
+	attrs := []slog.Attr{
+		slog.String("path", path),
+		slog.String("door", door),
+		slog.String("function", clipLogged(o.Function)),
+		slog.String("tenant", o.TenantID),
+		slog.String("outcome", name),
+		slog.Int("http_status", status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	}
+	if o.Key != "" {
+		attrs = append(attrs, slog.String("operation_key", o.Key))
+	}
+	if o.Code != "" {
+		attrs = append(attrs, slog.String("code", o.Code))
+	}
+	return attrs
 }

@@ -527,21 +527,7 @@ func writeError(w http.ResponseWriter, r httpapi.Response) {
 // arguments, the token or the body.
 func (d *Door) logTool(c *call, o core.Outcome, resp httpapi.Response) {
 	dur := time.Since(c.start)
-	attrs := []slog.Attr{
-		slog.String("path", Path),
-		slog.String("door", httpapi.DoorMCP),
-		slog.String("function", httpapi.ClipLogged(o.Function)),
-		slog.String("tenant", o.TenantID),
-		slog.String("outcome", resp.Name),
-		slog.Int("http_status", http.StatusOK),
-		slog.Float64("duration_ms", float64(dur.Microseconds())/1000),
-	}
-	if o.Key != "" {
-		attrs = append(attrs, slog.String("operation_key", o.Key))
-	}
-	if o.Code != "" {
-		attrs = append(attrs, slog.String("code", o.Code))
-	}
+	attrs := httpapi.CallbackAttrs(Path, httpapi.DoorMCP, o, resp.Name, http.StatusOK, dur)
 	level := slog.LevelInfo
 	if o.Kind == core.KindInternal {
 		level = slog.LevelError
