@@ -1,5 +1,6 @@
-// Package callbacktest builds callback bodies as AIVAX sends them, for the
-// tests and benchmarks of every package: one definition of the envelope.
+// Package callbacktest builds callback bodies as AIVAX sends them, and the
+// users they name, for the tests and benchmarks of every package: one
+// definition of the envelope.
 package callbacktest
 
 import (
@@ -7,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
 // Quote is s as a JSON string.
@@ -33,6 +35,15 @@ func Body(function, arguments, context string) string {
 		b += `,"context":` + context
 	}
 	return b + "}"
+}
+
+// Users are the users the tests' callbacks name by external user ID: two
+// of tenant-a, one of tenant-b and a disabled one of tenant-a.
+var Users = memstore.Users{
+	"user-a": {TenantID: "tenant-a", UserID: "alice"},
+	"user-b": {TenantID: "tenant-a", UserID: "bob"},
+	"user-c": {TenantID: "tenant-b", UserID: "carol"},
+	"user-d": {TenantID: "tenant-a", UserID: "dave", Disabled: true},
 }
 
 // Create is a create_ticket call of user with requestID and arguments.

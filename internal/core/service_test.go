@@ -21,12 +21,7 @@ import (
 
 var now = time.Date(2026, 11, 10, 12, 0, 0, 0, time.UTC)
 
-var users = memstore.Users{
-	"user-a": {TenantID: "tenant-a", UserID: "alice"},
-	"user-b": {TenantID: "tenant-a", UserID: "bob"},
-	"user-c": {TenantID: "tenant-b", UserID: "carol"},
-	"user-d": {TenantID: "tenant-a", UserID: "dave", Disabled: true},
-}
+var users = callbacktest.Users
 
 type fixture struct {
 	svc   *core.Service

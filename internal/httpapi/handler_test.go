@@ -27,7 +27,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
@@ -58,12 +57,7 @@ func testVerifier(t testing.TB) *nonce.Verifier {
 	return v
 }
 
-var users = memstore.Users{
-	"user-a": {TenantID: "tenant-a", UserID: "alice"},
-	"user-b": {TenantID: "tenant-a", UserID: "bob"},
-	"user-c": {TenantID: "tenant-b", UserID: "carol"},
-	"user-d": {TenantID: "tenant-a", UserID: "dave", Disabled: true},
-}
+var users = callbacktest.Users
 
 type env struct {
 	h     *httpapi.Handler
