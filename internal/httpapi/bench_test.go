@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
@@ -19,7 +17,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
@@ -44,25 +41,17 @@ func BenchmarkHandlerOverhead(b *testing.B) {
 // budgets measure: authentication off, the in-memory store, one JSON log
 // line to io.Discard.
 func overheadHandler() *httpapi.Handler {
-	return &httpapi.Handler{
-		Service: &core.Service{Store: memtest.New(), Users: users, Policy: opkey.PolicyArguments,
-			Retention: 24 * time.Hour, NewID: uuid.NewString},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
+	return newHandler(memtest.New(), nonce.Off{}, 24*time.Hour, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 }
 
 // instrumentedHandler is overheadHandler with metrics on rec, wired as the
 // composition root wires them: the timed store, the handler's Metrics
 // hook, and httpapi.Collect around the handler.
 func instrumentedHandler(rec metrics.Recorder) http.Handler {
-	return httpapi.Collect(&httpapi.Handler{
-		Service: &core.Service{Store: core.TimedStore{Store: memtest.New(), Observe: rec.StoreCall}, Users: users,
-			Policy: opkey.PolicyArguments, Retention: 24 * time.Hour, NewID: uuid.NewString},
-		Auth:    nonce.Off{},
-		Logger:  slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Metrics: rec,
-	})
+	h := newHandler(core.TimedStore{Store: memtest.New(), Observe: rec.StoreCall}, nonce.Off{}, 24*time.Hour,
+		slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	h.Metrics = rec
+	return httpapi.Collect(h)
 }
 
 // serveOK posts body to h's /callback and fails tb unless the answer is 200.

@@ -13,13 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite/sqlitetest"
 )
@@ -36,11 +32,7 @@ func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sql.DB
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return &httpapi.Handler{
-		Service: &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString},
-		Auth:    nonce.Off{},
-		Logger:  logger,
-	}, sqlitetest.Open(t, path)
+	return newHandler(s, nonce.Off{}, time.Hour, logger), sqlitetest.Open(t, path)
 }
 
 var faultBody = callbacktest.Create("user-a", "r-fault", callbacktest.Title("Fault"))

@@ -16,7 +16,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
@@ -64,11 +63,9 @@ func FuzzHandler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, nonceHeader, contentType string) {
 		for _, auth := range []httpapi.Authenticator{nonce.Off{}, v} {
 			st := memtest.New()
-			h := &httpapi.Handler{
-				Service: &core.Service{Store: st, Users: users, Policy: opkey.PolicyArguments,
-					Retention: time.Hour, NewID: func() string { return "ticket-1" }},
-				Auth: auth, MaxBody: 4096, Logger: logger,
-			}
+			h := newHandler(st, auth, time.Hour, logger)
+			h.Service.NewID = func() string { return "ticket-1" }
+			h.MaxBody = 4096
 			r := httptest.NewRequest(http.MethodPost, "/callback", bytes.NewReader(body))
 			r.Header.Set(httpapi.NonceHeader, nonceHeader)
 			r.Header.Set("Content-Type", contentType)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -65,19 +66,26 @@ type env struct {
 	logs  *testenv.Buffer
 }
 
+// newHandler is the handler the tests build on store: the test users, the
+// arguments policy, retention, random ticket IDs, authentication auth and
+// the request's line to logger.
+func newHandler(store core.Store, auth httpapi.Authenticator, retention time.Duration, logger *slog.Logger) *httpapi.Handler {
+	return &httpapi.Handler{
+		Service: &core.Service{Store: store, Users: users, Policy: opkey.PolicyArguments,
+			Retention: retention, NewID: uuid.NewString},
+		Auth:   auth,
+		Logger: logger,
+	}
+}
+
 func newEnv(t testing.TB, auth httpapi.Authenticator) *env {
 	t.Helper()
 	st := memtest.New()
 	logs := &testenv.Buffer{}
 	var n atomic.Int64
-	return &env{store: st, logs: logs, h: &httpapi.Handler{
-		Service: &core.Service{
-			Store: st, Users: users, Policy: opkey.PolicyArguments, Retention: 24 * time.Hour,
-			NewID: func() string { return fmt.Sprintf("ticket-%d", n.Add(1)) },
-		},
-		Auth:   auth,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	}}
+	h := newHandler(st, auth, 24*time.Hour, slog.New(slog.NewJSONHandler(logs, nil)))
+	h.Service.NewID = func() string { return fmt.Sprintf("ticket-%d", n.Add(1)) }
+	return &env{store: st, logs: logs, h: h}
 }
 
 func (e *env) serve(r *http.Request) *httptest.ResponseRecorder {
