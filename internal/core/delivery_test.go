@@ -9,9 +9,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // get_ticket shows the delivery: its state while pending, the helpdesk's id
@@ -20,11 +18,10 @@ import (
 func TestGetTicketShowsDelivery(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 1, 3, 0, 0, 700e6, time.UTC)
-	st := memtest.New()
+	svc, st := newService(memstore.Users{"u": {TenantID: "t", UserID: "alice"}})
 	ids := 0
-	svc := &core.Service{Store: st, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Now: func() time.Time { return at },
-		NewID: func() string { ids++; return "ticket-" + string(rune('0'+ids)) }}
+	svc.Now = func() time.Time { return at }
+	svc.NewID = func() string { ids++; return "ticket-" + string(rune('0'+ids)) }
 	create := func(rid string) string {
 		out := svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"Printer"}`),
 			ExternalUserID: "u", RequestID: rid})

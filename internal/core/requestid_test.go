@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
 // lookups counts the user lookups that reach the store.
@@ -24,18 +21,13 @@ func (l *lookups) User(ctx context.Context, id string) (core.User, error) {
 	return l.Users.User(ctx, id)
 }
 
-func hardeningService(users core.Users) *core.Service {
-	return &core.Service{Store: memtest.New(), Users: users, Policy: opkey.PolicyArguments,
-		Retention: time.Hour, NewID: func() string { return "ticket-1" }}
-}
-
 // An externalUserId longer than any user record's key can be is 403
 // without a store call (on DynamoDB the lookup itself would fail with a
 // ValidationException); so is one that is not valid UTF-8.
 func TestOverlongExternalUserIDIsForbiddenWithoutLookup(t *testing.T) {
 	long := strings.Repeat("u", 3000)
 	users := &lookups{Users: memstore.Users{long: {TenantID: "t", UserID: "u"}}}
-	svc := hardeningService(users)
+	svc, _ := newService(users)
 	for _, id := range []string{long, strings.Repeat("u", core.MaxExternalUserIDLen+1), "user-\xff"} {
 		o := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
 			Content: json.RawMessage(`{"title":"t"}`), ExternalUserID: id, RequestID: "r"})
@@ -57,7 +49,7 @@ func TestOverlongExternalUserIDIsForbiddenWithoutLookup(t *testing.T) {
 // A request_id that is not well-formed Unicode is invalid_request_id,
 // whether the parser flagged it or the text itself is not UTF-8.
 func TestMalformedRequestIDIsInvalid(t *testing.T) {
-	svc := hardeningService(memstore.Users{"user-a": {TenantID: "t", UserID: "u"}})
+	svc, _ := newService(memstore.Users{"user-a": {TenantID: "t", UserID: "u"}})
 	for _, c := range []core.Call{
 		{RequestID: "\ufffd", RequestIDMalformed: true},
 		{RequestID: "a\xffb"},

@@ -38,6 +38,15 @@ func newFixture(policy opkey.Policy) *fixture {
 	}}
 }
 
+// newService is a service on a new in-memory store, returned beside it,
+// for users: the arguments policy, an hour's retention and ticket-1 as
+// every ticket's ID.
+func newService(users core.Users) (*core.Service, *memtest.Store) {
+	st := memtest.New()
+	return &core.Service{Store: st, Users: users, Policy: opkey.PolicyArguments,
+		Retention: time.Hour, NewID: func() string { return "ticket-1" }}, st
+}
+
 // handle parses body as the HTTP layer does, then runs the service.
 func (f *fixture) handle(t *testing.T, body string) core.Outcome {
 	t.Helper()
