@@ -15,7 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
@@ -41,19 +40,13 @@ func (s countingStore) Create(ctx context.Context, op core.Operation, t core.Tic
 func newInputHarness() *inputHarness {
 	e := &inputHarness{}
 	var ids atomic.Int64
-	e.h = &httpapi.Handler{
-		Service: &core.Service{
-			Store: countingStore{memtest.New(), &e.creates},
-			Users: memstore.Users{
-				"user-a": {TenantID: "tenant-a", UserID: "alice"},
-				"user-b": {TenantID: "tenant-b", UserID: "bob"},
-			},
-			Policy: opkey.PolicyArguments, Retention: time.Hour,
-			NewID: func() string { return fmt.Sprintf("ticket-%d", ids.Add(1)) },
-		},
-		Auth:   nonce.Off{},
-		Logger: slog.New(slog.NewJSONHandler(&e.logs, nil)),
+	e.h = newHandler(countingStore{memtest.New(), &e.creates}, nonce.Off{}, time.Hour, slog.New(slog.NewJSONHandler(&e.logs, nil)))
+	// Two users of two tenants, each under its own external user ID.
+	e.h.Service.Users = memstore.Users{
+		"user-a": {TenantID: "tenant-a", UserID: "alice"},
+		"user-b": {TenantID: "tenant-b", UserID: "bob"},
 	}
+	e.h.Service.NewID = func() string { return fmt.Sprintf("ticket-%d", ids.Add(1)) }
 	return e
 }
 
