@@ -51,10 +51,7 @@ func benchDoor(b testing.TB, store core.Store, users core.Users) http.Handler {
 
 func benchRequest(body string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	r.Header.Set("Authorization", "Bearer bench")
+	setClientHeaders(r, "bench")
 	return r
 }
 
