@@ -504,43 +504,36 @@ func TestPanicIsContained(t *testing.T) {
 // of docs/contract.md, Catalogue.
 func TestCatalogue(t *testing.T) {
 	n := testNonce(t)
+	get := func(url string) func() *http.Request {
+		return func() *http.Request { return httptest.NewRequest(http.MethodGet, url, nil) }
+	}
+	forwarded := func(proto string) func() *http.Request {
+		return func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "http://tickets.example.org/functions", nil)
+			r.Header.Set("X-Forwarded-Proto", proto)
+			return r
+		}
+	}
 	for _, tc := range []struct {
 		name      string
 		publicURL string
 		req       func() *http.Request
 		want      string
 	}{
-		{"derived from host", "", func() *http.Request {
-			return httptest.NewRequest(http.MethodGet, "http://tickets.example.org/functions", nil)
-		}, "http://tickets.example.org/callback"},
-		{"derived from host with port", "", func() *http.Request {
-			return httptest.NewRequest(http.MethodGet, "http://127.0.0.1:3210/functions", nil)
-		}, "http://127.0.0.1:3210/callback"},
-		{"derived, TLS", "", func() *http.Request {
-			return httptest.NewRequest(http.MethodGet, "https://tickets.example.org/functions", nil)
-		}, "https://tickets.example.org/callback"},
-		{"derived, forwarded https", "", func() *http.Request {
-			r := httptest.NewRequest(http.MethodGet, "http://tickets.example.org/functions", nil)
-			r.Header.Set("X-Forwarded-Proto", "https")
-			return r
-		}, "https://tickets.example.org/callback"},
-		{"derived, forwarded junk ignored", "", func() *http.Request {
-			r := httptest.NewRequest(http.MethodGet, "http://tickets.example.org/functions", nil)
-			r.Header.Set("X-Forwarded-Proto", "javascript")
-			return r
-		}, "http://tickets.example.org/callback"},
+		{"derived from host", "", get("http://tickets.example.org/functions"), "http://tickets.example.org/callback"},
+		{"derived from host with port", "", get("http://127.0.0.1:3210/functions"), "http://127.0.0.1:3210/callback"},
+		{"derived, TLS", "", get("https://tickets.example.org/functions"), "https://tickets.example.org/callback"},
+		{"derived, forwarded https", "", forwarded("https"), "https://tickets.example.org/callback"},
+		{"derived, forwarded junk ignored", "", forwarded("javascript"), "http://tickets.example.org/callback"},
 		{"function URL event", "", func() *http.Request {
 			return lambdaurl.Request(context.Background(), events.LambdaFunctionURLRequest{
 				RawPath: "/functions", Headers: map[string]string{"host": "abc.lambda-url.eu-west-1.on.aws"},
 				RequestContext: events.LambdaFunctionURLRequestContext{HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "GET"}},
 			})
 		}, "https://abc.lambda-url.eu-west-1.on.aws/callback"},
-		{"configured", "https://public.example.org", func() *http.Request {
-			return httptest.NewRequest(http.MethodGet, "http://internal:8080/functions", nil)
-		}, "https://public.example.org/callback"},
-		{"configured with slash and path", "https://public.example.org/tickets/", func() *http.Request {
-			return httptest.NewRequest(http.MethodGet, "http://internal:8080/functions", nil)
-		}, "https://public.example.org/tickets/callback"},
+		{"configured", "https://public.example.org", get("http://internal:8080/functions"), "https://public.example.org/callback"},
+		{"configured with slash and path", "https://public.example.org/tickets/", get("http://internal:8080/functions"),
+			"https://public.example.org/tickets/callback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, testVerifier(t))
