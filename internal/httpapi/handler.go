@@ -325,11 +325,11 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }
 
-// CallbackAttrs are the attributes of the line of a request the service
-// answered, from path to code (section Logs and metrics of
-// docs/contract.md), for every door: the outcome o of function and tenant,
-// answered as name with HTTP status after d; the operation key once
-// derived, the code of a rejection. path is already clipped.
+// CallbackAttrs are the attributes of a callback line from path to code
+// (section Logs and metrics of docs/contract.md), written alike by every
+// door: o is the service's outcome (zero when the service did not run),
+// answered as name with HTTP status after d; the operation key is there
+// once derived, the code for a rejection. path is already clipped.
 func CallbackAttrs(path, door string, o core.Outcome, name string, status int, d time.Duration) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("path", path),
