@@ -85,13 +85,13 @@ func TestInRegionInputRefused(t *testing.T) {
 		want string
 	}{
 		{"not run", nil, FileInRegion},
-		{"field renamed", func(s string) string { return strings.Replace(s, `"p99_ms"`, `"p99"`, 1) }, "unknown field"},
-		{"model hop missing", func(s string) string { return strings.Replace(s, `"kind": "model"`, `"kind": "modelled"`, 1) }, `unknown hop "modelled"`},
-		{"no operations", func(s string) string { return strings.Replace(s, `"ops": 100,`, `"ops": 0,`, 1) }, "all must be positive"},
-		{"case missing", func(s string) string { return strings.Replace(s, `"kind": "three-writes"`, `"kind": "three"`, 1) }, `case "three-writes" missing`},
-		{"case not measured", func(s string) string { return strings.Replace(s, `"ops": 200,`, `"ops": 0,`, 1) }, "want a measured case"},
-		{"no published quantiles", func(s string) string { return strings.Replace(s, `"published": [`, `"published": [], "x": [`, 1) }, "unknown field"},
-		{"no split of the tail", func(s string) string { return strings.ReplaceAll(s, `"tail": {`, `"tail_": {`) }, "unknown field"},
+		{"field renamed", replaceFirst(`"p99_ms"`, `"p99"`), "unknown field"},
+		{"model hop missing", replaceFirst(`"kind": "model"`, `"kind": "modelled"`), `unknown hop "modelled"`},
+		{"no operations", replaceFirst(`"ops": 100,`, `"ops": 0,`), "all must be positive"},
+		{"case missing", replaceFirst(`"kind": "three-writes"`, `"kind": "three"`), `case "three-writes" missing`},
+		{"case not measured", replaceFirst(`"ops": 200,`, `"ops": 0,`), "want a measured case"},
+		{"no published quantiles", replaceFirst(`"published": [`, `"published": [], "x": [`), "unknown field"},
+		{"no split of the tail", replaceAll(`"tail": {`, `"tail_": {`), "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { loadRefuses(t, FileInRegion, tc.edit, tc.want) })
 	}

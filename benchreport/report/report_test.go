@@ -117,65 +117,57 @@ func TestMissingInputFails(t *testing.T) {
 		want       string
 	}{
 		{"delivery benchmark renamed", FileDeliveryStream,
-			func(s string) string { return strings.ReplaceAll(s, "DeliveryStreamPath", "DeliveryStreamPoll") },
+			replaceAll("DeliveryStreamPath", "DeliveryStreamPoll"),
 			"no tickets/s of BenchmarkDeliveryStreamPath"},
 		{"delivery benchmark not run", FileDeliveryWorkerSQLite, nil, FileDeliveryWorkerSQLite},
 		{"delivery metric gone", FileDeliveryWorkerDynamoDB,
-			func(s string) string { return strings.ReplaceAll(s, "helpdesk-calls/ticket", "calls/ticket") },
+			replaceAll("helpdesk-calls/ticket", "calls/ticket"),
 			"no helpdesk-calls/ticket of BenchmarkDeliveryLocalWorker"},
 		{"delivery runs of different sizes", FileDeliveryWorkerSQLite,
-			func(s string) string { return strings.Replace(s, `     500\t`, `     499\t`, 1) },
+			replaceFirst(`     500\t`, `     499\t`),
 			"runs of 499 and 500 tickets"},
 		{"handler with EMF metrics not measured", FileOverhead,
-			func(s string) string { return strings.ReplaceAll(s, "emf_new_key", "emf_key") },
+			replaceAll("emf_new_key", "emf_key"),
 			"BenchmarkHandlerOverhead/emf_new_key"},
 		{"handler with a destination not measured", FileOverhead,
-			func(s string) string { return strings.ReplaceAll(s, "deliver_new_key", "deliver_key") },
+			replaceAll("deliver_new_key", "deliver_key"),
 			"BenchmarkHandlerOverhead/deliver_new_key"},
 		{"delivery round-trip test failed", FileDeliveryRoundTrips,
-			func(s string) string {
-				return strings.ReplaceAll(s, `"Action":"pass","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestDeliveryRoundTrips"`,
-					`"Action":"fail","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestDeliveryRoundTrips"`)
-			},
+			failDynamoTest("TestDeliveryRoundTrips"),
 			"TestDeliveryRoundTrips did not pass"},
 		{"stream round trips not logged", FileStreamRoundTrips,
-			func(s string) string { return strings.ReplaceAll(s, "DynamoDB requests", "requests") },
+			replaceAll("DynamoDB requests", "requests"),
 			"TestStreamCallsPerTicket logged no"},
 		{"matrix not written", FileDeliveryMatrixDynamoDB, nil, FileDeliveryMatrixDynamoDB},
 		{"matrix field renamed", FileDeliveryMatrixSQLite,
-			func(s string) string { return strings.ReplaceAll(s, `"lookups"`, `"lookup"`) },
+			replaceAll(`"lookups"`, `"lookup"`),
 			"unknown field"},
 		{"matrix state empty", FileDeliveryMatrixSQLite,
-			func(s string) string { return strings.Replace(s, `"state": "failed"`, `"state": ""`, 1) },
+			replaceFirst(`"state": "failed"`, `"state": ""`),
 			"state are required"},
 		{"matrix row missing on one store", FileDeliveryMatrixDynamoDB,
-			func(s string) string {
-				return strings.ReplaceAll(s, `"mode": "permanent 422"`, `"mode": "permanent 423"`)
-			},
+			replaceAll(`"mode": "permanent 422"`, `"mode": "permanent 423"`),
 			`no row for "permanent 422"`},
 		{"matrices with different settings", FileDeliveryMatrixDynamoDB,
-			func(s string) string { return strings.ReplaceAll(s, `"max_attempts": 4`, `"max_attempts": 5`) },
+			replaceAll(`"max_attempts": 4`, `"max_attempts": 5`),
 			"different settings"},
 		{"benchmark renamed", FileOverhead,
-			func(s string) string { return strings.ReplaceAll(s, "repeat_key", "repeated_key") },
+			replaceAll("repeat_key", "repeated_key"),
 			"BenchmarkHandlerOverhead/repeat_key"},
 		{"unit gone", FileDynamoDB,
-			func(s string) string { return strings.ReplaceAll(s, "ddb-calls/callback", "calls") },
+			replaceAll("ddb-calls/callback", "calls"),
 			"ddb-calls/callback"},
 		{"JSON field renamed", FileThroughput,
-			func(s string) string { return strings.ReplaceAll(s, `"p99_ms"`, `"p99"`) },
+			replaceAll(`"p99_ms"`, `"p99"`),
 			"unknown field"},
 		{"round-trip test failed", FileRoundTrips,
-			func(s string) string {
-				return strings.ReplaceAll(s, `"Action":"pass","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestRoundTripsPerCallback"`,
-					`"Action":"fail","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestRoundTripsPerCallback"`)
-			},
+			failDynamoTest("TestRoundTripsPerCallback"),
 			"did not pass"},
 		{"round-trip counts not logged", FileRoundTrips,
-			func(s string) string { return strings.ReplaceAll(s, "DynamoDB requests", "requests") },
+			replaceAll("DynamoDB requests", "requests"),
 			"logged no"},
 		{"cold start without the SQLite build", FileColdStart,
-			func(s string) string { return strings.ReplaceAll(s, `"sqlite": true`, `"sqlite": false`) },
+			replaceAll(`"sqlite": true`, `"sqlite": false`),
 			"with and one without SQLite"},
 	}
 	for _, tc := range cases {
@@ -234,6 +226,23 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return ""
+}
+
+// replaceAll is an edit replacing every from with to.
+func replaceAll(from, to string) func(string) string {
+	return func(s string) string { return strings.ReplaceAll(s, from, to) }
+}
+
+// replaceFirst is an edit replacing the first from with to.
+func replaceFirst(from, to string) func(string) string {
+	return func(s string) string { return strings.Replace(s, from, to, 1) }
+}
+
+// failDynamoTest is an edit of a test2json log of internal/store/dynamo
+// that turns test's pass into a fail.
+func failDynamoTest(test string) func(string) string {
+	const pkg = `"Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"`
+	return replaceAll(`"Action":"pass",`+pkg+test+`"`, `"Action":"fail",`+pkg+test+`"`)
 }
 
 // loadRefuses edits file in a copy of the recorded run (removes it when
