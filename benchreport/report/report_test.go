@@ -20,14 +20,8 @@ var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md f
 // golden one; a change to the template or the arithmetic shows up here as
 // a diff to review (go test -run TestGolden -update ./report, in benchreport/).
 func TestGolden(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
+	got := render(t, rp)
 	golden := filepath.Join("testdata", "benchmarks.golden.md")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -51,10 +45,7 @@ func TestGolden(t *testing.T) {
 // Spot checks on the golden input, so that the golden file is not merely
 // self-consistent: figures computed by hand from the recorded events.
 func TestFiguresFromRecordedRun(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
 	if len(rp.RoundTrips) != 4 || rp.RoundTrips[0].Requests != 2 || rp.RoundTrips[1].Requests != 1 {
 		t.Errorf("round trips = %+v, want 2, 1, 1, 1", rp.RoundTrips)
 	}
@@ -178,26 +169,37 @@ func TestMissingInputFails(t *testing.T) {
 // A run on a tree with uncommitted changes is flagged at the top of the
 // document and beside the revision.
 func TestDirtyTreeIsFlagged(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clean, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
+	clean := render(t, rp)
 	if bytes.Contains(clean, []byte("uncommitted")) {
 		t.Fatalf("a clean run mentions uncommitted changes")
 	}
 	rp.Meta.Dirty = true
-	dirty, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirty := render(t, rp)
 	head, _, _ := strings.Cut(string(dirty), "## Machine")
 	if !strings.Contains(head, "WARNING: the working tree had uncommitted changes") {
 		t.Errorf("dirty run not flagged before the first section:\n%s", head)
 	}
+}
+
+// loadRecorded is the report of the recorded run in testdata/run.
+func loadRecorded(t *testing.T) *Report {
+	t.Helper()
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rp
+}
+
+// render is Render that fails t on an error.
+func render(t *testing.T, rp *Report) []byte {
+	t.Helper()
+	doc, err := Render(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
