@@ -52,14 +52,7 @@ func TestColdStart(t *testing.T) {
 	if out == "" {
 		t.Skip(envColdStartOut + " not set: make bench sets it")
 	}
-	runs := 7
-	if v := os.Getenv(envColdStartRuns); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q", envColdStartRuns, v)
-		}
-		runs = n
-	}
+	runs := envInt(t, envColdStartRuns, 7)
 	testenv.RIE(t) // fail early (or skip) when the emulator is missing
 	dir := t.TempDir()
 	builds := []*build{

@@ -126,19 +126,6 @@ func TestInRegion(t *testing.T) {
 	}
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
 // hopSetup is one way to DynamoDB Local: its proxy (model nil: no delay),
 // and a client, store and handler of its own on the shared table.
 type hopSetup struct {
