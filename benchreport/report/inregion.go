@@ -2,8 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
@@ -170,11 +171,7 @@ const (
 // requestsByOp shows a case's requests per operation, by operation name:
 // "TransactWriteItems 1.00" or "GetItem 1.00 + TransactWriteItems 1.00".
 func requestsByOp(c results.InRegionCase) string {
-	ops := make([]string, 0, len(c.Requests))
-	for op := range c.Requests {
-		ops = append(ops, op)
-	}
-	sort.Strings(ops)
+	ops := slices.Sorted(maps.Keys(c.Requests))
 	parts := make([]string, len(ops))
 	for i, op := range ops {
 		parts[i] = fmt.Sprintf("%s %.2f", op, float64(c.Requests[op])/float64(max(c.Ops, 1)))

@@ -14,10 +14,7 @@ import (
 // ./internal/bench), checked by hand: the goals are p50 ratios under the
 // same hop, the per-operation counts divide by the operations.
 func TestInRegionFromRecordedRun(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
 	ir := rp.InRegion
 	if len(ir.Rows) != len(inRegionKinds) || ir.Rows[0].Kind != "new" || ir.Rows[6].Kind != "three-writes" {
 		t.Fatalf("rows %+v", ir.Rows)
@@ -63,10 +60,7 @@ func TestInRegionFromRecordedRun(t *testing.T) {
 	if _, err := ir.Case("nothing"); err == nil {
 		t.Errorf("Case of an unknown kind: no error")
 	}
-	doc, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := render(t, rp)
 	goalRow := fmt.Sprintf("| repeat p50 ÷ one bare GetItem's p50 | ≤ 1.20× | %.2f× (%s) | **%.2f×** (%s) |",
 		p50["local/repeat"]/p50["local/get"], verdict(p50["local/repeat"]/p50["local/get"] <= 1.2), wantRepeat, verdict(wantRepeat <= 1.2))
 	for _, want := range []string{"## 8. In-region latency model", goalRow,
@@ -85,13 +79,13 @@ func TestInRegionInputRefused(t *testing.T) {
 		want string
 	}{
 		{"not run", nil, FileInRegion},
-		{"field renamed", func(s string) string { return strings.Replace(s, `"p99_ms"`, `"p99"`, 1) }, "unknown field"},
-		{"model hop missing", func(s string) string { return strings.Replace(s, `"kind": "model"`, `"kind": "modelled"`, 1) }, `unknown hop "modelled"`},
-		{"no operations", func(s string) string { return strings.Replace(s, `"ops": 100,`, `"ops": 0,`, 1) }, "all must be positive"},
-		{"case missing", func(s string) string { return strings.Replace(s, `"kind": "three-writes"`, `"kind": "three"`, 1) }, `case "three-writes" missing`},
-		{"case not measured", func(s string) string { return strings.Replace(s, `"ops": 200,`, `"ops": 0,`, 1) }, "want a measured case"},
-		{"no published quantiles", func(s string) string { return strings.Replace(s, `"published": [`, `"published": [], "x": [`, 1) }, "unknown field"},
-		{"no split of the tail", func(s string) string { return strings.ReplaceAll(s, `"tail": {`, `"tail_": {`) }, "unknown field"},
+		{"field renamed", replaceFirst(`"p99_ms"`, `"p99"`), "unknown field"},
+		{"model hop missing", replaceFirst(`"kind": "model"`, `"kind": "modelled"`), `unknown hop "modelled"`},
+		{"no operations", replaceFirst(`"ops": 100,`, `"ops": 0,`), "all must be positive"},
+		{"case missing", replaceFirst(`"kind": "three-writes"`, `"kind": "three"`), `case "three-writes" missing`},
+		{"case not measured", replaceFirst(`"ops": 200,`, `"ops": 0,`), "want a measured case"},
+		{"no published quantiles", replaceFirst(`"published": [`, `"published": [], "x": [`), "unknown field"},
+		{"no split of the tail", replaceAll(`"tail": {`, `"tail_": {`), "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) { loadRefuses(t, FileInRegion, tc.edit, tc.want) })
 	}
@@ -100,10 +94,7 @@ func TestInRegionInputRefused(t *testing.T) {
 // The checks of build on a result without the model's split, the capacity
 // checks or the model's sequences.
 func TestInRegionNeedsTheSplit(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
 	ir := InRegionReport{InRegion: rp.InRegion.InRegion}
 	for i, h := range ir.Hops {
 		if h.Kind != hopModel {

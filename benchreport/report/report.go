@@ -263,25 +263,12 @@ func Load(dir string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rp.HandlerNew, err = overhead.row(handlerNew); err != nil {
-		return nil, err
-	}
-	if rp.HandlerRepeat, err = overhead.row(handlerRepeat); err != nil {
-		return nil, err
-	}
-	if rp.Delivery.HandlerNew, err = overhead.row(handlerDeliverNew); err != nil {
-		return nil, err
-	}
-	for _, r := range []struct {
-		dst  *Row
-		name string
-	}{
+	if err := overhead.fillRows([]namedRow{
+		{&rp.HandlerNew, handlerNew}, {&rp.HandlerRepeat, handlerRepeat}, {&rp.Delivery.HandlerNew, handlerDeliverNew},
 		{&rp.HandlerEMFNew, handlerEMFNew}, {&rp.HandlerEMFRepeat, handlerEMFRepeat},
 		{&rp.HandlerPromNew, handlerPromNew}, {&rp.HandlerPromRepeat, handlerPromRepeat},
-	} {
-		if *r.dst, err = overhead.row(r.name); err != nil {
-			return nil, err
-		}
+	}); err != nil {
+		return nil, err
 	}
 	opkey, err := read(FileOpkey)
 	if err != nil {
@@ -327,25 +314,24 @@ func Load(dir string) (*Report, error) {
 		}
 	}
 
-	ddb, err := read(FileDynamoDB)
-	if err != nil {
-		return nil, err
-	}
-	if rp.DynamoDBNew, err = ddb.storePath("BenchmarkDynamoDB/new", true); err != nil {
-		return nil, err
-	}
-	if rp.DynamoDBRepeat, err = ddb.storePath("BenchmarkDynamoDB/repeat", true); err != nil {
-		return nil, err
-	}
-	lite, err := read(FileSQLite)
-	if err != nil {
-		return nil, err
-	}
-	if rp.SQLiteNew, err = lite.storePath("BenchmarkSQLite/new", false); err != nil {
-		return nil, err
-	}
-	if rp.SQLiteRepeat, err = lite.storePath("BenchmarkSQLite/repeat", false); err != nil {
-		return nil, err
+	for _, st := range []struct {
+		file, bench string
+		dynamo      bool
+		nw, repeat  *StorePath
+	}{
+		{FileDynamoDB, "BenchmarkDynamoDB", true, &rp.DynamoDBNew, &rp.DynamoDBRepeat},
+		{FileSQLite, "BenchmarkSQLite", false, &rp.SQLiteNew, &rp.SQLiteRepeat},
+	} {
+		run, err := read(st.file)
+		if err != nil {
+			return nil, err
+		}
+		if *st.nw, err = run.storePath(st.bench+"/new", st.dynamo); err != nil {
+			return nil, err
+		}
+		if *st.repeat, err = run.storePath(st.bench+"/repeat", st.dynamo); err != nil {
+			return nil, err
+		}
 	}
 	if hasBase {
 		lb, err := read(FileSQLiteBase)
@@ -624,6 +610,25 @@ func (r *testRun) row(name string) (Row, error) {
 	return Row{Name: strings.TrimPrefix(name, "Benchmark"), Time: t.scale(1e9), Bytes: b, Allocs: a}, nil
 }
 
+// namedRow is where the row of the benchmark name goes.
+type namedRow struct {
+	dst  *Row
+	name string
+}
+
+// fillRows sets each dst to its benchmark's row, in order; the first
+// benchmark missing from the run is the error.
+func (r *testRun) fillRows(rows []namedRow) error {
+	for _, nr := range rows {
+		row, err := r.row(nr.name)
+		if err != nil {
+			return err
+		}
+		*nr.dst = row
+	}
+	return nil
+}
+
 // rows are every benchmark of the run.
 func (r *testRun) rows() ([]Row, error) {
 	var out []Row
@@ -727,10 +732,7 @@ func loadMCP(dir string) (*MCPReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.HandlerNew, err = overhead.row(mcpNew); err != nil {
-		return nil, err
-	}
-	if m.HandlerRepeat, err = overhead.row(mcpRepeat); err != nil {
+	if err := overhead.fillRows([]namedRow{{&m.HandlerNew, mcpNew}, {&m.HandlerRepeat, mcpRepeat}}); err != nil {
 		return nil, err
 	}
 	jwt, err := readTestJSON(filepath.Join(dir, FileJWT))

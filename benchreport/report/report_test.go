@@ -20,14 +20,8 @@ var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md f
 // golden one; a change to the template or the arithmetic shows up here as
 // a diff to review (go test -run TestGolden -update ./report, in benchreport/).
 func TestGolden(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
+	got := render(t, rp)
 	golden := filepath.Join("testdata", "benchmarks.golden.md")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -51,10 +45,7 @@ func TestGolden(t *testing.T) {
 // Spot checks on the golden input, so that the golden file is not merely
 // self-consistent: figures computed by hand from the recorded events.
 func TestFiguresFromRecordedRun(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
 	if len(rp.RoundTrips) != 4 || rp.RoundTrips[0].Requests != 2 || rp.RoundTrips[1].Requests != 1 {
 		t.Errorf("round trips = %+v, want 2, 1, 1, 1", rp.RoundTrips)
 	}
@@ -117,65 +108,57 @@ func TestMissingInputFails(t *testing.T) {
 		want       string
 	}{
 		{"delivery benchmark renamed", FileDeliveryStream,
-			func(s string) string { return strings.ReplaceAll(s, "DeliveryStreamPath", "DeliveryStreamPoll") },
+			replaceAll("DeliveryStreamPath", "DeliveryStreamPoll"),
 			"no tickets/s of BenchmarkDeliveryStreamPath"},
 		{"delivery benchmark not run", FileDeliveryWorkerSQLite, nil, FileDeliveryWorkerSQLite},
 		{"delivery metric gone", FileDeliveryWorkerDynamoDB,
-			func(s string) string { return strings.ReplaceAll(s, "helpdesk-calls/ticket", "calls/ticket") },
+			replaceAll("helpdesk-calls/ticket", "calls/ticket"),
 			"no helpdesk-calls/ticket of BenchmarkDeliveryLocalWorker"},
 		{"delivery runs of different sizes", FileDeliveryWorkerSQLite,
-			func(s string) string { return strings.Replace(s, `     500\t`, `     499\t`, 1) },
+			replaceFirst(`     500\t`, `     499\t`),
 			"runs of 499 and 500 tickets"},
 		{"handler with EMF metrics not measured", FileOverhead,
-			func(s string) string { return strings.ReplaceAll(s, "emf_new_key", "emf_key") },
+			replaceAll("emf_new_key", "emf_key"),
 			"BenchmarkHandlerOverhead/emf_new_key"},
 		{"handler with a destination not measured", FileOverhead,
-			func(s string) string { return strings.ReplaceAll(s, "deliver_new_key", "deliver_key") },
+			replaceAll("deliver_new_key", "deliver_key"),
 			"BenchmarkHandlerOverhead/deliver_new_key"},
 		{"delivery round-trip test failed", FileDeliveryRoundTrips,
-			func(s string) string {
-				return strings.ReplaceAll(s, `"Action":"pass","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestDeliveryRoundTrips"`,
-					`"Action":"fail","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestDeliveryRoundTrips"`)
-			},
+			failDynamoTest("TestDeliveryRoundTrips"),
 			"TestDeliveryRoundTrips did not pass"},
 		{"stream round trips not logged", FileStreamRoundTrips,
-			func(s string) string { return strings.ReplaceAll(s, "DynamoDB requests", "requests") },
+			replaceAll("DynamoDB requests", "requests"),
 			"TestStreamCallsPerTicket logged no"},
 		{"matrix not written", FileDeliveryMatrixDynamoDB, nil, FileDeliveryMatrixDynamoDB},
 		{"matrix field renamed", FileDeliveryMatrixSQLite,
-			func(s string) string { return strings.ReplaceAll(s, `"lookups"`, `"lookup"`) },
+			replaceAll(`"lookups"`, `"lookup"`),
 			"unknown field"},
 		{"matrix state empty", FileDeliveryMatrixSQLite,
-			func(s string) string { return strings.Replace(s, `"state": "failed"`, `"state": ""`, 1) },
+			replaceFirst(`"state": "failed"`, `"state": ""`),
 			"state are required"},
 		{"matrix row missing on one store", FileDeliveryMatrixDynamoDB,
-			func(s string) string {
-				return strings.ReplaceAll(s, `"mode": "permanent 422"`, `"mode": "permanent 423"`)
-			},
+			replaceAll(`"mode": "permanent 422"`, `"mode": "permanent 423"`),
 			`no row for "permanent 422"`},
 		{"matrices with different settings", FileDeliveryMatrixDynamoDB,
-			func(s string) string { return strings.ReplaceAll(s, `"max_attempts": 4`, `"max_attempts": 5`) },
+			replaceAll(`"max_attempts": 4`, `"max_attempts": 5`),
 			"different settings"},
 		{"benchmark renamed", FileOverhead,
-			func(s string) string { return strings.ReplaceAll(s, "repeat_key", "repeated_key") },
+			replaceAll("repeat_key", "repeated_key"),
 			"BenchmarkHandlerOverhead/repeat_key"},
 		{"unit gone", FileDynamoDB,
-			func(s string) string { return strings.ReplaceAll(s, "ddb-calls/callback", "calls") },
+			replaceAll("ddb-calls/callback", "calls"),
 			"ddb-calls/callback"},
 		{"JSON field renamed", FileThroughput,
-			func(s string) string { return strings.ReplaceAll(s, `"p99_ms"`, `"p99"`) },
+			replaceAll(`"p99_ms"`, `"p99"`),
 			"unknown field"},
 		{"round-trip test failed", FileRoundTrips,
-			func(s string) string {
-				return strings.ReplaceAll(s, `"Action":"pass","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestRoundTripsPerCallback"`,
-					`"Action":"fail","Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"TestRoundTripsPerCallback"`)
-			},
+			failDynamoTest("TestRoundTripsPerCallback"),
 			"did not pass"},
 		{"round-trip counts not logged", FileRoundTrips,
-			func(s string) string { return strings.ReplaceAll(s, "DynamoDB requests", "requests") },
+			replaceAll("DynamoDB requests", "requests"),
 			"logged no"},
 		{"cold start without the SQLite build", FileColdStart,
-			func(s string) string { return strings.ReplaceAll(s, `"sqlite": true`, `"sqlite": false`) },
+			replaceAll(`"sqlite": true`, `"sqlite": false`),
 			"with and one without SQLite"},
 	}
 	for _, tc := range cases {
@@ -186,26 +169,37 @@ func TestMissingInputFails(t *testing.T) {
 // A run on a tree with uncommitted changes is flagged at the top of the
 // document and beside the revision.
 func TestDirtyTreeIsFlagged(t *testing.T) {
-	rp, err := Load(filepath.Join("testdata", "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clean, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp := loadRecorded(t)
+	clean := render(t, rp)
 	if bytes.Contains(clean, []byte("uncommitted")) {
 		t.Fatalf("a clean run mentions uncommitted changes")
 	}
 	rp.Meta.Dirty = true
-	dirty, err := Render(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dirty := render(t, rp)
 	head, _, _ := strings.Cut(string(dirty), "## Machine")
 	if !strings.Contains(head, "WARNING: the working tree had uncommitted changes") {
 		t.Errorf("dirty run not flagged before the first section:\n%s", head)
 	}
+}
+
+// loadRecorded is the report of the recorded run in testdata/run.
+func loadRecorded(t *testing.T) *Report {
+	t.Helper()
+	rp, err := Load(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rp
+}
+
+// render is Render that fails t on an error.
+func render(t *testing.T, rp *Report) []byte {
+	t.Helper()
+	doc, err := Render(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -234,6 +228,23 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return ""
+}
+
+// replaceAll is an edit replacing every from with to.
+func replaceAll(from, to string) func(string) string {
+	return func(s string) string { return strings.ReplaceAll(s, from, to) }
+}
+
+// replaceFirst is an edit replacing the first from with to.
+func replaceFirst(from, to string) func(string) string {
+	return func(s string) string { return strings.Replace(s, from, to, 1) }
+}
+
+// failDynamoTest is an edit of a test2json log of internal/store/dynamo
+// that turns test's pass into a fail.
+func failDynamoTest(test string) func(string) string {
+	const pkg = `"Package":"github.com/aivax-examples/idempotent-callback/internal/store/dynamo","Test":"`
+	return replaceAll(`"Action":"pass",`+pkg+test+`"`, `"Action":"fail",`+pkg+test+`"`)
 }
 
 // loadRefuses edits file in a copy of the recorded run (removes it when

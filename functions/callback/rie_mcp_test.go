@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -89,26 +87,6 @@ func urlProxy(t *testing.T, invokeURL, host string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// invokeErr is invoke for a goroutine other than the test's: it returns
-// the error instead of failing the test.
-func invokeErr(url string, raw []byte) (urlResponse, error) {
-	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Post(url, "application/json", bytes.NewReader(raw))
-	if err != nil {
-		return urlResponse{}, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return urlResponse{}, err
-	}
-	var r urlResponse
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &r) != nil {
-		return urlResponse{}, fmt.Errorf("the emulator answered %d: %s", resp.StatusCode, b)
-	}
-	return r, nil
 }
 
 type bearerTransport string

@@ -7,8 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"net/http"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -176,7 +175,9 @@ func TestBootstrapUnderRIE(t *testing.T) {
 
 	// The runtime's output: one REPORT per invocation, the first with the
 	// cold start's Init Duration; no secret or payload in any line.
-	out := waitForReports(output, len(names), 10*time.Second)
+	// The RIE prints the REPORT lines before answering, but the copy from
+	// its pipe may lag.
+	out := output.Await(func(s string) bool { return strings.Count(s, "REPORT RequestId:") >= len(names) }, 10*time.Second)
 	if n := strings.Count(out, "REPORT RequestId:"); n != len(names) {
 		t.Errorf("%d REPORT lines for %d invocations", n, len(names))
 	}
@@ -291,37 +292,25 @@ type urlResponse struct {
 
 func invoke(t *testing.T, url string, ev urlEvent) urlResponse {
 	t.Helper()
-	c := &http.Client{Timeout: 30 * time.Second}
-	resp, err := c.Post(url, "application/json", bytes.NewReader(ev.raw))
+	r, err := invokeErr(url, ev.raw)
 	if err != nil {
 		t.Fatalf("invoke: %v", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("invoke: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("invoke: the RIE answered %d (a function error, not an HTTP answer of the handler): %s", resp.StatusCode, b)
-	}
-	var r urlResponse
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("invoke: the function returned no function URL response: %v: %s", err, b)
 	}
 	return r
 }
 
-// waitForReports waits until the output holds n REPORT lines: the RIE
-// prints them before answering, but the copy from its pipe may lag.
-func waitForReports(out *testenv.Buffer, n int, limit time.Duration) string {
-	deadline := time.Now().Add(limit)
-	for {
-		s := out.String()
-		if strings.Count(s, "REPORT RequestId:") >= n || time.Now().After(deadline) {
-			return s
-		}
-		time.Sleep(20 * time.Millisecond)
+// invokeErr is invoke for a goroutine other than the test's: it returns
+// the error instead of failing the test.
+func invokeErr(url string, raw []byte) (urlResponse, error) {
+	b, err := testenv.InvokeErr(url, raw)
+	if err != nil {
+		return urlResponse{}, err
 	}
+	var r urlResponse
+	if err := json.Unmarshal(b, &r); err != nil {
+		return urlResponse{}, fmt.Errorf("the function returned no function URL response: %v: %s", err, b)
+	}
+	return r, nil
 }
 
 // callbackLogLines counts the handler's JSON log lines (docs/contract.md,

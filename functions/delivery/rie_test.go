@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,21 +68,6 @@ func streamTable(t testing.TB, client *dynamodb.Client) (string, string) {
 	}
 }
 
-// invoke sends ev to the function under the emulator and returns its answer.
-func invoke(t *testing.T, url string, ev []byte) []byte {
-	t.Helper()
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Post(url, "application/json", bytes.NewReader(ev))
-	if err != nil {
-		t.Fatalf("invoke: %v", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("invoke: %d %s %v", resp.StatusCode, b, err)
-	}
-	return b
-}
-
 func batchFailures(t *testing.T, answer []byte) []string {
 	t.Helper()
 	var resp events.DynamoDBEventResponse
@@ -138,7 +122,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 			t.Fatalf("the stream holds %d pending ticket inserts, want %d", n, len(ids))
 		}
 		for round := range 2 { // the second is the stream delivering the same records again
-			if f := batchFailures(t, invoke(t, invokeURL, ev)); len(f) != 0 {
+			if f := batchFailures(t, testenv.Invoke(t, invokeURL, ev)); len(f) != 0 {
 				t.Errorf("round %d: batch item failures %v", round, f)
 			}
 			for _, id := range ids {
@@ -192,7 +176,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 		}
 		before := fake.Total()
 		for round := range 2 {
-			if f := batchFailures(t, invoke(t, invokeURL, raw)); len(f) != 0 {
+			if f := batchFailures(t, testenv.Invoke(t, invokeURL, raw)); len(f) != 0 {
 				t.Errorf("round %d: batch item failures %v", round, f)
 			}
 		}
@@ -215,7 +199,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 		var res struct {
 			Moved int `json:"moved"`
 		}
-		if err := json.Unmarshal(invoke(t, invokeURL, raw), &res); err != nil || res.Moved != 1 {
+		if err := json.Unmarshal(testenv.Invoke(t, invokeURL, raw), &res); err != nil || res.Moved != 1 {
 			t.Errorf("sweep answered %+v (%v), want moved 1", res, err)
 		}
 		if fake.Held(left) != 1 {
@@ -271,7 +255,7 @@ func createThroughCallback(t *testing.T, callbackURL string, n int) []string {
 			t.Fatal(err)
 		}
 		var resp events.LambdaFunctionURLResponse
-		if err := json.Unmarshal(invoke(t, callbackURL, ev), &resp); err != nil {
+		if err := json.Unmarshal(testenv.Invoke(t, callbackURL, ev), &resp); err != nil {
 			t.Fatal(err)
 		}
 		var got struct {

@@ -5,7 +5,6 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,14 +52,7 @@ func TestColdStart(t *testing.T) {
 	if out == "" {
 		t.Skip(envColdStartOut + " not set: make bench sets it")
 	}
-	runs := 7
-	if v := os.Getenv(envColdStartRuns); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q", envColdStartRuns, v)
-		}
-		runs = n
-	}
+	runs := envInt(t, envColdStartRuns, 7)
 	testenv.RIE(t) // fail early (or skip) when the emulator is missing
 	dir := t.TempDir()
 	builds := []*build{
@@ -134,29 +125,16 @@ func coldStart(t *testing.T, bootstrap string, trace bool) (initMs, firstMs floa
 	defer stop()
 	// Everything the emulator printed so far is its own start-up.
 	before := len(output.String())
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Post(
-		invokeURL, "application/json", strings.NewReader(coldEvent))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
+	raw, err := testenv.InvokeErr(invokeURL, []byte(coldEvent))
 	var answer struct {
 		StatusCode int    `json:"statusCode"`
 		Body       string `json:"body"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &answer) != nil ||
+	if err != nil || json.Unmarshal(raw, &answer) != nil ||
 		answer.StatusCode != http.StatusUnauthorized || answer.Body != `{"error":"unauthenticated"}`+"\n" {
-		t.Fatalf("invoke: %d %s; want the function URL answer 401 {\"error\":\"unauthenticated\"}\n%s", resp.StatusCode, body, output)
+		t.Fatalf("invoke: %s %v; want the function URL answer 401 {\"error\":\"unauthenticated\"}\n%s", raw, err, output)
 	}
-	var s string
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		s = output.String()
-		if firstRun.MatchString(s) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s := output.Await(firstRun.MatchString, 10*time.Second)
 	m, f := initReport.FindStringSubmatch(s), firstRun.FindStringSubmatch(s)
 	if m == nil || f == nil {
 		t.Fatalf("no INIT REPORT or first REPORT in the emulator's output:\n%s", s)

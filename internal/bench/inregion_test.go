@@ -126,19 +126,6 @@ func TestInRegion(t *testing.T) {
 	}
 }
 
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
 // hopSetup is one way to DynamoDB Local: its proxy (model nil: no delay),
 // and a client, store and handler of its own on the shared table.
 type hopSetup struct {
@@ -277,23 +264,23 @@ func capacityChecks(t *testing.T, h *hopSetup) []results.InRegionCapacityCheck {
 		}
 		return one(o.ConsumedCapacity), nil
 	}, false)
-	check("TransactWriteItems of the store's two items (a new operation)", func() ([]types.ConsumedCapacity, error) {
-		tx := *h.fresh().tx
+	// transact sends tx asking for its capacity; a cancelled transaction's
+	// TransactionCanceledException carries no ConsumedCapacity.
+	transact := func(tx dynamodb.TransactWriteItemsInput) ([]types.ConsumedCapacity, error) {
 		tx.ReturnConsumedCapacity = total
 		o, err := h.client.TransactWriteItems(ctx, &tx)
 		if err != nil {
 			return nil, err
 		}
 		return o.ConsumedCapacity, nil
+	}
+	check("TransactWriteItems of the store's two items (a new operation)", func() ([]types.ConsumedCapacity, error) {
+		return transact(*h.fresh().tx)
 	}, false)
 	check("TransactWriteItems of the ticket item alone (not what the store sends)", func() ([]types.ConsumedCapacity, error) {
 		tx := *h.fresh().tx
-		tx.TransactItems, tx.ReturnConsumedCapacity = tx.TransactItems[1:], total
-		o, err := h.client.TransactWriteItems(ctx, &tx)
-		if err != nil {
-			return nil, err
-		}
-		return o.ConsumedCapacity, nil
+		tx.TransactItems = tx.TransactItems[1:]
+		return transact(tx)
 	}, false)
 	check("the store's TransactWriteItems on a held key, cancelled (a repeat's claim)", func() ([]types.ConsumedCapacity, error) {
 		tx := *h.fresh().tx
@@ -302,12 +289,8 @@ func capacityChecks(t *testing.T, h *hopSetup) []results.InRegionCapacityCheck {
 		put.Item = maps.Clone(put.Item)
 		put.Item["pk"] = h.heldKey["pk"]
 		items[0].Put = &put
-		tx.TransactItems, tx.ReturnConsumedCapacity = items, total
-		o, err := h.client.TransactWriteItems(ctx, &tx)
-		if err != nil {
-			return nil, err // TransactionCanceledException carries no ConsumedCapacity
-		}
-		return o.ConsumedCapacity, nil
+		tx.TransactItems = items
+		return transact(tx)
 	}, true)
 	return out
 }
@@ -512,37 +495,18 @@ func (s sample) parts() [5]time.Duration {
 // parallel runs f n times in all from workers concurrent clients; settle
 // waits, untimed, for requests f answered without, so they count.
 func parallel(p *inregion.Proxy, settle func(), kind, name string, n, workers int, want string, f func() string) results.InRegionCase {
-	var (
-		mu      sync.Mutex
-		samples []sample
-		other   = map[string]int{}
-		wg      sync.WaitGroup
-	)
 	first := p.Stats()
-	start := time.Now()
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []sample
-			bad := map[string]int{}
-			for i := w; i < n; i += workers {
-				t0 := time.Now()
-				if o := f(); o != want {
-					bad[o]++
-				}
-				mine = append(mine, sample{total: time.Since(t0)})
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			samples = append(samples, mine...)
-			for k, v := range bad {
-				other[k] += v
-			}
-		}()
+	times, other, elapsed := fanOut(workers, want, func(w int, record func(time.Duration, string)) {
+		for i := w; i < n; i += workers {
+			t0 := time.Now()
+			o := f()
+			record(time.Since(t0), o)
+		}
+	})
+	samples := make([]sample, len(times))
+	for i, d := range times {
+		samples[i] = sample{total: d}
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
 	settle()
 	return summarizeCase(kind, name, workers, elapsed, p.Stats().Sub(first), other, samples)
 }

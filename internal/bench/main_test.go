@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -67,6 +68,21 @@ func outcome(code int, body string) string {
 	}
 	status, _, _ := strings.Cut(strings.TrimPrefix(body, `{"status":"`), `"`)
 	return status
+}
+
+// envInt is the positive integer in the environment variable name, or def
+// when it is unset.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
 
 var runSeq atomic.Int64

@@ -119,45 +119,55 @@ func run(t *testing.T, h http.Handler, ids func() string, clients int, d time.Du
 			want = "deduplicated"
 		}
 	}
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		other     = map[string]int{}
-		wg        sync.WaitGroup
-	)
-	start := time.Now()
-	deadline := start.Add(d)
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mine := make([]time.Duration, 0, 4096)
-			bad := map[string]int{}
-			for time.Now().Before(deadline) {
-				rid := rids[i]
-				if !repeat {
-					rid = ids()
-				}
-				t0 := time.Now()
-				code, body := serve(h, rid)
-				mine = append(mine, time.Since(t0))
-				if o := outcome(code, body); o != want {
-					bad[o]++
-				}
+	deadline := time.Now().Add(d)
+	latencies, other, elapsed := fanOut(clients, want, func(i int, record func(time.Duration, string)) {
+		for time.Now().Before(deadline) {
+			rid := rids[i]
+			if !repeat {
+				rid = ids()
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			latencies = append(latencies, mine...)
-			for k, v := range bad {
-				other[k] += v
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+			t0 := time.Now()
+			code, body := serve(h, rid)
+			record(time.Since(t0), outcome(code, body))
+		}
+	})
 	slices.Sort(latencies)
 	return cell{clients: clients, ops: len(latencies), elapsed: elapsed,
 		p50: percentile(latencies, 0.50), p99: percentile(latencies, 0.99), other: other}
+}
+
+// fanOut runs worker from n goroutines at once, each given its index and
+// record for every operation it times: the operation's time, and its
+// answer, counted in other when it is not want. It returns every time
+// recorded, the answers other than want, and the time until the last
+// worker returned.
+func fanOut(n int, want string, worker func(i int, record func(time.Duration, string))) (times []time.Duration, other map[string]int, elapsed time.Duration) {
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	other = map[string]int{}
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			mine := make([]time.Duration, 0, 4096)
+			bad := map[string]int{}
+			worker(i, func(d time.Duration, answer string) {
+				mine = append(mine, d)
+				if answer != want {
+					bad[answer]++
+				}
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			times = append(times, mine...)
+			for k, v := range bad {
+				other[k] += v
+			}
+		})
+	}
+	wg.Wait()
+	return times, other, time.Since(start)
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"sync"
+	"time"
 )
 
 // Buffer is a bytes.Buffer safe for a process's writer goroutines and the
@@ -28,4 +29,17 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Await returns what was written once done holds for it, or when limit
+// has passed: a process's output may lag behind its answers.
+func (s *Buffer) Await(done func(string) bool, limit time.Duration) string {
+	deadline := time.Now().Add(limit)
+	for {
+		out := s.String()
+		if done(out) || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

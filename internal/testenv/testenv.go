@@ -80,11 +80,17 @@ func missing(t testing.TB, msg string) {
 // working directory that holds go.mod.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
-	root, err := repoRoot()
+	return orFatal(t, repoRoot)
+}
+
+// orFatal returns what f returns, or fails t with f's error.
+func orFatal[T any](t testing.TB, f func() (T, error)) T {
+	t.Helper()
+	v, err := f()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return root
+	return v
 }
 
 func repoRoot() (string, error) {
@@ -107,11 +113,7 @@ func repoRoot() (string, error) {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	p, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return orFatal(t, freePort)
 }
 
 func freePort() (int, error) {
