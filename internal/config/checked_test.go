@@ -13,12 +13,7 @@ import (
 // the settings other packages own checked and defaulted by
 // doors.CheckSettings, as callbackfn does.
 func checkedEnv(vars map[string]string) (config.Lambda, error) {
-	c, err := config.FromEnv(func(k string) string {
-		if k == "TABLE_NAME" {
-			return "tickets"
-		}
-		return vars[k]
-	})
+	c, err := config.FromEnv(configtest.Env(vars))
 	if err == nil {
 		err = doors.CheckSettings(&c.Common, c.HookKey, config.SettingEnvNames)
 	}

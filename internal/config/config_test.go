@@ -55,17 +55,26 @@ func TestFromEnvAccepted(t *testing.T) {
 			func(c Lambda) bool { return c.CallTimeout == 750*time.Millisecond }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		accepted(t, tc.name, func() (Lambda, error) {
 			tc.env["TABLE_NAME"] = "tickets"
-			c, err := FromEnv(env(tc.env))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.check(c) {
-				t.Errorf("got %+v", c)
-			}
-		})
+			return FromEnv(env(tc.env))
+		}, tc.check)
 	}
+}
+
+// accepted runs a subtest name that reads a configuration without error
+// and checks what it read.
+func accepted[T any](t *testing.T, name string, read func() (T, error), check func(T) bool) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		c, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !check(c) {
+			t.Errorf("got %+v", c)
+		}
+	})
 }
 
 // TestFromEnvRefused: the settings this package bounds. Those another
@@ -174,15 +183,7 @@ func TestParseFileAccepted(t *testing.T) {
 			func(c Local) bool { return c.PublicURL == "http://127.0.0.1:3210" }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseFile([]byte(tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.check(c) {
-				t.Errorf("got %+v", c)
-			}
-		})
+		accepted(t, tc.name, func() (Local, error) { return ParseFile([]byte(tc.file)) }, tc.check)
 	}
 }
 

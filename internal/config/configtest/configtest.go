@@ -27,3 +27,14 @@ func OneLine(t testing.TB, err error, want ...string) {
 		}
 	}
 }
+
+// Env is a getenv of the callback function's environment: vars, with
+// TABLE_NAME, which every configuration of it needs, set to "tickets".
+func Env(vars map[string]string) func(string) string {
+	return func(k string) string {
+		if k == "TABLE_NAME" {
+			return "tickets"
+		}
+		return vars[k]
+	}
+}
