@@ -1,7 +1,7 @@
 // Package localstore opens the store of a local configuration file
-// (SQLite, or DynamoDB with the AWS CLI's credential chain): the one
-// place both local programs (the local server and the operator's
-// command) open it.
+// (SQLite, or DynamoDB with the AWS CLI's credential chain) and owns its
+// settings' checks and defaults: the one place the local programs (the
+// local server, the operator's command, seedlocal) check and open it.
 package localstore
 
 import (
