@@ -1,7 +1,8 @@
 // Command deliveries is the operator's command on a local configuration's
 // store (go run ./cmd/deliveries -config config.json list): list, show,
 // retry and resolve deliveries, and check the destination's lookups. This
-// file only wires: configuration, then internal/app/operator.
+// file only wires: configuration and its store block's checks, then
+// internal/app/operator.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/app/operator"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 )
@@ -19,6 +21,9 @@ func main() {
 	flag.Usage = func() { fmt.Fprint(os.Stderr, operator.DeliveriesUsage) }
 	flag.Parse()
 	cfg, err := config.LoadFile(*path)
+	if err == nil {
+		err = localstore.CheckSettings(&cfg.Store, cfg.Dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,8 +25,7 @@ type server struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	addr string
-	mu   sync.Mutex
-	log  strings.Builder
+	log  testenv.Buffer
 	done chan struct{} // closed once stderr is drained
 }
 
@@ -49,9 +47,7 @@ func startServer(t *testing.T, bin, cfg string) *server {
 		defer close(s.done)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			s.mu.Lock()
-			s.log.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
+			_, _ = s.log.Write([]byte(sc.Text() + "\n"))
 			if rest, ok := strings.CutPrefix(sc.Text(), "callback listening on http://"); ok {
 				addr <- strings.TrimSuffix(rest, "/callback")
 			}
@@ -67,11 +63,7 @@ func startServer(t *testing.T, bin, cfg string) *server {
 	return s
 }
 
-func (s *server) logs() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
+func (s *server) logs() string { return s.log.String() }
 
 // call posts a callback body and decodes the answer.
 func (s *server) call(body string) map[string]any {
@@ -98,12 +90,18 @@ func (s *server) delivery(id string) map[string]any {
 	return d
 }
 
-// stop sends SIGTERM and wants a clean exit.
-func (s *server) stop() {
+// terminate sends SIGTERM, as a service manager stops the server.
+func (s *server) terminate() {
 	s.t.Helper()
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// stop sends SIGTERM and wants a clean exit.
+func (s *server) stop() {
+	s.t.Helper()
+	s.terminate()
 	<-s.done
 	if err := s.cmd.Wait(); err != nil {
 		s.t.Fatalf("server exit after SIGTERM: %v\n%s", err, s.logs())

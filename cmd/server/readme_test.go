@@ -155,20 +155,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	mcpScript := strings.ReplaceAll(section(t, readme, "mcp-curl-pair"), "127.0.0.1:3210", addr)
 	mcpWant := strings.TrimSpace(section(t, readme, "mcp-curl-output"))
 	mcpOut := runScript(t, "README block", dir, mcpScript, &serverLog)
-	var mcpFirst struct {
-		Result struct {
-			StructuredContent map[string]any `json:"structuredContent"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal([]byte(strings.SplitN(mcpOut, "\n", 2)[0]), &mcpFirst)
-	mcpID, _ := mcpFirst.Result.StructuredContent["ticket_id"].(string)
-	var mcpShown struct {
-		Result struct {
-			StructuredContent map[string]any `json:"structuredContent"`
-		} `json:"result"`
-	}
-	_ = json.Unmarshal([]byte(strings.SplitN(mcpWant, "\n", 2)[0]), &mcpShown)
-	mcpShownID, _ := mcpShown.Result.StructuredContent["ticket_id"].(string)
+	mcpID, mcpShownID := mcpTicketID(mcpOut), mcpTicketID(mcpWant)
 	if mcpID == "" || mcpShownID == "" || mcpID == id {
 		t.Fatalf("MCP pair answered %q; want a new ticket", mcpOut)
 	}
@@ -230,6 +217,19 @@ func free(addr string) bool {
 	}
 	_ = l.Close()
 	return true
+}
+
+// mcpTicketID is the ticket_id of the structured content of the first
+// JSON-RPC answer in lines; "" when it has none.
+func mcpTicketID(lines string) string {
+	var answer struct {
+		Result struct {
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	_ = json.Unmarshal([]byte(strings.SplitN(lines, "\n", 2)[0]), &answer)
+	id, _ := answer.Result.StructuredContent["ticket_id"].(string)
+	return id
 }
 
 func decodeLines(t *testing.T, s string) []map[string]any {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,9 +59,7 @@ func TestLocalServerSIGTERMFinishesInFlight(t *testing.T) {
 	if _, err := io.WriteString(conn, body[:half]); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	srv.terminate()
 	// Shutdown has begun once the listener refuses new connections.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -6,18 +6,14 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
 )
 
 // checkedEnv is what the callback function has at start: FromEnv, then
 // the settings other packages own checked and defaulted by
 // doors.CheckSettings, as callbackfn does.
 func checkedEnv(vars map[string]string) (config.Lambda, error) {
-	c, err := config.FromEnv(func(k string) string {
-		if k == "TABLE_NAME" {
-			return "tickets"
-		}
-		return vars[k]
-	})
+	c, err := config.FromEnv(configtest.Env(vars))
 	if err == nil {
 		err = doors.CheckSettings(&c.Common, c.HookKey, config.SettingEnvNames)
 	}
@@ -31,27 +27,6 @@ func checkedFile(file string) (config.Local, error) {
 		err = doors.CheckSettings(&c.Common, c.HookKey, config.SettingFileNames)
 	}
 	return c, err
-}
-
-// oneLine fails t unless err is one line starting with "config:" that
-// contains every one of want.
-func oneLine(t *testing.T, err error, want ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want one naming %q", want)
-	}
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "config:") {
-		t.Errorf("error %q does not start with \"config:\"", msg)
-	}
-	if strings.ContainsAny(msg, "\r\n") {
-		t.Errorf("error %q is more than one line", msg)
-	}
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("error %q does not name %q", msg, w)
-		}
-	}
 }
 
 // TestCheckedSettingsRefused: the settings whose rules belong to another
@@ -74,7 +49,7 @@ func TestCheckedSettingsRefused(t *testing.T) {
 	for _, tc := range env {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkedEnv(tc.env)
-			oneLine(t, err, tc.want)
+			configtest.OneLine(t, err, tc.want)
 		})
 	}
 	file := []struct {
@@ -90,7 +65,7 @@ func TestCheckedSettingsRefused(t *testing.T) {
 	for _, tc := range file {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := checkedFile(tc.file)
-			oneLine(t, err, tc.want...)
+			configtest.OneLine(t, err, tc.want...)
 		})
 	}
 }

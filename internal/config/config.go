@@ -58,9 +58,8 @@ const (
 	// MinRetention is the shortest deduplication window accepted: agents
 	// retry within seconds to minutes, and template.yaml's pattern for
 	// RETENTION admits nothing shorter either.
-	MinRetention      = time.Minute
-	DefaultListen     = "127.0.0.1:3210"
-	DefaultSQLitePath = "tickets.sqlite"
+	MinRetention  = time.Minute
+	DefaultListen = "127.0.0.1:3210"
 )
 
 // Bounds of the integer settings.
@@ -291,22 +290,23 @@ type Local struct {
 	Users          map[string]User
 	Delivery       *Destination // nil: no destination, tickets are not delivered
 	MCP            MCP          // the file's "mcp" object; off when absent
+	// Dir is the folder of the file LoadFile read, as its path was given
+	// ("" after ParseFile): the owners of the paths the file names
+	// (store.path, mcp.dev_key) take a relative one from it, as most
+	// servers read the paths in their configuration, so a program opens
+	// the same files whatever folder it is started from.
+	Dir string
 }
 
-// StoreSettings chooses the local server's store.
+// StoreSettings chooses the local server's store. Their checks and
+// defaults are the local store's (localstore.CheckSettings).
 type StoreSettings struct {
-	Kind     string `json:"kind"`     // StoreSQLite (default) or StoreDynamoDB
+	Kind     string `json:"kind"`     // sqlite (the default) or dynamodb
 	Path     string `json:"path"`     // sqlite
 	Table    string `json:"table"`    // dynamodb
 	Endpoint string `json:"endpoint"` // dynamodb, e.g. DynamoDB Local
 	Region   string `json:"region"`   // dynamodb; when empty, the AWS SDK's chain (AWS_REGION, AWS_DEFAULT_REGION, the profile)
 }
-
-// The store kinds of the local file's store.kind.
-const (
-	StoreSQLite   = "sqlite"
-	StoreDynamoDB = "dynamodb"
-)
 
 // User is one entry of the file's users.
 type User struct {
@@ -380,58 +380,16 @@ func fileValue(raw json.RawMessage, number bool) (string, error) {
 	return v, nil
 }
 
-// LoadFile reads and checks the local configuration file. A relative
-// store.path is taken from the file's own folder, as most servers read
-// the paths in their configuration, so the server opens the same database
-// whatever folder it is started from.
+// LoadFile reads and checks the local configuration file, and records its
+// folder in Dir.
 func LoadFile(path string) (Local, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Local{}, fmt.Errorf("config: %w", err)
 	}
 	c, err := ParseFile(b)
-	if err != nil {
-		return c, err
-	}
-	if c.Store.Kind == StoreSQLite && !filepath.IsAbs(c.Store.Path) {
-		dir, err := filepath.Abs(filepath.Dir(path))
-		if err != nil {
-			return c, fmt.Errorf("config: store.path: %w", err)
-		}
-		c.Store.Path = filepath.Join(dir, c.Store.Path)
-	}
-	if c.MCP.DevKey != "" && !filepath.IsAbs(c.MCP.DevKey) {
-		// Beside the file, as store.path.
-		dir, err := filepath.Abs(filepath.Dir(path))
-		if err != nil {
-			return c, fmt.Errorf("config: mcp.dev_key: %w", err)
-		}
-		c.MCP.DevKey = filepath.Join(dir, c.MCP.DevKey)
-	}
-	return c, nil
-}
-
-// filePath checks a path the file names (field is its name, for the
-// error): a plain file path, relative or absolute, with a leading "~/"
-// taken as the home folder (the shell does not expand it inside JSON).
-// URIs and SQLite's ":memory:" are refused: the store keeps tickets in a
-// file.
-func filePath(field, p string) (string, error) {
-	switch {
-	case p == ":memory:":
-		return "", fmt.Errorf("config: %s: %q is not supported: the store keeps tickets in a file; name one, e.g. %q", field, p, DefaultSQLitePath)
-	case strings.HasPrefix(p, "file:"):
-		return "", fmt.Errorf("config: %s: %q is a URI; give a file path, e.g. %q", field, p, DefaultSQLitePath)
-	case p == "~" || strings.HasPrefix(p, "~/"):
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("config: %s: %q: no home folder to expand ~ to: %w", field, p, err)
-		}
-		return filepath.Join(home, p[1:]), nil
-	case strings.HasPrefix(p, "~"):
-		return "", fmt.Errorf("config: %s: %q: only ~/ (your own home folder) is expanded; give the full path", field, p)
-	}
-	return p, nil
+	c.Dir = filepath.Dir(path)
+	return c, err
 }
 
 // ParseFile checks the local configuration. Unknown fields are errors, so a
@@ -485,22 +443,6 @@ func ParseFile(b []byte) (Local, error) {
 	}
 	if c.MetricsListen, err = metricsListen(c.MetricsListen, c.Listen); err != nil {
 		return c, err
-	}
-	switch c.Store.Kind {
-	case "", StoreSQLite:
-		c.Store.Kind = StoreSQLite
-		if c.Store.Path == "" {
-			c.Store.Path = DefaultSQLitePath
-		}
-		if c.Store.Path, err = filePath("store.path", c.Store.Path); err != nil {
-			return c, err
-		}
-	case StoreDynamoDB:
-		if c.Store.Table == "" {
-			return c, errors.New("config: store.table is required when store.kind is dynamodb")
-		}
-	default:
-		return c, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", c.Store.Kind)
 	}
 	switch {
 	case c.HookKey != "" && c.InsecureNoAuth:

@@ -4,32 +4,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
 )
 
 // env turns a map into a getenv.
 func env(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
-}
-
-// checkOneLine fails t unless err is one line starting with "config:" that
-// contains every one of want.
-func checkOneLine(t *testing.T, err error, want ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("got no error, want one naming %q", want)
-	}
-	msg := err.Error()
-	if !strings.HasPrefix(msg, "config:") {
-		t.Errorf("error %q does not start with \"config:\"", msg)
-	}
-	if strings.ContainsAny(msg, "\r\n") {
-		t.Errorf("error %q is more than one line", msg)
-	}
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("error %q does not name %q", msg, w)
-		}
-	}
 }
 
 func TestFromEnvDefaults(t *testing.T) {
@@ -74,17 +55,26 @@ func TestFromEnvAccepted(t *testing.T) {
 			func(c Lambda) bool { return c.CallTimeout == 750*time.Millisecond }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		accepted(t, tc.name, func() (Lambda, error) {
 			tc.env["TABLE_NAME"] = "tickets"
-			c, err := FromEnv(env(tc.env))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.check(c) {
-				t.Errorf("got %+v", c)
-			}
-		})
+			return FromEnv(env(tc.env))
+		}, tc.check)
 	}
+}
+
+// accepted runs a subtest name that reads a configuration without error
+// and checks what it read.
+func accepted[T any](t *testing.T, name string, read func() (T, error), check func(T) bool) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		c, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !check(c) {
+			t.Errorf("got %+v", c)
+		}
+	})
 }
 
 // TestFromEnvRefused: the settings this package bounds. Those another
@@ -112,7 +102,7 @@ func TestFromEnvRefused(t *testing.T) {
 				tc.env["TABLE_NAME"] = "tickets"
 			}
 			_, err := FromEnv(env(tc.env))
-			checkOneLine(t, err, tc.want)
+			configtest.OneLine(t, err, tc.want)
 		})
 	}
 }
@@ -159,9 +149,8 @@ func TestParseFileDefaults(t *testing.T) {
 	want := Local{ // zero settings: their owners' defaults (defaults_test.go)
 		Common: Common{Retention: 24 * time.Hour},
 		Listen: "127.0.0.1:3210",
-		Store:  StoreSettings{Kind: "sqlite", Path: "tickets.sqlite"},
 	}
-	if c.Common != want.Common || c.Listen != want.Listen || c.Store != want.Store ||
+	if c.Common != want.Common || c.Listen != want.Listen ||
 		c.HookKey != "" || c.InsecureNoAuth || len(c.Users) != 0 {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
 	}
@@ -194,21 +183,14 @@ func TestParseFileAccepted(t *testing.T) {
 			func(c Local) bool { return c.PublicURL == "http://127.0.0.1:3210" }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := ParseFile([]byte(tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !tc.check(c) {
-				t.Errorf("got %+v", c)
-			}
-		})
+		accepted(t, tc.name, func() (Local, error) { return ParseFile([]byte(tc.file)) }, tc.check)
 	}
 }
 
 // TestParseFileRefused: as TestFromEnvRefused, for the file. The
 // listeners' loopback rules are the local server's: TestListenersRefused
-// in internal/app/localserver.
+// in internal/app/localserver; the store block's are the local store's:
+// TestStoreSettingsRefused in internal/app/localstore.
 func TestParseFileRefused(t *testing.T) {
 	tests := []struct {
 		name string
@@ -220,8 +202,6 @@ func TestParseFileRefused(t *testing.T) {
 		{"typo after a first object -> unknown field hook_kye",
 			`{"listen":"127.0.0.1:3210"} {"hook_kye":"k"}`, []string{"hook_kye"}},
 		{"two JSON values -> more than one JSON value", `{} {}`, []string{"more than one JSON value"}},
-		{"store.kind postgres -> store.kind", `{"store":{"kind":"postgres"}}`, []string{"store.kind", "postgres"}},
-		{"dynamodb without table -> store.table", `{"store":{"kind":"dynamodb"}}`, []string{"store.table"}},
 		{"hook_key and insecure_no_auth -> insecure_no_auth",
 			`{"hook_key":"k","insecure_no_auth":true}`, []string{"insecure_no_auth", "hook_key"}},
 		{"user without tenant_id -> users.user-x", `{"users":{"user-x":{"user_id":"x"}}}`, []string{"users.user-x", "tenant_id"}},
@@ -237,12 +217,12 @@ func TestParseFileRefused(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseFile([]byte(tc.file))
-			checkOneLine(t, err, tc.want...)
+			configtest.OneLine(t, err, tc.want...)
 		})
 	}
 }
 
 func TestLoadFileMissing(t *testing.T) {
 	_, err := LoadFile(t.TempDir() + "/absent.json")
-	checkOneLine(t, err, "absent.json")
+	configtest.OneLine(t, err, "absent.json")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
+	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
@@ -38,8 +39,8 @@ func lookup(m map[string]string) func(string) string {
 // TestDefaultsAreTheOwners: with nothing but TABLE_NAME set, the
 // configuration in effect is the documented one, each default applied by
 // the package that owns it; the local file's body limit is httpapi's
-// too, and so are the destination's defaults the engine's, the clients'
-// and the sweep's.
+// too, its store block's the local store's, and the destination's
+// defaults the engine's, the clients' and the sweep's.
 func TestDefaultsAreTheOwners(t *testing.T) {
 	c, err := config.FromEnv(lookup(map[string]string{"TABLE_NAME": "tickets"}))
 	if err != nil {
@@ -62,6 +63,12 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 	}
 	if got := cmp.Or(local.MaxBodyBytes, httpapi.DefaultMaxBody); got != 64<<10 {
 		t.Errorf("local max_body_bytes: %d, want %d", got, 64<<10)
+	}
+	if err := localstore.CheckSettings(&local.Store, local.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if want := (config.StoreSettings{Kind: "sqlite", Path: "tickets.sqlite"}); local.Store != want {
+		t.Errorf("local store:\n got %+v\nwant %+v", local.Store, want)
 	}
 	d, err := config.DeliveryFromEnv(lookup(map[string]string{"TABLE_NAME": "t", "DELIVERY_KIND": "zendesk",
 		"DELIVERY_URL": "https://acme.zendesk.com", "DELIVERY_SECRET": `{"email":"agent@acme.com","token":"tok-123"}`}))

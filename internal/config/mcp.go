@@ -21,7 +21,8 @@ type MCP struct {
 	// issuer's private signing key, made on first start when missing. Its
 	// public key is the door's only key (no JWKS is fetched), and
 	// -mcp-token signs tokens with it. Only the local file has it, and only
-	// with a loopback issuer.
+	// with a loopback issuer. The local server checks its path
+	// (localserver.CheckSettings).
 	DevKey string `json:"dev_key"`
 }
 
@@ -104,10 +105,6 @@ func (m *MCP) check(n MCPNames) error {
 		}
 		if m.JWKSURL != "" {
 			return fmt.Errorf("config: %s: the development issuer's key is the only key; remove %s", n.DevKey, n.JWKSURL)
-		}
-		var err error
-		if m.DevKey, err = filePath(n.DevKey, m.DevKey); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
 )
 
 // TestMCPSettings: the door is off without issuer and audience, one
@@ -11,19 +13,11 @@ import (
 // loopback and a loopback development issuer, are jwtauth's:
 // doors.TestMCPURLRules).
 func TestMCPSettings(t *testing.T) {
-	env := func(m map[string]string) func(string) string {
-		return func(k string) string {
-			if k == "TABLE_NAME" {
-				return "tickets"
-			}
-			return m[k]
-		}
-	}
-	c, err := FromEnv(env(nil))
+	c, err := FromEnv(configtest.Env(nil))
 	if err != nil || c.MCP.On() {
 		t.Fatalf("no MCP variables: %+v, %v; want the door off", c.MCP, err)
 	}
-	c, err = FromEnv(env(map[string]string{EnvMCPIssuer: "https://login.example.com/", EnvMCPAudience: "https://t.example/mcp", EnvMCPScopes: " tickets  read "}))
+	c, err = FromEnv(configtest.Env(map[string]string{EnvMCPIssuer: "https://login.example.com/", EnvMCPAudience: "https://t.example/mcp", EnvMCPScopes: " tickets  read "}))
 	if err != nil || !c.MCP.On() || c.MCP.UserClaim != DefaultUserClaim || c.MCP.Scopes != "tickets read" {
 		t.Fatalf("issuer and audience: %+v, %v", c.MCP, err)
 	}
@@ -36,7 +30,7 @@ func TestMCPSettings(t *testing.T) {
 		"relative audience":     {map[string]string{EnvMCPIssuer: "https://l.example/", EnvMCPAudience: "/mcp"}, EnvMCPAudience},
 		"scopes without a door": {map[string]string{EnvMCPScopes: "tickets"}, EnvMCPScopes},
 	} {
-		if _, err := FromEnv(env(tc.vars)); err == nil || !strings.Contains(err.Error(), tc.names) || strings.Count(err.Error(), "\n") > 0 {
+		if _, err := FromEnv(configtest.Env(tc.vars)); err == nil || !strings.Contains(err.Error(), tc.names) || strings.Count(err.Error(), "\n") > 0 {
 			t.Errorf("%s: %v; want one line naming %s", name, err, tc.names)
 		}
 	}

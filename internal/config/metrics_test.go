@@ -2,6 +2,8 @@ package config
 
 import (
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
 )
 
 func TestMetricsListen(t *testing.T) {
@@ -32,7 +34,7 @@ func TestMetricsListen(t *testing.T) {
 		// in internal/app/localserver.
 	} {
 		_, err := ParseFile([]byte(in))
-		checkOneLine(t, err, "metrics_listen")
+		configtest.OneLine(t, err, "metrics_listen")
 	}
 }
 

@@ -1,4 +1,4 @@
-//go:build !nosqlite && !lambda.norpc
+//go:build !nosqlite
 
 package localserver
 

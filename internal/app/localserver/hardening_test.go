@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,6 +138,44 @@ func TestListenersRefused(t *testing.T) {
 	} {
 		if err := check(file); err != nil {
 			t.Errorf("%s: %v; want it accepted", file, err)
+		}
+	}
+}
+
+// The development issuer's key file, as store.path, is taken from the
+// config file's folder when relative and from the home folder after "~/",
+// whatever folder the server starts in; SQLite's ":memory:" is refused
+// naming mcp.dev_key.
+func TestDevKeyPathIsTheConfigFilesFolder(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	dir := t.TempDir()
+	t.Chdir(t.TempDir())
+	for devKey, want := range map[string]string{
+		"k.pem":          filepath.Join(dir, "k.pem"),
+		"keys/k.pem":     filepath.Join(dir, "keys", "k.pem"),
+		"~/k.pem":        filepath.Join(home, "k.pem"),
+		"/etc/aivax.pem": "/etc/aivax.pem",
+		":memory:":       "",
+	} {
+		path := filepath.Join(dir, "config.json")
+		file := `{"hook_key":"k","mcp":{"issuer":"http://127.0.0.1:3210/dev-issuer","audience":"http://127.0.0.1:3210/mcp",` +
+			`"dev_key":"` + devKey + `"}}`
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.LoadFile(path)
+		if err == nil {
+			err = CheckSettings(&c)
+		}
+		if want == "" {
+			if err == nil || !strings.Contains(err.Error(), "mcp.dev_key") {
+				t.Errorf("dev_key %q: %v; want an error naming mcp.dev_key", devKey, err)
+			}
+			continue
+		}
+		if err != nil || c.MCP.DevKey != want {
+			t.Errorf("dev_key %q: %q, %v; want %q", devKey, c.MCP.DevKey, err, want)
 		}
 	}
 }

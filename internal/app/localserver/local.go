@@ -174,11 +174,22 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 }
 
 // CheckSettings checks the file's settings that belong to the packages
-// applying them (doors.CheckSettings: the key policy, the hook key, the
-// nonce costs; core: the users' ids; loopback: the unauthenticated
-// listeners) and sets their defaults in cfg. Each
-// local program calls it right after reading the file.
+// applying them (localstore.CheckSettings: the store block;
+// localstore.FilePath: mcp.dev_key's path; doors.CheckSettings: the key
+// policy, the hook key, the nonce costs; core: the users' ids; loopback:
+// the unauthenticated listeners) and sets their defaults in cfg. The local
+// server calls it right after reading the file, and LocalServer again: what
+// it returns passes it unchanged.
 func CheckSettings(cfg *config.Local) error {
+	if err := localstore.CheckSettings(&cfg.Store, cfg.Dir); err != nil {
+		return err
+	}
+	if cfg.MCP.DevKey != "" {
+		var err error
+		if cfg.MCP.DevKey, err = localstore.FilePath(config.MCPFileNames.DevKey, cfg.MCP.DevKey, cfg.Dir); err != nil {
+			return err
+		}
+	}
 	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingFileNames); err != nil {
 		return err
 	}
@@ -238,7 +249,7 @@ func localWorker(store delivery.Outbox, dst delivery.Destination, d config.Desti
 		waiting = func(ctx context.Context, n int) { rec.TicketsWaiting(ctx, n) }
 	}
 	var countEvery time.Duration
-	if storeKind == config.StoreDynamoDB {
+	if storeKind == localstore.KindDynamoDB {
 		countEvery = dynamoCountEvery
 	}
 	engine := destination.Engine(d)

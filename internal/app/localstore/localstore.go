@@ -1,15 +1,19 @@
 // Package localstore opens the store of a local configuration file
-// (SQLite, or DynamoDB with the AWS CLI's credential chain): the one
-// place both local programs (the local server and the operator's
-// command) open it.
+// (SQLite, or DynamoDB with the AWS CLI's credential chain) and owns its
+// settings' checks and defaults: the one place the local programs (the
+// local server, the operator's command, seedlocal) check and open it.
 package localstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -23,8 +27,70 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
-// Open opens the local configuration's store (SQLite or DynamoDB).
-// The closer closes it.
+// The store kinds of the local file's store.kind, and the SQLite file
+// when store.path is absent.
+const (
+	KindSQLite        = "sqlite"
+	KindDynamoDB      = "dynamodb"
+	DefaultSQLitePath = "tickets.sqlite"
+)
+
+// CheckSettings checks the file's store block and sets its defaults in s:
+// kind sqlite (the default) on a plain file path (DefaultSQLitePath when
+// absent; see FilePath, with dir the file's folder), or kind dynamodb with
+// a table. Each local program calls it right after reading the file, and
+// Open calls it again: what it returns passes it unchanged.
+func CheckSettings(s *config.StoreSettings, dir string) error {
+	switch s.Kind {
+	case "", KindSQLite:
+		s.Kind = KindSQLite
+		p, err := FilePath("store.path", cmp.Or(s.Path, DefaultSQLitePath), dir)
+		if err != nil {
+			return err
+		}
+		s.Path = p
+	case KindDynamoDB:
+		if s.Table == "" {
+			return errors.New("config: store.table is required when store.kind is dynamodb")
+		}
+	default:
+		return fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", s.Kind)
+	}
+	return nil
+}
+
+// FilePath checks a path the local file names (field is its name, for the
+// error): a plain file path, with a leading "~/" taken as the home folder
+// (the shell does not expand it inside JSON), and a relative one taken
+// from dir, the file's folder ("" leaves it relative). URIs and SQLite's
+// ":memory:" are refused: the store keeps tickets in a file.
+func FilePath(field, p, dir string) (string, error) {
+	switch {
+	case p == ":memory:":
+		return "", fmt.Errorf("config: %s: %q is not supported: the store keeps tickets in a file; name one, e.g. %q", field, p, DefaultSQLitePath)
+	case strings.HasPrefix(p, "file:"):
+		return "", fmt.Errorf("config: %s: %q is a URI; give a file path, e.g. %q", field, p, DefaultSQLitePath)
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("config: %s: %q: no home folder to expand ~ to: %w", field, p, err)
+		}
+		p = filepath.Join(home, p[1:])
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("config: %s: %q: only ~/ (your own home folder) is expanded; give the full path", field, p)
+	}
+	if dir == "" || filepath.IsAbs(p) {
+		return p, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("config: %s: %w", field, err)
+	}
+	return filepath.Join(abs, p), nil
+}
+
+// Open opens the local configuration's store (SQLite or DynamoDB), checked
+// by CheckSettings. The closer closes it.
 func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, error) {
 	s, closer, _, err := OpenNamed(ctx, cfg, logger)
 	return s, closer, err
@@ -34,27 +100,27 @@ func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (c
 // operator: the SQLite file, or the DynamoDB table with the region its
 // AWS configuration resolved (and the endpoint when not AWS's own).
 func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
-	switch cfg.Kind {
-	case config.StoreSQLite:
+	if err := CheckSettings(&cfg, ""); err != nil {
+		return nil, nil, "", err
+	}
+	if cfg.Kind == KindSQLite {
 		s, closer, err := openSQLite(ctx, cfg.Path, logger)
 		return s, closer, "SQLite file " + cfg.Path, err
-	case config.StoreDynamoDB:
-		awsCfg, err := LocalAWSConfig(ctx, cfg.Region, cfg.Endpoint, logger)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-			if cfg.Endpoint != "" {
-				o.BaseEndpoint = aws.String(cfg.Endpoint)
-			}
-		})
-		name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
-		if cfg.Endpoint != "" {
-			name += " at " + redact.RawURL(cfg.Endpoint)
-		}
-		return dynamo.Product(client, cfg.Table, 0), nopCloser{}, name, nil
 	}
-	return nil, nil, "", fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", cfg.Kind)
+	awsCfg, err := LocalAWSConfig(ctx, cfg.Region, cfg.Endpoint, logger)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+	name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
+	if cfg.Endpoint != "" {
+		name += " at " + redact.RawURL(cfg.Endpoint)
+	}
+	return dynamo.Product(client, cfg.Table, 0), nopCloser{}, name, nil
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default

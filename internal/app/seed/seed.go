@@ -36,8 +36,12 @@ type Options struct {
 
 // Run creates o.Table unless it exists (adding the due index to an
 // existing one that lacks it) and writes a user item for every user of
-// cfg, saying what it did on stdout.
+// cfg, saying what it did on stdout. The file is checked as the other
+// local programs check it: its store block first, then its users.
 func Run(cfg config.Local, o Options) error {
+	if err := localstore.CheckSettings(&cfg.Store, cfg.Dir); err != nil {
+		return err
+	}
 	if err := core.CheckUserIDs(cfg.Users); err != nil {
 		return fmt.Errorf("config: users: %w", err)
 	}

@@ -1,15 +1,28 @@
-package config
+package localstore
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
 )
+
+// load reads the config file at path and checks its store block, as each
+// local program does at start.
+func load(path string) (config.Local, error) {
+	c, err := config.LoadFile(path)
+	if err == nil {
+		err = CheckSettings(&c.Store, c.Dir)
+	}
+	return c, err
+}
 
 // loadIn writes a config file with the given store.path into a fresh
 // folder and loads it, from another working directory, so that a path
 // resolved against the working directory would be visibly wrong.
-func loadIn(t *testing.T, storePath string) (Local, string, error) {
+func loadIn(t *testing.T, storePath string) (config.Local, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	t.Chdir(t.TempDir())
@@ -18,7 +31,7 @@ func loadIn(t *testing.T, storePath string) (Local, string, error) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadFile(path)
+	c, err := load(path)
 	return c, dir, err
 }
 
@@ -35,8 +48,7 @@ func quote(s string) string {
 
 // A relative store.path is taken from the config file's folder, whatever
 // the working directory: "tickets.sqlite", "./x", "data/x" as people write
-// them. Before, the path went to SQLite as written and a relative one was
-// refused at open.
+// them.
 func TestRelativeStorePathIsTheConfigFilesFolder(t *testing.T) {
 	for _, p := range []string{"tickets.sqlite", "./x.sqlite", "data/x.sqlite", "data/../y.sqlite"} {
 		t.Run(p, func(t *testing.T) {
@@ -59,7 +71,7 @@ func TestDefaultStorePathIsTheConfigFilesFolder(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"hook_key": "k"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadFile(path)
+	c, err := load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +111,34 @@ func TestStorePathsThatAreNotFilesAreRefused(t *testing.T) {
 	for _, p := range []string{":memory:", "file:x.sqlite", "file:///tmp/x.sqlite", "~bob/x.sqlite"} {
 		t.Run(p, func(t *testing.T) {
 			_, dir, err := loadIn(t, p)
-			checkOneLine(t, err, "store.path", p)
+			configtest.OneLine(t, err, "store.path", p)
 			entries, _ := os.ReadDir(dir)
 			if len(entries) != 1 {
 				t.Fatalf("the config's folder holds %d entries, want only the config file", len(entries))
 			}
+		})
+	}
+}
+
+// TestStoreSettingsRefused: a store kind other than sqlite and dynamodb,
+// and dynamodb without a table, stop the program at start with one line
+// naming the setting.
+func TestStoreSettingsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		want []string // what the error names
+	}{
+		{"store.kind postgres -> store.kind", `{"store":{"kind":"postgres"}}`, []string{"store.kind", "postgres"}},
+		{"dynamodb without table -> store.table", `{"store":{"kind":"dynamodb"}}`, []string{"store.table"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.ParseFile([]byte(tc.file))
+			if err == nil {
+				err = CheckSettings(&c.Store, c.Dir)
+			}
+			configtest.OneLine(t, err, tc.want...)
 		})
 	}
 }
