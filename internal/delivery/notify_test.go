@@ -8,8 +8,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
@@ -17,12 +16,11 @@ import (
 // repeat, and not for a ticket that has no delivery.
 func TestNotifyOnCommit(t *testing.T) {
 	notified := 0
-	svc := &core.Service{Store: delivery.NotifyOnCommit(memtest.New(), func() { notified++ }),
-		Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}}, Policy: opkey.PolicyArguments,
-		Retention: time.Hour, NewID: func() string { return time.Now().Format("150405.000000000") }}
+	svc := deliverytest.NewService(delivery.NotifyOnCommit(memtest.New(), func() { notified++ }), false,
+		func() string { return time.Now().Format("150405.000000000") })
 	call := func(rid string) core.Kind {
 		return svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
-			Content: json.RawMessage(`{"title":"x"}`), ExternalUserID: "u", RequestID: rid}).Kind
+			Content: json.RawMessage(`{"title":"x"}`), ExternalUserID: deliverytest.User, RequestID: rid}).Kind
 	}
 	if call("r0") != core.KindCreated || notified != 0 {
 		t.Fatalf("no destination: notified %d", notified)

@@ -14,7 +14,14 @@ import (
 // NewWithMetrics). engine supplies the attempts, lease and backoff; its
 // Store, Destination and Observer are replaced.
 func New(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination, log *slog.Logger) *Handler {
-	return NewWithMetrics(engine, store, dst, log, &emf.Recorder{DeliveryLabels: destination.MetricLabels()})
+	return NewWithMetrics(engine, store, dst, log, NewRecorder())
+}
+
+// NewRecorder is the metrics recorder of the tests' handlers: Embedded
+// Metric Format under the default namespace, with the product's delivery
+// labels.
+func NewRecorder() *emf.Recorder {
+	return &emf.Recorder{DeliveryLabels: destination.MetricLabels()}
 }
 
 // NewWithMetrics is New with the metrics recorder: each recorded step is

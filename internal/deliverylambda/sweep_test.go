@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
@@ -108,7 +106,7 @@ func TestSweepConcurrencyBound(t *testing.T) {
 	}
 	gate := newGate(bound)
 	h := deliverylambda.Options{Store: f.store, Destination: gate, Log: slog.New(slog.DiscardHandler),
-		Metrics: &emf.Recorder{DeliveryLabels: destination.MetricLabels()}, SweepConcurrency: bound}.Handler()
+		Metrics: deliverylambda.NewRecorder(), SweepConcurrency: bound}.Handler()
 	res, err := h.Sweep(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +163,7 @@ func TestTwoSweepsAtOnce(t *testing.T) {
 	var handlers [2]*deliverylambda.Handler
 	for i := range handlers {
 		handlers[i] = deliverylambda.Options{Store: f.store, Destination: zendeskFor(t, fake),
-			Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{DeliveryLabels: destination.MetricLabels()}, SweepConcurrency: 8}.Handler()
+			Log: slog.New(slog.DiscardHandler), Metrics: deliverylambda.NewRecorder(), SweepConcurrency: 8}.Handler()
 	}
 	var wg sync.WaitGroup
 	var moved [2]int

@@ -18,8 +18,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
 // HelpdeskDelay is how long the fake helpdesk takes to answer each
@@ -97,15 +95,14 @@ func LocalWorker(b *testing.B, s deliverytest.Adapter) {
 	defer func() { cancel(); <-stopped }()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	n := 0
-	svc := &core.Service{Store: delivery.NotifyOnCommit(s, w.Notify), Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { n++; return fmt.Sprintf("bench-%s-%d", run, n) }}
+	svc := deliverytest.NewService(delivery.NotifyOnCommit(s, w.Notify), true,
+		func() string { n++; return fmt.Sprintf("bench-%s-%d", run, n) })
 	committed := make(map[string]time.Time, b.N)
 	start := time.Now()
 	b.ResetTimer()
 	for i := range b.N {
 		out := svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"bench"}`),
-			ExternalUserID: "u", RequestID: fmt.Sprintf("r-%s-%d", run, i)})
+			ExternalUserID: deliverytest.User, RequestID: fmt.Sprintf("r-%s-%d", run, i)})
 		if out.Kind != core.KindCreated {
 			b.Fatalf("create: %v %v", out.Kind, out.Err)
 		}

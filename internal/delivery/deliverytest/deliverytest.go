@@ -52,7 +52,18 @@ type Env struct {
 	run   string
 }
 
-var users = memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}}
+// User is the one caller the suite's service knows: tenant-a's alice.
+const User = "user-a"
+
+var users = memstore.Users{User: {TenantID: "tenant-a", UserID: "alice"}}
+
+// NewService is a service over s that knows User alone, keys operations
+// by their arguments, keeps them an hour and names tickets with newID;
+// deliver says whether a destination is configured.
+func NewService(s core.Store, deliver bool, newID func() string) *core.Service {
+	return &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
+		Deliver: deliver, NewID: newID}
+}
 
 // NewEnv returns an Env over s whose clock moves only when the test moves
 // it, starting a quarter second into the current second (so that rounding
@@ -62,9 +73,8 @@ var users = memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}}
 func NewEnv(t *testing.T, s Adapter, deliver bool) *Env {
 	e := &Env{T: t, Store: s, Now: time.Now().UTC().Truncate(time.Second).Add(250 * time.Millisecond),
 		run: fmt.Sprintf("%x", time.Now().UnixNano())}
-	e.svc = &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
-		Now: func() time.Time { return e.Now }, Deliver: deliver,
-		NewID: func() string { return fmt.Sprintf("dt-%s-%d", e.run, e.seq.Add(1)) }}
+	e.svc = NewService(s, deliver, func() string { return fmt.Sprintf("dt-%s-%d", e.run, e.seq.Add(1)) })
+	e.svc.Now = func() time.Time { return e.Now }
 	return e
 }
 
@@ -72,7 +82,7 @@ func NewEnv(t *testing.T, s Adapter, deliver bool) *Env {
 func (e *Env) Create(content string) string {
 	e.T.Helper()
 	out := e.svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
-		Content: json.RawMessage(content), ExternalUserID: "user-a",
+		Content: json.RawMessage(content), ExternalUserID: User,
 		RequestID: fmt.Sprintf("req-%s-%d", e.run, e.seq.Add(1))})
 	if out.Kind != core.KindCreated {
 		e.T.Fatalf("create_ticket: kind %v, err %v", out.Kind, out.Err)
@@ -103,7 +113,7 @@ func (e *Env) CreateRaw(arguments string) string {
 func (e *Env) Get(id string) *core.TicketView {
 	e.T.Helper()
 	content, _ := json.Marshal(map[string]string{"ticket_id": id})
-	out := e.svc.Answer(context.Background(), core.Call{Function: core.GetTicket, Content: content, ExternalUserID: "user-a"})
+	out := e.svc.Answer(context.Background(), core.Call{Function: core.GetTicket, Content: content, ExternalUserID: User})
 	if out.Kind != core.KindFound {
 		e.T.Fatalf("get_ticket: kind %v, err %v", out.Kind, out.Err)
 	}

@@ -371,6 +371,48 @@ type figure struct {
 	steps            int
 }
 
+// engineRun is a run of the matrix's engine on the tickets of one Env,
+// whose clock the engine reads and moves together with the fake
+// helpdesk's.
+type engineRun struct {
+	t     *testing.T
+	e     *deliverytest.Env
+	f     *fakehelpdesk.Server
+	eng   *delivery.Engine
+	steps []delivery.Record // the record each step left
+}
+
+// newRun is a run of the engine over s sending to d with the given client
+// timeout, the matrix's attempts and the lease that timeout calls for.
+func newRun(t *testing.T, s deliverytest.Adapter, e *deliverytest.Env, f *fakehelpdesk.Server, d delivery.Destination, timeout time.Duration) *engineRun {
+	return &engineRun{t: t, e: e, f: f, eng: &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
+		Lease: delivery.LeaseFor(timeout), CallTimeout: timeout, Now: func() time.Time { return e.Now }}}
+}
+
+// advance moves the engine's clock and the fake's together, never back.
+func (r *engineRun) advance(to time.Time) {
+	if d := to.Sub(r.e.Now); d > 0 {
+		r.f.Advance(d)
+		r.e.Now = to
+	}
+}
+
+// step runs the engine on ticket id as step n of at most limit and
+// returns the record it left; the test stops past the limit or when the
+// engine fails.
+func (r *engineRun) step(id string, n, limit int) delivery.Record {
+	r.t.Helper()
+	if n > limit {
+		r.t.Fatalf("not final after %d steps: %+v", n-1, r.steps)
+	}
+	if _, err := r.eng.Deliver(context.Background(), id); err != nil {
+		r.t.Fatalf("step %d: %v", n, err)
+	}
+	rec := r.e.Record(id)
+	r.steps = append(r.steps, rec)
+	return rec
+}
+
 // Run runs the real engine over a store opened by h against the fake
 // helpdesk, through the real Zendesk and webhook adapters, under each
 // failure mode the fake scripts: every ticket ends as the mode says, the
@@ -400,27 +442,11 @@ func Run(t *testing.T, h deliverytest.Harness) {
 				e := deliverytest.NewEnv(t, s, true)
 				id := e.Create(fmt.Sprintf(`{"title":%q,"description":"matrix"}`, m.name))
 				t0 := e.Now
-				eng := &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
-					Lease: delivery.LeaseFor(matrixTimeout), CallTimeout: matrixTimeout, Now: func() time.Time { return e.Now }}
-				// advance moves the engine's clock and the fake's together.
-				advance := func(to time.Time) {
-					if d := to.Sub(e.Now); d > 0 {
-						f.Advance(d)
-						e.Now = to
-					}
-				}
-				var steps []delivery.Record
+				run := newRun(t, s, e, f, d, matrixTimeout)
 				operated := m.operator == nil
 				reset := 0 // creates before the operator reset the attempts
 				for n := 1; ; n++ {
-					if n > 4*matrixMaxAttempts+4 {
-						t.Fatalf("not final after %d steps: %+v", n-1, steps)
-					}
-					if _, err := eng.Deliver(ctx, id); err != nil {
-						t.Fatalf("step %d: %v", n, err)
-					}
-					r := e.Record(id)
-					steps = append(steps, r)
+					r := run.step(id, n, 4*matrixMaxAttempts+4)
 					if !r.State.Live() {
 						if operated {
 							break
@@ -428,7 +454,7 @@ func Run(t *testing.T, h deliverytest.Harness) {
 						operated = true
 						settle(t, f)
 						reset = f.Requests(create)
-						advance(e.Now.Add(fakehelpdesk.DefaultKeyTTL + time.Hour)) // the helpdesk forgot the key
+						run.advance(e.Now.Add(fakehelpdesk.DefaultKeyTTL + time.Hour)) // the helpdesk forgot the key
 						if err := m.operator(ctx, s, r.State, id, e.Now); err != nil {
 							t.Fatalf("operator: %v", err)
 						}
@@ -445,14 +471,14 @@ func Run(t *testing.T, h deliverytest.Harness) {
 						m.between(f, n)
 					}
 					settle(t, f)
-					advance(r.DueAt) // the next step runs when due
+					run.advance(r.DueAt) // the next step runs when due
 				}
 				settle(t, f)
-				final := steps[len(steps)-1]
+				final := run.steps[len(run.steps)-1]
 				creates, lookups := f.Requests(create), f.Requests(lookup)
 				if final.State != want.state || f.Held(id) != want.held || (want.creates >= 0 && creates != want.creates) {
 					t.Fatalf("ended %s after %d steps (%d creates, %d lookups), the fake holds %d; want %s, %d held, %d creates\nrecords: %+v",
-						final.State, len(steps), creates, lookups, f.Held(id), want.state, want.held, want.creates, steps)
+						final.State, len(run.steps), creates, lookups, f.Held(id), want.state, want.held, want.creates, run.steps)
 				}
 				if f.Total() != want.held {
 					t.Fatalf("the fake holds %d tickets in all, want %d", f.Total(), want.held)
@@ -480,10 +506,10 @@ func Run(t *testing.T, h deliverytest.Harness) {
 					}
 				}
 				if m.check != nil {
-					m.check(t, t0, steps)
+					m.check(t, t0, run.steps)
 				}
 				mu.Lock()
-				figs = append(figs, figure{m.name, kind, final.State, creates, lookups, len(steps)})
+				figs = append(figs, figure{m.name, kind, final.State, creates, lookups, len(run.steps)})
 				mu.Unlock()
 			})
 		}
@@ -612,14 +638,8 @@ func takeover(t *testing.T, s deliverytest.Adapter, kind string) figure {
 	d, create, lookup := newDestTimeout(t, f, kind, timeout)
 	e := deliverytest.NewEnv(t, s, true)
 	id := e.Create(`{"title":"taken over","description":"matrix"}`)
-	eng := &delivery.Engine{Store: s, Destination: d, MaxAttempts: matrixMaxAttempts,
-		Lease: delivery.LeaseFor(timeout), CallTimeout: timeout, Now: func() time.Time { return e.Now }}
-	advance := func(to time.Time) {
-		if d := to.Sub(e.Now); d > 0 {
-			f.Advance(d)
-			e.Now = to
-		}
-	}
+	run := newRun(t, s, e, f, d, timeout)
+	eng := run.eng
 	window := delivery.OutcomeWindow(timeout)
 	lease := delivery.CeilSecond(e.Now.Add(eng.Lease))
 	c, err := s.Claim(ctx, id, "dead-worker", e.Now, lease)
@@ -630,7 +650,7 @@ func takeover(t *testing.T, s deliverytest.Adapter, kind string) figure {
 	// engine's margin (half of so short a lease). The receiver commits
 	// most of a window after the send's start.
 	sendAt := lease.Add(-eng.Lease / 2).Add(-50 * time.Millisecond)
-	advance(sendAt)
+	run.advance(sendAt)
 	commitAfter := window - time.Second
 	f.Script(fakehelpdesk.Rule{Kind: create, N: 1, Fault: fakehelpdesk.LateCommitUnlocked(commitAfter)})
 	if _, err := d.Send(ctx, c.Ticket); err == nil {
@@ -638,27 +658,20 @@ func takeover(t *testing.T, s deliverytest.Adapter, kind string) figure {
 	}
 	// A dies here. B takes over a second after the lease's end, before
 	// the receiver has committed A's send.
-	advance(lease.Add(time.Second))
+	run.advance(lease.Add(time.Second))
 	if !e.Now.Before(sendAt.Add(commitAfter)) {
 		t.Fatalf("the takeover at %v is not before the commit at %v", e.Now, sendAt.Add(commitAfter))
 	}
-	var steps []delivery.Record
 	for n := 1; ; n++ {
-		if n > 4*matrixMaxAttempts {
-			t.Fatalf("not final after %d steps: %+v", n-1, steps)
-		}
-		if _, err := eng.Deliver(ctx, id); err != nil {
-			t.Fatalf("step %d: %v", n, err)
-		}
-		r := e.Record(id)
-		steps = append(steps, r)
+		r := run.step(id, n, 4*matrixMaxAttempts)
 		if !r.State.Live() {
 			break
 		}
-		advance(r.DueAt)
+		run.advance(r.DueAt)
 	}
+	steps := run.steps
 	// Whatever the receiver still holds commits within the window.
-	advance(e.Now.Add(window))
+	run.advance(e.Now.Add(window))
 	final := steps[len(steps)-1]
 	creates, lookups := f.Requests(create), f.Requests(lookup)
 	if final.State != delivery.StateDelivered || f.Held(id) != 1 || f.Total() != 1 {

@@ -1,8 +1,6 @@
 package fakehelpdesk_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -477,12 +475,7 @@ func TestConcurrent(t *testing.T) {
 func TestSlowAnswerEndsWithTheClient(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: fakehelpdesk.CommitThenSlow(time.Hour)})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.WebhookURL(), bytes.NewReader([]byte(`{}`)))
-	req.Header.Set("Idempotency-Key", "k")
-	fakehelpdesk.SignHeaders(req.Header, s.Config().Secret, "k", s.Now(), []byte(`{}`))
-	if _, err := http.DefaultClient.Do(req); err == nil {
+	if r := newClient(t, s, 200*time.Millisecond).webhookCreate("k", `{}`, ""); r.err == nil {
 		t.Fatal("the slow answer came")
 	}
 	s.Close() // returns once the handler saw the client leave

@@ -6,6 +6,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -55,12 +59,14 @@ func SendAfter(tb testing.TB, d delivery.Destination, first, second delivery.Hel
 	return SendError(tb, err)
 }
 
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
 // Golden compares got with the file testdata/name, after writing got
-// there when update is set (the tests' -update flag).
-func Golden(tb testing.TB, name string, got []byte, update bool) {
+// there when the test runs with -update.
+func Golden(tb testing.TB, name string, got []byte) {
 	tb.Helper()
 	path := filepath.Join("testdata", name)
-	if update {
+	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // a golden file checked into the repository, readable like its neighbours
 			tb.Fatal(err)
 		}
@@ -125,5 +131,79 @@ func RunSendFailures(t *testing.T, kind fakehelpdesk.Kind, newDest func(*testing
 				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID), s.Requests(kind), tc.Held)
 			}
 		})
+	}
+}
+
+// NoAutoResend checks that the adapter never resends on its own: the
+// helpdesk s commits the second create of kind create and closes the
+// connection it had kept alive after the first without answering. Sending
+// Ticket and then a copy under secondID through d must report Unknown
+// after exactly two creates, and d's lookup must then find the copy as
+// wantID, so the engine need not resend.
+func NoAutoResend(t *testing.T, s *fakehelpdesk.Server, d delivery.Destination, create fakehelpdesk.Kind, secondID, wantID string) {
+	t.Helper()
+	s.Script(fakehelpdesk.Rule{Kind: create, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
+	second := Ticket()
+	second.ID = secondID
+	if se := SendAfter(t, d, Ticket(), second); se.Outcome != delivery.Unknown {
+		t.Fatalf("got %v", se)
+	}
+	if n := s.Requests(create); n != 2 {
+		t.Fatalf("the helpdesk received %d creates; want 2", n)
+	}
+	r, found, err := d.Lookup(context.Background(), secondID)
+	if err != nil || !found || r.ExternalID != wantID {
+		t.Fatalf("lookup: %+v %v %v; want %s", r, found, err, wantID)
+	}
+}
+
+// LookupFindsSent checks d's lookup of Ticket: absent (no receipt, no
+// error) before Ticket is sent, then the very receipt the send returned.
+// The helpdesk sees a lookup, a create and a lookup, in that order.
+func LookupFindsSent(t *testing.T, d delivery.Destination) {
+	t.Helper()
+	ctx := context.Background()
+	id := Ticket().ID
+	if r, found, err := d.Lookup(ctx, id); err != nil || found || r != (delivery.Receipt{}) {
+		t.Fatalf("before: %+v %v %v", r, found, err)
+	}
+	sent, err := d.Send(ctx, Ticket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, found, err := d.Lookup(ctx, id)
+	if err != nil || !found || r != sent {
+		t.Fatalf("after: %+v %v %v; want %+v", r, found, err, sent)
+	}
+}
+
+// Shown writes to out every printed and logged form of a destination's
+// configuration and client, for a test to look for credentials in: fmt's
+// %v, %+v, %#v and %s of the configuration and %v, %+v and %s of the
+// client, then a line of both through slog's JSON and text handlers, the
+// configuration also by pointer.
+func Shown[C any](out io.Writer, cfg C, client any) {
+	fmt.Fprintf(out, "%v %+v %#v %s %v %+v %s\n", []any{cfg, cfg, cfg, cfg, client, client, client}...)
+	for _, h := range []slog.Handler{slog.NewJSONHandler(out, nil), slog.NewTextHandler(out, nil)} {
+		log := slog.New(h)
+		log.Info("destination", "config", cfg, "client", client)
+		log.Info("destination", slog.Any("config", &cfg))
+	}
+}
+
+// FailEach scripts each fault in turn on the helpdesk s, for the create of
+// kind create and the lookup of kind lookup, sends Ticket through d and
+// looks it up, and writes each error to out, as fmt prints it and as
+// slog's text handler logs it, for a test to look for credentials in.
+func FailEach(out io.Writer, s *fakehelpdesk.Server, d delivery.Destination, create, lookup fakehelpdesk.Kind, faults []fakehelpdesk.Fault) {
+	log := slog.New(slog.NewTextHandler(out, nil))
+	for _, f := range faults {
+		s.Script(fakehelpdesk.Rule{Kind: create, Fault: f})
+		s.Script(fakehelpdesk.Rule{Kind: lookup, Fault: f})
+		_, err := d.Send(context.Background(), Ticket())
+		fmt.Fprintln(out, err)
+		log.Info("send failed", "err", err)
+		_, _, err = d.Lookup(context.Background(), Ticket().ID)
+		fmt.Fprintln(out, err)
 	}
 }

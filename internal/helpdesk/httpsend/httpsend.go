@@ -226,6 +226,35 @@ func Classify(r Request, resp *Response) *delivery.SendError {
 	return StatusError(r, resp, o)
 }
 
+// LookupError is the error of a lookup's answer that is neither found nor
+// absent (each adapter reads those itself): Misconfigured for 401 and 403,
+// whose credentials are refused whatever the ticket, Unknown otherwise
+// (429 and 503 with their Retry-After).
+func LookupError(r Request, resp *Response) *delivery.SendError {
+	o := delivery.Unknown
+	if resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden {
+		o = delivery.Misconfigured
+	}
+	return StatusError(r, resp, o)
+}
+
+// TicketBody is the body of t's create as encode writes it. A ticket
+// without an id, which every create sends as its Idempotency-Key, and one
+// that does not encode are refused: a *delivery.SendError whose text
+// starts with adapter.
+func TicketBody(adapter string, t delivery.HelpdeskTicket, encode func(delivery.HelpdeskTicket) ([]byte, error)) ([]byte, error) {
+	if t.ID == "" {
+		return nil, &delivery.SendError{Outcome: delivery.Refused,
+			Err: errors.New(adapter + ": ticket has no id to send as Idempotency-Key")}
+	}
+	b, err := encode(t)
+	if err != nil {
+		return nil, &delivery.SendError{Outcome: delivery.Refused,
+			Err: fmt.Errorf("%s: encoding the ticket: %v", adapter, err)}
+	}
+	return b, nil
+}
+
 // StatusError is the send error of an answer with the given outcome.
 func StatusError(r Request, resp *Response, o delivery.Outcome) *delivery.SendError {
 	return &delivery.SendError{Outcome: o, Status: resp.Status, RetryAfter: resp.RetryAfter,

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -220,23 +219,12 @@ func TestURLSecretsNeverShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "%v %+v %#v %s %v %+v\n", cfg, cfg, cfg, cfg, c, c)
-	log := slog.New(slog.NewJSONHandler(&out, nil))
-	log.Info("destination", "config", cfg, "client", c)
-	log = slog.New(slog.NewTextHandler(&out, nil))
-	log.Info("destination", "config", cfg, "client", c)
+	helpdesktest.Shown(&out, cfg, c)
 	echo := fakehelpdesk.Fault{Status: 500, Body: "failed for " + s.URL() + slackPath + query} // a helpdesk quoting the URL
-	for _, f := range []fakehelpdesk.Fault{fakehelpdesk.CommitThenDrop(), fakehelpdesk.CommitThenStatus(500),
+	helpdesktest.FailEach(&out, s, c, fakehelpdesk.WebhookCreate, fakehelpdesk.WebhookLookup, []fakehelpdesk.Fault{
+		fakehelpdesk.CommitThenDrop(), fakehelpdesk.CommitThenStatus(500),
 		fakehelpdesk.Refuse(422), fakehelpdesk.Refuse(401), fakehelpdesk.CommitThenSlow(time.Second),
-		fakehelpdesk.TooManyRequests("1"), echo, {Status: 200, Body: "[]"}} {
-		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Fault: f})
-		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookLookup, Fault: f})
-		_, err := c.Send(context.Background(), ticket)
-		fmt.Fprintln(&out, err)
-		log.Info("send failed", "err", err)
-		_, _, err = c.Lookup(context.Background(), ticket.ID)
-		fmt.Fprintln(&out, err)
-	}
+		fakehelpdesk.TooManyRequests("1"), echo, {Status: 200, Body: "[]"}})
 	refused, err := webhook.New(webhook.Config{URL: "http://" + helpdesktest.ClosedAddr(t) + slackPath + query, Secret: testSecret, Lookup: true})
 	if err != nil {
 		t.Fatal(err)

@@ -156,14 +156,9 @@ func (c *Client) sign(h http.Header, id string, data []byte) {
 
 // Send posts the ticket once.
 func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
-	if t.ID == "" {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Refused,
-			Err: errors.New("webhook: ticket has no id to send as Idempotency-Key")}
-	}
-	b, err := Body(t)
+	b, err := httpsend.TicketBody("webhook", t, Body)
 	if err != nil {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Refused,
-			Err: fmt.Errorf("webhook: encoding the ticket: %v", err)}
+		return delivery.Receipt{}, err
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
@@ -218,15 +213,11 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 }
 
 // lookupError is the error of a lookup answered with neither found (200
-// and a JSON object) nor absent (404): Misconfigured for 401 and 403,
-// Unknown otherwise (an empty or non-object 2xx, 429, 5xx, ...), with the
-// status, Retry-After and a clipped body.
+// and a JSON object) nor absent (404): httpsend.LookupError's, with the
+// status, Retry-After and a clipped body, saying so of an empty or
+// non-object 2xx.
 func lookupError(req httpsend.Request, resp *httpsend.Response) *delivery.SendError {
-	o := delivery.Unknown
-	if resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden {
-		o = delivery.Misconfigured
-	}
-	se := httpsend.StatusError(req, resp, o)
+	se := httpsend.LookupError(req, resp)
 	if resp.Status >= 200 && resp.Status < 300 {
 		se.Err = fmt.Errorf("%w, which is neither found (200 and a JSON object) nor absent (404)", se.Err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -16,8 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 var ticket = helpdesktest.Ticket()
 
@@ -58,7 +55,7 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := s.Received()[0]
-			helpdesktest.Golden(t, tc.name, req.Body, *update)
+			helpdesktest.Golden(t, tc.name, req.Body)
 			if req.Method != http.MethodPost || req.Path != fakehelpdesk.DefaultWebhookPath ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
 				req.Header.Get("Content-Type") != "application/json" ||
@@ -231,19 +228,7 @@ func TestUnreachableIsNotCreated(t *testing.T) {
 // Unknown and nothing was sent twice.
 func TestNoAutoResend(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
-	c := newClient(t, s, true, 0)
-	second := ticket
-	second.ID = "second"
-	if se := helpdesktest.SendAfter(t, c, ticket, second); se.Outcome != delivery.Unknown {
-		t.Fatalf("got %v", se)
-	}
-	if n := s.Requests(fakehelpdesk.WebhookCreate); n != 2 {
-		t.Fatalf("the endpoint received %d creates; want 2", n)
-	}
-	if r, found, err := c.Lookup(context.Background(), second.ID); err != nil || !found || r.ExternalID != "WH-2" {
-		t.Fatalf("lookup %+v %v %v", r, found, err)
-	}
+	helpdesktest.NoAutoResend(t, s, newClient(t, s, true, 0), fakehelpdesk.WebhookCreate, "second", "WH-2")
 }
 
 func TestLookup(t *testing.T) {
@@ -252,18 +237,7 @@ func TestLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if _, found, err := c.Lookup(ctx, ticket.ID); err != nil || found {
-		t.Fatalf("before: %v %v", found, err)
-	}
-	sent, err := c.Send(ctx, ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, found, err := c.Lookup(ctx, ticket.ID)
-	if err != nil || !found || r != sent {
-		t.Fatalf("after: %+v %v %v; want %+v", r, found, err, sent)
-	}
+	helpdesktest.LookupFindsSent(t, c)
 	got := s.Received()
 	post, look := got[1], got[2]
 	if post.RawQuery != "team=a%20b&x=1" {

@@ -116,14 +116,9 @@ func Body(t delivery.HelpdeskTicket) ([]byte, error) {
 
 // Send creates the ticket once.
 func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
-	if t.ID == "" {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Refused,
-			Err: errors.New("zendesk: ticket has no id to send as Idempotency-Key")}
-	}
-	body, err := Body(t)
+	body, err := httpsend.TicketBody("zendesk", t, Body)
 	if err != nil {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Refused,
-			Err: fmt.Errorf("zendesk: encoding the ticket: %v", err)}
+		return delivery.Receipt{}, err
 	}
 	req := httpsend.Request{Method: http.MethodPost, URL: c.url("/api/v2/tickets", ""),
 		Header: c.header(), Body: body}
@@ -167,13 +162,7 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", err)
 	}
 	if resp.Status != http.StatusOK {
-		// 401 and 403: our token is refused, whatever the ticket; 429 and
-		// 503 carry their Retry-After; the rest is an unknown answer.
-		o := delivery.Unknown
-		if resp.Status == http.StatusUnauthorized || resp.Status == http.StatusForbidden {
-			o = delivery.Misconfigured
-		}
-		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", httpsend.StatusError(req, resp, o))
+		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", httpsend.LookupError(req, resp))
 	}
 	var out struct {
 		Tickets *[]zTicket `json:"tickets"`

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,8 +18,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 var ticket = helpdesktest.Ticket()
 
@@ -55,7 +51,7 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatalf("%d requests", len(got))
 			}
 			req := got[0]
-			helpdesktest.Golden(t, tc.name, req.Body, *update)
+			helpdesktest.Golden(t, tc.name, req.Body)
 			cfg := s.Config()
 			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))
 			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||
@@ -195,41 +191,15 @@ func TestUnreachableIsNotCreated(t *testing.T) {
 // lookup then finds the ticket, so the engine need not resend.
 func TestNoAutoResend(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
-	c := newClient(t, s, 0)
-	second := ticket
-	second.ID = "second-ticket"
-	if se := helpdesktest.SendAfter(t, c, ticket, second); se.Outcome != delivery.Unknown {
-		t.Fatalf("got %v", se)
-	}
-	if n := s.Requests(fakehelpdesk.ZendeskCreate); n != 2 {
-		t.Fatalf("the helpdesk received %d creates; want 2", n)
-	}
-	r, found, err := c.Lookup(context.Background(), second.ID)
-	if err != nil || !found || r.ExternalID != "1002" {
-		t.Fatalf("lookup: %+v %v %v", r, found, err)
-	}
-	if s.Held(second.ID) != 1 || s.Total() != 2 {
-		t.Fatalf("held %d, total %d", s.Held(second.ID), s.Total())
+	helpdesktest.NoAutoResend(t, s, newClient(t, s, 0), fakehelpdesk.ZendeskCreate, "second-ticket", "1002")
+	if s.Held("second-ticket") != 1 || s.Total() != 2 {
+		t.Fatalf("held %d, total %d", s.Held("second-ticket"), s.Total())
 	}
 }
 
 func TestLookup(t *testing.T) {
 	s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-	c := newClient(t, s, 0)
-	ctx := context.Background()
-
-	if r, found, err := c.Lookup(ctx, ticket.ID); err != nil || found || r != (delivery.Receipt{}) {
-		t.Fatalf("before: %+v %v %v", r, found, err)
-	}
-	sent, err := c.Send(ctx, ticket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, found, err := c.Lookup(ctx, ticket.ID)
-	if err != nil || !found || r != sent {
-		t.Fatalf("after: %+v %v %v; want %+v", r, found, err, sent)
-	}
+	helpdesktest.LookupFindsSent(t, newClient(t, s, 0))
 	got := s.Received()[2]
 	if got.Method != http.MethodGet || got.Path != "/api/v2/tickets" || got.RawQuery != "external_id="+ticket.ID ||
 		got.Header.Get("Authorization") == "" || len(got.Body) != 0 {
@@ -398,19 +368,10 @@ func TestCredentialsNeverShown(t *testing.T) {
 	}
 	basic := base64.StdEncoding.EncodeToString([]byte(cfg.Email + "/token:" + token))
 	var out bytes.Buffer
-	fmt.Fprintf(&out, "%v %+v %#v %s %v %+v %s\n", cfg, cfg, cfg, cfg, c, c, c)
-	log := slog.New(slog.NewJSONHandler(&out, nil))
-	log.Info("destination", "config", cfg, "client", c)
-	log.Info("destination", slog.Any("config", &cfg))
-	for _, f := range []fakehelpdesk.Fault{fakehelpdesk.CommitThenDrop(), fakehelpdesk.CommitThenStatus(500),
-		fakehelpdesk.Refuse(422), fakehelpdesk.CommitThenSlow(time.Second), fakehelpdesk.TooManyRequests("1")} {
-		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: f})
-		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskLookup, Fault: f})
-		_, err := c.Send(context.Background(), ticket)
-		fmt.Fprintln(&out, err)
-		_, _, err = c.Lookup(context.Background(), ticket.ID)
-		fmt.Fprintln(&out, err)
-	}
+	helpdesktest.Shown(&out, cfg, c)
+	helpdesktest.FailEach(&out, s, c, fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup, []fakehelpdesk.Fault{
+		fakehelpdesk.CommitThenDrop(), fakehelpdesk.CommitThenStatus(500),
+		fakehelpdesk.Refuse(422), fakehelpdesk.CommitThenSlow(time.Second), fakehelpdesk.TooManyRequests("1")})
 	text := out.String()
 	if strings.Contains(text, token) || strings.Contains(text, basic) {
 		t.Fatalf("a credential leaked:\n%s", text)
