@@ -132,6 +132,14 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 			t.Fatalf("effects stored = %d, want %d", n, want)
 		}
 	}
+	// replays fails the test, saying why, unless o replays first's result.
+	replays := func(t *testing.T, o, first idem.Outcome, why string) {
+		t.Helper()
+		Want(t, o, idem.Replayed)
+		if string(o.Result) != string(first.Result) {
+			t.Fatal(why)
+		}
+	}
 
 	t.Run("created, then the repeat replays the stored result byte for byte", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
@@ -148,11 +156,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 	t.Run("member order and white space do not make a new operation", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		first := e.Do(ctx, Call("alice", "r1", `{"sku":"A-1","qty":2}`))
-		second := e.Do(ctx, Call("alice", "r1", `{ "qty" : 2, "sku":"A-1" }`))
-		Want(t, second, idem.Replayed)
-		if string(second.Result) != string(first.Result) {
-			t.Fatal("a variant of the same arguments got another result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", `{ "qty" : 2, "sku":"A-1" }`)), first, "a variant of the same arguments got another result")
 		effects(t, e, 1)
 	})
 
@@ -172,11 +176,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		if o.Result != nil {
 			t.Fatalf("mismatch disclosed %s", o.Result)
 		}
-		again := e.Do(ctx, Call("alice", "r1", order))
-		Want(t, again, idem.Replayed)
-		if string(again.Result) != string(first.Result) {
-			t.Fatal("the original arguments no longer replay the first result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", order)), first, "the original arguments no longer replay the first result")
 		effects(t, e, 1)
 	})
 
@@ -257,11 +257,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		e := env(t, idem.PolicyArguments)
 		first := e.Do(ctx, Call("alice", "r1", order))
 		e.Advance(Retention - time.Second)
-		second := e.Do(ctx, Call("alice", "r1", order))
-		Want(t, second, idem.Replayed)
-		if string(second.Result) != string(first.Result) {
-			t.Fatal("replayed another result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", order)), first, "replayed another result")
 	})
 
 	t.Run("refused writes write nothing and claim nothing", func(t *testing.T) {
@@ -363,11 +359,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		first := e.Do(ctx, Call("alice", "r1", order))
 		Want(t, first, idem.Created)
 		e.Guard.Store = e.F.Reopen(t)
-		second := e.Do(ctx, Call("alice", "r1", order))
-		Want(t, second, idem.Replayed)
-		if string(second.Result) != string(first.Result) {
-			t.Fatal("after a restart, another result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", order)), first, "after a restart, another result")
 	})
 
 	t.Run("concurrent: 10 identical calls make one effect, 9 replay its result", func(t *testing.T) {
