@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,6 +132,18 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		if n := e.Effects(); n != want {
 			t.Fatalf("effects stored = %d, want %d", n, want)
 		}
+	}
+	// race makes n calls at once, call(i) the i-th, and fails the test
+	// unless their outcomes count as want (of n in all; wants says it) and
+	// every replay carries the created result (tally), which it returns.
+	race := func(t *testing.T, e *Env[W], n int, call func(i int) idem.Call, want map[idem.Status]int, wants string) ([]idem.Outcome, string) {
+		t.Helper()
+		outs := Concurrent(n, func(i int) idem.Outcome { return e.Do(ctx, call(i)) })
+		counts, created := tally(t, outs)
+		if !maps.Equal(counts, want) {
+			t.Fatalf("outcomes %v, want %s", counts, wants)
+		}
+		return outs, created
 	}
 	// replays fails the test, saying why, unless o replays first's result.
 	replays := func(t *testing.T, o, first idem.Outcome, why string) {
@@ -364,11 +377,8 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 
 	t.Run("concurrent: 10 identical calls make one effect, 9 replay its result", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		outs := Concurrent(10, func(int) idem.Outcome { return e.Do(ctx, Call("alice", "r-conc", order)) })
-		counts, created := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 9 {
-			t.Fatalf("outcomes %v, want 1 created and 9 replayed", counts)
-		}
+		outs, created := race(t, e, 10, func(int) idem.Call { return Call("alice", "r-conc", order) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 9}, "1 created and 9 replayed")
 		for _, o := range outs {
 			if string(o.Result) != created {
 				t.Fatalf("result %s, want %s", o.Result, created)
@@ -380,22 +390,16 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 	t.Run("concurrent: two owners racing for one key, one wins, the other is a conflict", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		owners := []string{"alice", "carol"}
-		outs := Concurrent(8, func(i int) idem.Outcome { return e.Do(ctx, Call(owners[i%2], "r-race", order)) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 3 || counts[idem.Conflict] != 4 {
-			t.Fatalf("outcomes %v, want 1 created, 3 replayed (the winner's), 4 conflicts", counts)
-		}
+		race(t, e, 8, func(i int) idem.Call { return Call(owners[i%2], "r-race", order) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 3, idem.Conflict: 4}, "1 created, 3 replayed (the winner's), 4 conflicts")
 		effects(t, e, 1)
 	})
 
 	t.Run("concurrent: policy request, two argument sets racing: one wins, the other set is a mismatch", func(t *testing.T) {
 		e := env(t, idem.PolicyRequest)
 		args := []string{order, `{"sku":"B-2","qty":1}`}
-		outs := Concurrent(8, func(i int) idem.Outcome { return e.Do(ctx, Call("alice", "r-args", args[i%2])) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 3 || counts[idem.Mismatch] != 4 {
-			t.Fatalf("outcomes %v, want 1 created, 3 replayed, 4 mismatches", counts)
-		}
+		race(t, e, 8, func(i int) idem.Call { return Call("alice", "r-args", args[i%2]) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 3, idem.Mismatch: 4}, "1 created, 3 replayed, 4 mismatches")
 		effects(t, e, 1)
 	})
 
@@ -403,21 +407,15 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		e := env(t, idem.PolicyArguments)
 		Want(t, e.Do(ctx, Call("alice", "r1", order)), idem.Created)
 		e.Advance(Retention + time.Hour)
-		outs := Concurrent(2, func(int) idem.Outcome { return e.Do(ctx, Call("alice", "r1", order)) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 1 {
-			t.Fatalf("outcomes %v, want 1 created, 1 replayed", counts)
-		}
+		race(t, e, 2, func(int) idem.Call { return Call("alice", "r1", order) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 1}, "1 created, 1 replayed")
 		effects(t, e, 2)
 	})
 
 	t.Run("concurrent: 12 distinct calls are 12 operations, none lost", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		outs := Concurrent(12, func(i int) idem.Outcome { return e.Do(ctx, Call("alice", fmt.Sprintf("r-%d", i), order)) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 12 {
-			t.Fatalf("outcomes %v, want 12 created", counts)
-		}
+		race(t, e, 12, func(i int) idem.Call { return Call("alice", fmt.Sprintf("r-%d", i), order) },
+			map[idem.Status]int{idem.Created: 12}, "12 created")
 		effects(t, e, 12)
 	})
 }
