@@ -3,7 +3,6 @@ package dynamo_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,9 +53,7 @@ func TestDeliveryConformance(t *testing.T) {
 func TestDeliveryRoundTrips(t *testing.T) {
 	r := newRoundTrips(t, dynamo.Options{NoReadAhead: true})
 	ctx := context.Background()
-	var seq atomic.Int64
 	r.svc.Deliver = true
-	r.svc.NewID = func() string { return fmt.Sprintf("rt-%d-%d", time.Now().UnixNano(), seq.Add(1)) }
 	r.call("warm-up") // the user cache's first read
 	var ids []string
 	for i, st := range []roundTrip{

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -161,7 +162,6 @@ func attrType(v types.AttributeValue) string {
 // store.Wait. They are deterministic, so they are asserted.
 func TestRoundTripsPerCallback(t *testing.T) {
 	r := newRoundTrips(t, dynamo.Options{})
-	r.svc.NewID = func() string { return time.Now().Format("150405.000000000") }
 	steps := []roundTrip{
 		{"new operation, cold user cache", "r1", core.KindCreated, 3},
 		{"repeat, warm cache", "r1", core.KindDuplicate, 2},
@@ -179,10 +179,11 @@ func TestRoundTripsPerCallback(t *testing.T) {
 
 // roundTrips is the callback's service over a store on a fresh table
 // whose client counts its requests, with user-a (alice of tenant-a)
-// stored.
+// stored; its ticket ids are unique within the table.
 type roundTrips struct {
 	store *dynamo.Store
 	calls atomic.Int64
+	seq   atomic.Int64
 	svc   *core.Service
 }
 
@@ -196,7 +197,7 @@ func newRoundTrips(t *testing.T, opt dynamo.Options) *roundTrips {
 		t.Fatal(err)
 	}
 	r.svc = &core.Service{Store: r.store, Users: usercache.New(r.store, time.Minute, 16), Policy: opkey.PolicyArguments,
-		Retention: time.Hour}
+		Retention: time.Hour, NewID: func() string { return fmt.Sprintf("rt-%d-%d", time.Now().UnixNano(), r.seq.Add(1)) }}
 	return r
 }
 
