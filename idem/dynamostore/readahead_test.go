@@ -99,6 +99,9 @@ func (e *readAheadEnv) guard(g *gated, policy idem.Policy) *idem.Guard[[]types.T
 	}
 }
 
+// order is the arguments of the calls the tests repeat.
+const order = `{"sku":"A-1","qty":2}`
+
 func do(g *idem.Guard[[]types.TransactWriteItem], c idem.Call, result string) idem.Outcome {
 	return g.Do(context.Background(), c, func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(result), []types.TransactWriteItem{effectItem(result)}, nil
@@ -109,7 +112,6 @@ func do(g *idem.Guard[[]types.TransactWriteItem], c idem.Call, result string) id
 // back: the repeat costs the latency of one read. Had the claim waited
 // for the transaction, the held transaction would have made it busy.
 func TestReadAheadAnswersFromTheRead(t *testing.T) {
-	const order = `{"sku":"A-1","qty":2}`
 	t.Run("completed: replayed byte for byte", func(t *testing.T) {
 		e := newReadAheadEnv(t)
 		first := do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`)
@@ -163,7 +165,6 @@ func TestReadAheadAnswersFromTheRead(t *testing.T) {
 
 // What the read finds but may not answer: the transaction decides.
 func TestReadAheadDefersToTheTransaction(t *testing.T) {
-	const order = `{"sku":"A-1","qty":2}`
 	t.Run("the call's own write, seen by the read: created, not replayed", func(t *testing.T) {
 		e := newReadAheadEnv(t)
 		g := newGated(e.client)
@@ -287,34 +288,45 @@ func TestReadAheadRule(t *testing.T) {
 	}
 }
 
-// conflicted answers every transaction, once released, with a
-// transaction conflict; its reads go to DynamoDB Local.
-type conflicted struct {
+// held holds every transaction until released, then answers it with a
+// cancellation for code, noting that it returned and whether the context
+// it was given had ended meanwhile; its reads go to DynamoDB Local.
+type held struct {
 	*dynamodb.Client
+	code     string
 	release  chan struct{}
 	txs      atomic.Int64
 	returned atomic.Bool
+	ended    atomic.Bool
 }
 
-func (c *conflicted) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (c *held) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	c.txs.Add(1)
 	<-c.release
+	c.ended.Store(ctx.Err() != nil)
 	c.returned.Store(true)
-	return nil, &types.TransactionCanceledException{Message: aws.String("conflict"),
-		CancellationReasons: []types.CancellationReason{{Code: aws.String("TransactionConflict")}}}
+	return nil, &types.TransactionCanceledException{Message: aws.String("held"),
+		CancellationReasons: []types.CancellationReason{{Code: aws.String(c.code)}}}
+}
+
+// repeatOverHeld stores a first order with the plain store and gives a
+// read-ahead store with opt (ReadAhead set) over a held client answering
+// code, and a Guard of it, for the order's repeat.
+func (e *readAheadEnv) repeatOverHeld(t *testing.T, code string, opt dynamostore.Options) (*held, *dynamostore.Store, *idem.Guard[[]types.TransactWriteItem]) {
+	t.Helper()
+	idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+	c := &held{Client: e.client, code: code, release: make(chan struct{})}
+	opt.ReadAhead = true
+	store := dynamostore.New(c, e.name, opt)
+	return c, store, &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
 }
 
 // A transaction the read answered ahead of is left to end on its own, not
 // waited for by the claim: Wait waits for it, and its conflict is not
 // retried, since nobody waits for its answer (with retries, 11 attempts).
 func TestReadAheadLeavesTheTransaction(t *testing.T) {
-	const order = `{"sku":"A-1","qty":2}`
-	e := newReadAheadEnv(t)
-	idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
-	c := &conflicted{Client: e.client, release: make(chan struct{})}
-	store := dynamostore.New(c, e.name, dynamostore.Options{ReadAhead: true, ConflictRetries: 10,
+	c, store, g := newReadAheadEnv(t).repeatOverHeld(t, "TransactionConflict", dynamostore.Options{ConflictRetries: 10,
 		ConflictBackoff: time.Millisecond, ConflictBackoffMax: time.Millisecond})
-	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
 	o := do(g, idemtest.Call("alice", "r1", order), `{"order_id":"second"}`)
 	idemtest.Want(t, o, idem.Replayed)
 	if c.returned.Load() {
@@ -330,34 +342,13 @@ func TestReadAheadLeavesTheTransaction(t *testing.T) {
 	}
 }
 
-// ctxWatcher holds every transaction until released, then notes whether
-// the context it was given had ended meanwhile; its reads go to DynamoDB
-// Local.
-type ctxWatcher struct {
-	*dynamodb.Client
-	release chan struct{}
-	ended   atomic.Bool
-}
-
-func (c *ctxWatcher) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	<-c.release
-	c.ended.Store(ctx.Err() != nil)
-	return nil, &types.TransactionCanceledException{Message: aws.String("held"),
-		CancellationReasons: []types.CancellationReason{{Code: aws.String("ConditionalCheckFailed")}}}
-}
-
 // A caller that stops waiting as soon as the read has answered (a door
 // that cancels its request's context on return) does not take the
 // transaction down with it: the transaction is sent on a context that
 // the caller's cancellation does not end, so a claim always sends both
 // requests and a count taken after Wait is exact.
 func TestReadAheadTransactionOutlivesTheCaller(t *testing.T) {
-	const order = `{"sku":"A-1","qty":2}`
-	e := newReadAheadEnv(t)
-	idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
-	c := &ctxWatcher{Client: e.client, release: make(chan struct{})}
-	store := dynamostore.New(c, e.name, dynamostore.Options{ReadAhead: true})
-	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+	c, store, g := newReadAheadEnv(t).repeatOverHeld(t, "ConditionalCheckFailed", dynamostore.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	o := g.Do(ctx, idemtest.Call("alice", "r1", order), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"order_id":"second"}`), []types.TransactWriteItem{effectItem(`{"order_id":"second"}`)}, nil

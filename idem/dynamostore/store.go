@@ -182,28 +182,27 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 	return s.readAhead(ctx, rec, in, now)
 }
 
-// withTable is w with the store's table where w names none; the caller's
-// item is not modified.
+// withTable is w with the store's table where its action names none; the
+// caller's item is not modified.
 func (s *Store) withTable(w types.TransactWriteItem) types.TransactWriteItem {
-	switch {
-	case w.Put != nil && w.Put.TableName == nil:
-		p := *w.Put
-		p.TableName = &s.table
-		w.Put = &p
-	case w.Update != nil && w.Update.TableName == nil:
-		u := *w.Update
-		u.TableName = &s.table
-		w.Update = &u
-	case w.Delete != nil && w.Delete.TableName == nil:
-		d := *w.Delete
-		d.TableName = &s.table
-		w.Delete = &d
-	case w.ConditionCheck != nil && w.ConditionCheck.TableName == nil:
-		c := *w.ConditionCheck
-		c.TableName = &s.table
-		w.ConditionCheck = &c
-	}
+	w.Put = named(w.Put, &s.table, func(p *types.Put) **string { return &p.TableName })
+	w.Update = named(w.Update, &s.table, func(u *types.Update) **string { return &u.TableName })
+	w.Delete = named(w.Delete, &s.table, func(d *types.Delete) **string { return &d.TableName })
+	w.ConditionCheck = named(w.ConditionCheck, &s.table, func(c *types.ConditionCheck) **string { return &c.TableName })
 	return w
+}
+
+// named is action with table as its table name where it names none: a
+// copy, so the caller's action is not modified. The four actions of a
+// TransactWriteItem are distinct SDK types, each with a TableName; name
+// points at it.
+func named[A any](action *A, table *string, name func(*A) **string) *A {
+	if action == nil || *name(action) != nil {
+		return action
+	}
+	c := *action
+	*name(&c) = table
+	return &c
 }
 
 // call runs one DynamoDB call under its own deadline and maps its error.

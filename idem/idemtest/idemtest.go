@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,6 +133,26 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 			t.Fatalf("effects stored = %d, want %d", n, want)
 		}
 	}
+	// race makes n calls at once, call(i) the i-th, and fails the test
+	// unless their outcomes count as want (of n in all; wants says it) and
+	// every replay carries the created result (tally), which it returns.
+	race := func(t *testing.T, e *Env[W], n int, call func(i int) idem.Call, want map[idem.Status]int, wants string) ([]idem.Outcome, string) {
+		t.Helper()
+		outs := Concurrent(n, func(i int) idem.Outcome { return e.Do(ctx, call(i)) })
+		counts, created := tally(t, outs)
+		if !maps.Equal(counts, want) {
+			t.Fatalf("outcomes %v, want %s", counts, wants)
+		}
+		return outs, created
+	}
+	// replays fails the test, saying why, unless o replays first's result.
+	replays := func(t *testing.T, o, first idem.Outcome, why string) {
+		t.Helper()
+		Want(t, o, idem.Replayed)
+		if string(o.Result) != string(first.Result) {
+			t.Fatal(why)
+		}
+	}
 
 	t.Run("created, then the repeat replays the stored result byte for byte", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
@@ -148,11 +169,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 	t.Run("member order and white space do not make a new operation", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		first := e.Do(ctx, Call("alice", "r1", `{"sku":"A-1","qty":2}`))
-		second := e.Do(ctx, Call("alice", "r1", `{ "qty" : 2, "sku":"A-1" }`))
-		Want(t, second, idem.Replayed)
-		if string(second.Result) != string(first.Result) {
-			t.Fatal("a variant of the same arguments got another result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", `{ "qty" : 2, "sku":"A-1" }`)), first, "a variant of the same arguments got another result")
 		effects(t, e, 1)
 	})
 
@@ -172,11 +189,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		if o.Result != nil {
 			t.Fatalf("mismatch disclosed %s", o.Result)
 		}
-		again := e.Do(ctx, Call("alice", "r1", order))
-		Want(t, again, idem.Replayed)
-		if string(again.Result) != string(first.Result) {
-			t.Fatal("the original arguments no longer replay the first result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", order)), first, "the original arguments no longer replay the first result")
 		effects(t, e, 1)
 	})
 
@@ -257,11 +270,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		e := env(t, idem.PolicyArguments)
 		first := e.Do(ctx, Call("alice", "r1", order))
 		e.Advance(Retention - time.Second)
-		second := e.Do(ctx, Call("alice", "r1", order))
-		Want(t, second, idem.Replayed)
-		if string(second.Result) != string(first.Result) {
-			t.Fatal("replayed another result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", order)), first, "replayed another result")
 	})
 
 	t.Run("refused writes write nothing and claim nothing", func(t *testing.T) {
@@ -363,20 +372,13 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		first := e.Do(ctx, Call("alice", "r1", order))
 		Want(t, first, idem.Created)
 		e.Guard.Store = e.F.Reopen(t)
-		second := e.Do(ctx, Call("alice", "r1", order))
-		Want(t, second, idem.Replayed)
-		if string(second.Result) != string(first.Result) {
-			t.Fatal("after a restart, another result")
-		}
+		replays(t, e.Do(ctx, Call("alice", "r1", order)), first, "after a restart, another result")
 	})
 
 	t.Run("concurrent: 10 identical calls make one effect, 9 replay its result", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		outs := Concurrent(10, func(int) idem.Outcome { return e.Do(ctx, Call("alice", "r-conc", order)) })
-		counts, created := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 9 {
-			t.Fatalf("outcomes %v, want 1 created and 9 replayed", counts)
-		}
+		outs, created := race(t, e, 10, func(int) idem.Call { return Call("alice", "r-conc", order) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 9}, "1 created and 9 replayed")
 		for _, o := range outs {
 			if string(o.Result) != created {
 				t.Fatalf("result %s, want %s", o.Result, created)
@@ -388,22 +390,16 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 	t.Run("concurrent: two owners racing for one key, one wins, the other is a conflict", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		owners := []string{"alice", "carol"}
-		outs := Concurrent(8, func(i int) idem.Outcome { return e.Do(ctx, Call(owners[i%2], "r-race", order)) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 3 || counts[idem.Conflict] != 4 {
-			t.Fatalf("outcomes %v, want 1 created, 3 replayed (the winner's), 4 conflicts", counts)
-		}
+		race(t, e, 8, func(i int) idem.Call { return Call(owners[i%2], "r-race", order) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 3, idem.Conflict: 4}, "1 created, 3 replayed (the winner's), 4 conflicts")
 		effects(t, e, 1)
 	})
 
 	t.Run("concurrent: policy request, two argument sets racing: one wins, the other set is a mismatch", func(t *testing.T) {
 		e := env(t, idem.PolicyRequest)
 		args := []string{order, `{"sku":"B-2","qty":1}`}
-		outs := Concurrent(8, func(i int) idem.Outcome { return e.Do(ctx, Call("alice", "r-args", args[i%2])) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 3 || counts[idem.Mismatch] != 4 {
-			t.Fatalf("outcomes %v, want 1 created, 3 replayed, 4 mismatches", counts)
-		}
+		race(t, e, 8, func(i int) idem.Call { return Call("alice", "r-args", args[i%2]) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 3, idem.Mismatch: 4}, "1 created, 3 replayed, 4 mismatches")
 		effects(t, e, 1)
 	})
 
@@ -411,21 +407,15 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		e := env(t, idem.PolicyArguments)
 		Want(t, e.Do(ctx, Call("alice", "r1", order)), idem.Created)
 		e.Advance(Retention + time.Hour)
-		outs := Concurrent(2, func(int) idem.Outcome { return e.Do(ctx, Call("alice", "r1", order)) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 1 || counts[idem.Replayed] != 1 {
-			t.Fatalf("outcomes %v, want 1 created, 1 replayed", counts)
-		}
+		race(t, e, 2, func(int) idem.Call { return Call("alice", "r1", order) },
+			map[idem.Status]int{idem.Created: 1, idem.Replayed: 1}, "1 created, 1 replayed")
 		effects(t, e, 2)
 	})
 
 	t.Run("concurrent: 12 distinct calls are 12 operations, none lost", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		outs := Concurrent(12, func(i int) idem.Outcome { return e.Do(ctx, Call("alice", fmt.Sprintf("r-%d", i), order)) })
-		counts, _ := tally(t, outs)
-		if counts[idem.Created] != 12 {
-			t.Fatalf("outcomes %v, want 12 created", counts)
-		}
+		race(t, e, 12, func(i int) idem.Call { return Call("alice", fmt.Sprintf("r-%d", i), order) },
+			map[idem.Status]int{idem.Created: 12}, "12 created")
 		effects(t, e, 12)
 	})
 }

@@ -144,19 +144,10 @@ func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 	if limit <= 0 {
 		return nil, nil
 	}
-	var out *dynamodb.QueryOutput
-	err := st.call(ctx, func(ctx context.Context) (err error) {
-		out, err = st.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:              &st.table,
-			IndexName:              aws.String(DeliveryDueIndex),
-			KeyConditionExpression: aws.String("#shard = :shard AND #due <= :now"),
-			ExpressionAttributeNames: map[string]string{
-				"#shard": attrShard, "#due": attrDueAt,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":shard": stringAttr(shard), ":now": numberAttr(now.Unix())},
-			Limit:                     aws.Int32(int32(min(limit, 1000))),
-		})
-		return err
+	out, err := st.queryShard(ctx, " AND #due <= :now", dynamodb.QueryInput{
+		ExpressionAttributeNames:  map[string]string{"#due": attrDueAt},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": numberAttr(now.Unix())},
+		Limit:                     aws.Int32(int32(min(limit, 1000))),
 	})
 	if err != nil {
 		return nil, err
@@ -172,6 +163,32 @@ func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 	return ids, nil
 }
 
+// queryShard runs one Query of DeliveryDueIndex in the outbox's shard:
+// in with the table, the index and the key condition "#shard = :shard"
+// followed by more, whose names and values in carries.
+func (st *Store) queryShard(ctx context.Context, more string, in dynamodb.QueryInput) (*dynamodb.QueryOutput, error) {
+	in.TableName = &st.table
+	in.IndexName = aws.String(DeliveryDueIndex)
+	in.KeyConditionExpression = aws.String("#shard = :shard" + more)
+	in.ExpressionAttributeNames = withEntry(in.ExpressionAttributeNames, "#shard", attrShard)
+	in.ExpressionAttributeValues = withEntry(in.ExpressionAttributeValues, ":shard", stringAttr(shard))
+	var out *dynamodb.QueryOutput
+	err := st.call(ctx, func(ctx context.Context) (err error) {
+		out, err = st.client.Query(ctx, &in)
+		return err
+	})
+	return out, err
+}
+
+// withEntry is m, made where nil, with k set to v.
+func withEntry[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = make(map[string]V, 1)
+	}
+	m[k] = v
+	return m
+}
+
 var _ delivery.WaitingCounter = (*Store)(nil)
 
 // Waiting implements delivery.WaitingCounter with a Query on
@@ -184,19 +201,7 @@ func (st *Store) Waiting(ctx context.Context) (int, error) {
 	total := 0
 	var start map[string]types.AttributeValue
 	for {
-		var out *dynamodb.QueryOutput
-		err := st.call(ctx, func(ctx context.Context) (err error) {
-			out, err = st.client.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 &st.table,
-				IndexName:                 aws.String(DeliveryDueIndex),
-				KeyConditionExpression:    aws.String("#shard = :shard"),
-				ExpressionAttributeNames:  map[string]string{"#shard": attrShard},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":shard": stringAttr(shard)},
-				Select:                    types.SelectCount,
-				ExclusiveStartKey:         start,
-			})
-			return err
-		})
+		out, err := st.queryShard(ctx, "", dynamodb.QueryInput{Select: types.SelectCount, ExclusiveStartKey: start})
 		if err != nil {
 			return 0, err
 		}

@@ -2,9 +2,7 @@ package dynamo_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +15,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 // deliveryHarness opens a fresh table per test; Corrupt writes a
@@ -55,37 +51,18 @@ func TestDeliveryConformance(t *testing.T) {
 // transaction (nothing), and the read beside it is the same with or
 // without a destination (TestRoundTripsPerCallback counts it).
 func TestDeliveryRoundTrips(t *testing.T) {
-	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	var calls atomic.Int64
-	store := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls)), table, dynamo.Options{NoReadAhead: true})
+	r := newRoundTrips(t, dynamo.Options{NoReadAhead: true})
 	ctx := context.Background()
-	if err := store.PutUser(ctx, core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	var seq atomic.Int64
-	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: opkey.PolicyArguments,
-		Retention: time.Hour, Deliver: true, NewID: func() string { return fmt.Sprintf("rt-%d-%d", time.Now().UnixNano(), seq.Add(1)) }}
-	call := func(rid string) (core.Outcome, int64) {
-		before := calls.Load()
-		o := svc.Answer(ctx, core.Call{Function: core.CreateTicket,
-			Content: json.RawMessage(`{"title":"Round trips"}`), ExternalUserID: "user-a", RequestID: rid})
-		return o, calls.Load() - before
-	}
-	call("warm-up") // the user cache's first read
+	r.svc.Deliver = true
+	r.call("warm-up") // the user cache's first read
 	var ids []string
-	for i, st := range []struct {
-		name      string
-		rid       string
-		want      core.Kind
-		wantCalls int64
-	}{
+	for i, st := range []roundTrip{
 		{"callback with a destination, new operation", "r1", core.KindCreated, 1},
 		{"callback with a destination, repeat", "r1", core.KindDuplicate, 1},
 		{"callback with a destination, second new operation", "r2", core.KindCreated, 1},
 		{"callback with a destination, repeat of the second", "r2", core.KindDuplicate, 1},
 	} {
-		o, n := call(st.rid)
+		o, n := r.call(st.rid)
 		t.Logf("%s: %d DynamoDB requests", st.name, n) // read back by make bench
 		if o.Kind != st.want || n != st.wantCalls {
 			t.Fatalf("step %d: kind %v with %d DynamoDB calls, want %v with %d", i, o.Kind, n, st.want, st.wantCalls)
@@ -95,28 +72,28 @@ func TestDeliveryRoundTrips(t *testing.T) {
 		}
 	}
 	dest := &deliverytest.CountingDest{}
-	eng := &delivery.Engine{Store: store, Destination: dest}
-	before := calls.Load()
+	eng := &delivery.Engine{Store: r.store, Destination: dest}
+	before := r.calls.Load()
 	if st, err := eng.Deliver(ctx, ids[0]); err != nil || st != delivery.StateDelivered {
 		t.Fatalf("Deliver: %s, %v", st, err)
 	}
-	n := calls.Load() - before
+	n := r.calls.Load() - before
 	t.Logf("delivering one ticket (claim, result): %d DynamoDB requests", n) // read back by make bench
 	if n != 2 {
 		t.Fatalf("DynamoDB calls per delivered ticket = %d, want 2", n)
 	}
 	// The worker's sweep: one Query, then two calls per ticket.
-	before = calls.Load()
+	before = r.calls.Load()
 	deadline := time.Now().Add(10 * time.Second)
 	moved := 0
 	for moved == 0 && time.Now().Before(deadline) { // the index is eventually consistent
-		before = calls.Load()
+		before = r.calls.Load()
 		moved = deliverytest.Sweep(ctx, eng, 16) // a worker's default concurrency
 	}
 	if moved != 2 {
 		t.Fatalf("sweep moved %d, want 2 (warm-up and r2)", moved)
 	}
-	n = calls.Load() - before
+	n = r.calls.Load() - before
 	t.Logf("a worker's sweep delivering 2 tickets (one Query, then claim and result each): %d DynamoDB requests", n) // read back by make bench
 	if n != 1+2*2 {
 		t.Fatalf("DynamoDB calls for a sweep of 2 = %d, want 5", n)

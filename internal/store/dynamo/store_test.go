@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -29,21 +30,19 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	deliverytest.KillMain(func() (delivery.Outbox, error) {
-		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
-		if err != nil {
-			return nil, err
-		}
-		return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
-	})
-	storetest.ChildMain(func() (core.Store, error) {
-		client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
-		if err != nil {
-			return nil, err
-		}
-		return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
-	})
+	deliverytest.KillMain(func() (delivery.Outbox, error) { return storeFromEnv() })
+	storetest.ChildMain(func() (core.Store, error) { return storeFromEnv() })
 	testenv.Main(m)
+}
+
+// storeFromEnv is the store a child process of a test opens: on the
+// table and at the endpoint its parent names in the environment.
+func storeFromEnv() (*dynamo.Store, error) {
+	client, err := testenv.NewDynamoClient(os.Getenv(envEndpoint))
+	if err != nil {
+		return nil, err
+	}
+	return dynamo.New(client, os.Getenv(envTable), dynamo.Options{}), nil
 }
 
 // tableStore is the adapter plus what the suite reads directly.
@@ -162,41 +161,64 @@ func attrType(v types.AttributeValue) string {
 // wait for still runs to its end, so the counts are taken after
 // store.Wait. They are deterministic, so they are asserted.
 func TestRoundTripsPerCallback(t *testing.T) {
-	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	var calls atomic.Int64
-	client := testenv.DynamoClient(t, endpoint, testenv.CountCalls(&calls))
-	store := dynamo.New(client, table, dynamo.Options{})
-	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: opkey.PolicyArguments,
-		Retention: time.Hour, NewID: func() string { return time.Now().Format("150405.000000000") }}
-	call := func(rid string) (core.Outcome, int64) {
-		before := calls.Load()
-		o := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
-			Content: json.RawMessage(`{"title":"Round trips"}`), ExternalUserID: "user-a", RequestID: rid})
-		store.Wait()
-		return o, calls.Load() - before
-	}
-	steps := []struct {
-		name      string
-		rid       string
-		want      core.Kind
-		wantCalls int64
-	}{
+	r := newRoundTrips(t, dynamo.Options{})
+	steps := []roundTrip{
 		{"new operation, cold user cache", "r1", core.KindCreated, 3},
 		{"repeat, warm cache", "r1", core.KindDuplicate, 2},
 		{"new operation, warm cache", "r2", core.KindCreated, 2},
 		{"repeat of the second", "r2", core.KindDuplicate, 2},
 	}
 	for _, st := range steps {
-		o, n := call(st.rid)
+		o, n := r.call(st.rid)
 		t.Logf("%s: %d DynamoDB requests", st.name, n) // read back by make bench
 		if o.Kind != st.want || n != st.wantCalls {
 			t.Errorf("%s: kind %v with %d DynamoDB calls, want %v with %d", st.name, o.Kind, n, st.want, st.wantCalls)
 		}
 	}
+}
+
+// roundTrips is the callback's service over a store on a fresh table
+// whose client counts its requests, with user-a (alice of tenant-a)
+// stored; its ticket ids are unique within the table.
+type roundTrips struct {
+	store *dynamo.Store
+	calls atomic.Int64
+	seq   atomic.Int64
+	svc   *core.Service
+}
+
+func newRoundTrips(t *testing.T, opt dynamo.Options) *roundTrips {
+	t.Helper()
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	r := &roundTrips{}
+	r.store = dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&r.calls)), table, opt)
+	if err := r.store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	r.svc = &core.Service{Store: r.store, Users: usercache.New(r.store, time.Minute, 16), Policy: opkey.PolicyArguments,
+		Retention: time.Hour, NewID: func() string { return fmt.Sprintf("rt-%d-%d", time.Now().UnixNano(), r.seq.Add(1)) }}
+	return r
+}
+
+// call answers user-a's create_ticket call with request id rid, and the
+// DynamoDB requests it took, counted once the store has ended those it
+// did not wait for (store.Wait).
+func (r *roundTrips) call(rid string) (core.Outcome, int64) {
+	before := r.calls.Load()
+	o := r.svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
+		Content: json.RawMessage(`{"title":"Round trips"}`), ExternalUserID: "user-a", RequestID: rid})
+	r.store.Wait()
+	return o, r.calls.Load() - before
+}
+
+// roundTrip is a step of a count: a call's request id, and the kind of
+// outcome and the number of DynamoDB requests it must have.
+type roundTrip struct {
+	name      string
+	rid       string
+	want      core.Kind
+	wantCalls int64
 }
 
 // Users: USER# items, disabled flag, unknown → not found.

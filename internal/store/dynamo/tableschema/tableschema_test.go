@@ -1,10 +1,12 @@
 package tableschema_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"gopkg.in/yaml.v3"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
@@ -16,26 +18,11 @@ type templateTable struct {
 	Resources map[string]struct {
 		Type       string `yaml:"Type"`
 		Properties struct {
-			BillingMode          string `yaml:"BillingMode"`
-			AttributeDefinitions []struct {
-				AttributeName string `yaml:"AttributeName"`
-				AttributeType string `yaml:"AttributeType"`
-			} `yaml:"AttributeDefinitions"`
-			KeySchema []struct {
-				AttributeName string `yaml:"AttributeName"`
-				KeyType       string `yaml:"KeyType"`
-			} `yaml:"KeySchema"`
-			GlobalSecondaryIndexes []struct {
-				IndexName string `yaml:"IndexName"`
-				KeySchema []struct {
-					AttributeName string `yaml:"AttributeName"`
-					KeyType       string `yaml:"KeyType"`
-				} `yaml:"KeySchema"`
-				Projection struct {
-					ProjectionType string `yaml:"ProjectionType"`
-				} `yaml:"Projection"`
-			} `yaml:"GlobalSecondaryIndexes"`
-			StreamSpecification struct {
+			BillingMode            string              `yaml:"BillingMode"`
+			AttributeDefinitions   []templateAttribute `yaml:"AttributeDefinitions"`
+			KeySchema              []templateKey       `yaml:"KeySchema"`
+			GlobalSecondaryIndexes []templateIndex     `yaml:"GlobalSecondaryIndexes"`
+			StreamSpecification    struct {
 				StreamViewType string `yaml:"StreamViewType"`
 			} `yaml:"StreamSpecification"`
 			TimeToLiveSpecification struct {
@@ -44,6 +31,59 @@ type templateTable struct {
 			} `yaml:"TimeToLiveSpecification"`
 		} `yaml:"Properties"`
 	} `yaml:"Resources"`
+}
+
+// templateAttribute is an attribute definition in template.yaml.
+type templateAttribute struct {
+	AttributeName string `yaml:"AttributeName"`
+	AttributeType string `yaml:"AttributeType"`
+}
+
+// templateKey is an element of a key schema in template.yaml.
+type templateKey struct {
+	AttributeName string `yaml:"AttributeName"`
+	KeyType       string `yaml:"KeyType"`
+}
+
+// templateIndex is a global secondary index in template.yaml.
+type templateIndex struct {
+	IndexName  string        `yaml:"IndexName"`
+	KeySchema  []templateKey `yaml:"KeySchema"`
+	Projection struct {
+		ProjectionType string `yaml:"ProjectionType"`
+	} `yaml:"Projection"`
+}
+
+// pairs is each element of list as two strings (a name and a type), the
+// form in which the template's lists and Go's are compared.
+func pairs[E any](list []E, pair func(E) [2]string) [][2]string {
+	out := make([][2]string, len(list))
+	for i, e := range list {
+		out[i] = pair(e)
+	}
+	return out
+}
+
+func templateKeys(ks []templateKey) [][2]string {
+	return pairs(ks, func(k templateKey) [2]string { return [2]string{k.AttributeName, k.KeyType} })
+}
+
+func goKeys(ks []types.KeySchemaElement) [][2]string {
+	return pairs(ks, func(k types.KeySchemaElement) [2]string { return [2]string{*k.AttributeName, string(k.KeyType)} })
+}
+
+// samePairs fails the test unless the template's list, what, has Go's
+// elements in Go's order.
+func samePairs(t *testing.T, what string, template, golang [][2]string) {
+	t.Helper()
+	if len(template) != len(golang) {
+		t.Fatalf("%s: template has %d elements, Go %d", what, len(template), len(golang))
+	}
+	for i, e := range template {
+		if g := golang[i]; e != g {
+			t.Errorf("%s[%d]: template %s %s, Go %s %s", what, i, e[0], e[1], g[0], g[1])
+		}
+	}
 }
 
 // TestMatchesTemplate holds the Go definition that seedlocal and the tests
@@ -80,40 +120,19 @@ func TestMatchesTemplate(t *testing.T) {
 	if got, want := p.BillingMode, string(in.BillingMode); got != want {
 		t.Errorf("BillingMode: template %q, Go %q", got, want)
 	}
-	if len(p.AttributeDefinitions) != len(in.AttributeDefinitions) {
-		t.Fatalf("AttributeDefinitions: template has %d, Go %d", len(p.AttributeDefinitions), len(in.AttributeDefinitions))
-	}
-	for i, a := range p.AttributeDefinitions {
-		g := in.AttributeDefinitions[i]
-		if a.AttributeName != *g.AttributeName || a.AttributeType != string(g.AttributeType) {
-			t.Errorf("AttributeDefinitions[%d]: template %s %s, Go %s %s", i, a.AttributeName, a.AttributeType, *g.AttributeName, g.AttributeType)
-		}
-	}
-	if len(p.KeySchema) != len(in.KeySchema) {
-		t.Fatalf("KeySchema: template has %d elements, Go %d", len(p.KeySchema), len(in.KeySchema))
-	}
-	for i, k := range p.KeySchema {
-		g := in.KeySchema[i]
-		if k.AttributeName != *g.AttributeName || k.KeyType != string(g.KeyType) {
-			t.Errorf("KeySchema[%d]: template %s %s, Go %s %s", i, k.AttributeName, k.KeyType, *g.AttributeName, g.KeyType)
-		}
-	}
-	if len(p.GlobalSecondaryIndexes) != len(in.GlobalSecondaryIndexes) {
-		t.Fatalf("GlobalSecondaryIndexes: template has %d, Go %d", len(p.GlobalSecondaryIndexes), len(in.GlobalSecondaryIndexes))
-	}
+	samePairs(t, "AttributeDefinitions", pairs(p.AttributeDefinitions, func(a templateAttribute) [2]string {
+		return [2]string{a.AttributeName, a.AttributeType}
+	}), pairs(in.AttributeDefinitions, func(a types.AttributeDefinition) [2]string {
+		return [2]string{*a.AttributeName, string(a.AttributeType)}
+	}))
+	samePairs(t, "KeySchema", templateKeys(p.KeySchema), goKeys(in.KeySchema))
+	samePairs(t, "GlobalSecondaryIndexes", pairs(p.GlobalSecondaryIndexes, func(x templateIndex) [2]string {
+		return [2]string{x.IndexName, x.Projection.ProjectionType}
+	}), pairs(in.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndex) [2]string {
+		return [2]string{*g.IndexName, string(g.Projection.ProjectionType)}
+	}))
 	for i, x := range p.GlobalSecondaryIndexes {
-		g := in.GlobalSecondaryIndexes[i]
-		if x.IndexName != *g.IndexName || x.Projection.ProjectionType != string(g.Projection.ProjectionType) {
-			t.Errorf("GlobalSecondaryIndexes[%d]: template %s %s, Go %s %s", i, x.IndexName, x.Projection.ProjectionType, *g.IndexName, g.Projection.ProjectionType)
-		}
-		if len(x.KeySchema) != len(g.KeySchema) {
-			t.Fatalf("GlobalSecondaryIndexes[%d].KeySchema: template has %d elements, Go %d", i, len(x.KeySchema), len(g.KeySchema))
-		}
-		for j, k := range x.KeySchema {
-			if k.AttributeName != *g.KeySchema[j].AttributeName || k.KeyType != string(g.KeySchema[j].KeyType) {
-				t.Errorf("GlobalSecondaryIndexes[%d].KeySchema[%d]: template %s %s, Go %s %s", i, j, k.AttributeName, k.KeyType, *g.KeySchema[j].AttributeName, g.KeySchema[j].KeyType)
-			}
-		}
+		samePairs(t, fmt.Sprintf("GlobalSecondaryIndexes[%d].KeySchema", i), templateKeys(x.KeySchema), goKeys(in.GlobalSecondaryIndexes[i].KeySchema))
 	}
 	if got, want := p.StreamSpecification.StreamViewType, string(in.StreamSpecification.StreamViewType); got != want {
 		t.Errorf("StreamSpecification: template %q, Go %q", got, want)
