@@ -30,7 +30,7 @@ func Check(ctx context.Context, d Destination) (line string, ok bool) {
 		return "delivery check: lookups work (the helpdesk answered that it holds no ticket under a key no ticket has)", true
 	case errors.Is(err, ErrNoLookup):
 		return "delivery check: this destination cannot be looked up (a webhook with lookup false): a ticket whose send may have created it is resent with the same key once that send's outcome window has closed", true
-	case errors.As(err, &se) && se.Outcome == Misconfigured:
+	case errors.As(err, &se) && se.Failure == Misconfigured:
 		return fmt.Sprintf("delivery check: REFUSED: the helpdesk refused a lookup (HTTP %d): the credentials may not list tickets by external id, "+
 			"so a ticket whose send may have created it ends unknown instead of being found; "+
 			"Zendesk: the token's user must be an agent or admin with access to all tickets: %v", se.Status, err), false

@@ -45,14 +45,14 @@ type Destination interface {
 // ErrNoLookup: the destination cannot be queried by delivery key.
 var ErrNoLookup = errors.New("destination has no lookup")
 
-// Outcome classifies a failed send.
-type Outcome int
+// Failure classifies a failed send.
+type Failure int
 
 const (
 	// NotCreated: the helpdesk certainly did not create the ticket (the
 	// request never left, or it answered 429 or another "try later" that
 	// creates nothing). Retry later with the same key.
-	NotCreated Outcome = iota + 1
+	NotCreated Failure = iota + 1
 	// Unknown: the helpdesk may have created it (timeout, connection lost
 	// after the request was written, a 5xx, a 409, Zendesk's 400
 	// IdempotentRequestError). Look it up before any resend.
@@ -67,8 +67,8 @@ const (
 	Misconfigured
 )
 
-func (o Outcome) String() string {
-	switch o {
+func (f Failure) String() string {
+	switch f {
 	case NotCreated:
 		return "not_created"
 	case Unknown:
@@ -78,15 +78,15 @@ func (o Outcome) String() string {
 	case Misconfigured:
 		return "misconfigured"
 	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
+	return fmt.Sprintf("Failure(%d)", int(f))
 }
 
 // SendError is the error of a failed Send, and of a Lookup the helpdesk
-// answered with something other than found or absent (then Outcome is
+// answered with something other than found or absent (then Failure is
 // Unknown, or Misconfigured for 401 and 403, with Status and RetryAfter
 // as received).
 type SendError struct {
-	Outcome    Outcome
+	Failure    Failure
 	Status     int           // HTTP status, 0 when none was received
 	RetryAfter time.Duration // the helpdesk's Retry-After, 0 when absent
 	Err        error         // the cause, for logs; never carries credentials
@@ -94,9 +94,9 @@ type SendError struct {
 
 func (e *SendError) Error() string {
 	if e.Status != 0 {
-		return fmt.Sprintf("send %s (HTTP %d): %v", e.Outcome, e.Status, e.Err)
+		return fmt.Sprintf("send %s (HTTP %d): %v", e.Failure, e.Status, e.Err)
 	}
-	return fmt.Sprintf("send %s: %v", e.Outcome, e.Err)
+	return fmt.Sprintf("send %s: %v", e.Failure, e.Err)
 }
 
 func (e *SendError) Unwrap() error { return e.Err }

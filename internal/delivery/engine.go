@@ -375,7 +375,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 				u.DueAt = CeilSecond(end)
 				return u, false
 			}
-		case errors.As(err, &se) && se.Outcome == Misconfigured:
+		case errors.As(err, &se) && se.Failure == Misconfigured:
 			// The destination refuses our lookups (a token that may
 			// create but not list, say): a failed lookup of this ticket,
 			// so it ends delivered or unknown, never pending for ever.
@@ -413,9 +413,9 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 	}
 	var se *SendError
 	if !errors.As(err, &se) {
-		se = &SendError{Outcome: Unknown, Err: err}
+		se = &SendError{Failure: Unknown, Err: err}
 	}
-	switch se.Outcome {
+	switch se.Failure {
 	case Misconfigured:
 		// A refused credential or URL created nothing: not a send.
 		u.Attempts--

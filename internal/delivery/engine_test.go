@@ -65,11 +65,11 @@ func (s *script) counts() (sends, lookups int) {
 
 var (
 	created    error
-	notCreated = &delivery.SendError{Outcome: delivery.NotCreated, Status: 429, Err: errors.New("too many requests")}
-	unknown    = &delivery.SendError{Outcome: delivery.Unknown, Status: 502, Err: errors.New("bad gateway")}
-	refused    = &delivery.SendError{Outcome: delivery.Refused, Status: 422, Err: errors.New("unprocessable")}
+	notCreated = &delivery.SendError{Failure: delivery.NotCreated, Status: 429, Err: errors.New("too many requests")}
+	unknown    = &delivery.SendError{Failure: delivery.Unknown, Status: 502, Err: errors.New("bad gateway")}
+	refused    = &delivery.SendError{Failure: delivery.Refused, Status: 422, Err: errors.New("unprocessable")}
 	// misconfigured is a 401: our credentials are refused.
-	misconfigured = &delivery.SendError{Outcome: delivery.Misconfigured, Status: 401, Err: errors.New("unauthorized")}
+	misconfigured = &delivery.SendError{Failure: delivery.Misconfigured, Status: 401, Err: errors.New("unauthorized")}
 	absent        = lookupAnswer{}
 	found         = lookupAnswer{found: true}
 	noLookup      = lookupAnswer{err: delivery.ErrNoLookup}
@@ -199,7 +199,7 @@ func TestRefusedEndsFailedAfterOneAttempt(t *testing.T) {
 }
 
 func TestRetryAfterIsHonouredAndRoundedUp(t *testing.T) {
-	ra := &delivery.SendError{Outcome: delivery.NotCreated, Status: 429, RetryAfter: 90*time.Second + 200*time.Millisecond}
+	ra := &delivery.SendError{Failure: delivery.NotCreated, Status: 429, RetryAfter: 90*time.Second + 200*time.Millisecond}
 	f := newFixture(t, &script{sends: []error{ra, created}})
 	id := f.ticket()
 	if st := f.deliver(id); st != delivery.StatePending {
@@ -689,7 +689,7 @@ func TestClaimPastTheCallsDeadlineReleasesTheTicket(t *testing.T) {
 // A Retry-After beyond MaxRetryAfter is honoured only up to it.
 func TestRetryAfterIsCapped(t *testing.T) {
 	for _, ra := range []time.Duration{2 * time.Hour, time.Duration(math.MaxInt64)} {
-		f := newFixture(t, &script{sends: []error{&delivery.SendError{Outcome: delivery.NotCreated, Status: 429, RetryAfter: ra}}})
+		f := newFixture(t, &script{sends: []error{&delivery.SendError{Failure: delivery.NotCreated, Status: 429, RetryAfter: ra}}})
 		id := f.ticket()
 		if st := f.deliver(id); st != delivery.StatePending {
 			t.Fatalf("state = %s, want pending", st)
@@ -709,7 +709,7 @@ func (g *ctxDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery
 	select {
 	case <-g.release:
 	case <-ctx.Done():
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Err: ctx.Err()}
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.Unknown, Err: ctx.Err()}
 	}
 	return g.script.Send(ctx, t)
 }

@@ -55,7 +55,7 @@ func TestTakeoverWithoutLookupWaitsForTheWindow(t *testing.T) {
 
 // forbidden is a lookup refused our credentials: a token that may create
 // tickets but not list them.
-var forbidden = lookupAnswer{err: &delivery.SendError{Outcome: delivery.Misconfigured, Status: 403, Err: errors.New("forbidden")}}
+var forbidden = lookupAnswer{err: &delivery.SendError{Failure: delivery.Misconfigured, Status: 403, Err: errors.New("forbidden")}}
 
 // A lookup refused (401 or 403) is a failed lookup of that ticket: it backs
 // off, counts against the lookup limit, and the ticket ends unknown when

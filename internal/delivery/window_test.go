@@ -15,7 +15,7 @@ import (
 )
 
 // timeout is a send the client gave up on: its outcome is unknown.
-var timeout = &delivery.SendError{Outcome: delivery.Unknown, Err: context.DeadlineExceeded}
+var timeout = &delivery.SendError{Failure: delivery.Unknown, Err: context.DeadlineExceeded}
 
 // makeDue records ticket id pending and due at due, keeping the rest of its
 // record: how a ticket comes to be claimed before its send's outcome
@@ -147,7 +147,7 @@ func TestRefusedAfterAnUnknownSendIsUnknown(t *testing.T) {
 // A lookup answered 429 with Retry-After: the ticket is not due before it.
 // Failed lookups back off on their own count, with jitter.
 func TestFailedLookupsBackOffAndHonourRetryAfter(t *testing.T) {
-	limited := lookupAnswer{err: &delivery.SendError{Outcome: delivery.Unknown, Status: 429, RetryAfter: 90 * time.Second, Err: errors.New("too many requests")}}
+	limited := lookupAnswer{err: &delivery.SendError{Failure: delivery.Unknown, Status: 429, RetryAfter: 90 * time.Second, Err: errors.New("too many requests")}}
 	f := newFixture(t, &script{sends: []error{timeout, created}, lookups: []lookupAnswer{limited, lookupErr, lookupErr, lookupErr, found}})
 	id := f.ticket()
 	f.deliver(id)

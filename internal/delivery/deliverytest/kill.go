@@ -92,17 +92,17 @@ func (d *httpDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (deliver
 	body, _ := json.Marshal(map[string]string{"ticket_id": t.ID, "title": t.Title})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
 	if err != nil {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.NotCreated, Err: err}
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.NotCreated, Err: err}
 	}
 	req.Header.Set("Idempotency-Key", t.ID)
 	resp, err := killClient.Do(req)
 	if err != nil {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Err: err}
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.Unknown, Err: err}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.StatusCode, Err: fmt.Errorf("%s", b)}
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.Unknown, Status: resp.StatusCode, Err: fmt.Errorf("%s", b)}
 	}
 	return delivery.Receipt{ExternalID: string(b)}, nil
 }

@@ -98,7 +98,7 @@ func ClosedAddr(tb testing.TB) string {
 type SendFailure struct {
 	Name    string
 	Fault   fakehelpdesk.Fault
-	Outcome delivery.Outcome
+	Failure delivery.Failure
 	Status  int
 	// RetryAfter is the wait the error must carry; negative: an HTTP-date
 	// an hour ahead, so between 59 minutes and an hour.
@@ -123,9 +123,9 @@ func RunSendFailures(t *testing.T, kind fakehelpdesk.Kind, newDest func(*testing
 			if tc.RetryAfter < 0 {
 				retryOK = se.RetryAfter > 59*time.Minute && se.RetryAfter <= time.Hour
 			}
-			if se.Outcome != tc.Outcome || se.Status != tc.Status || !retryOK {
+			if se.Failure != tc.Failure || se.Status != tc.Status || !retryOK {
 				t.Fatalf("got %s status %d retry %v (%v); want %s %d %v",
-					se.Outcome, se.Status, se.RetryAfter, se, tc.Outcome, tc.Status, tc.RetryAfter)
+					se.Failure, se.Status, se.RetryAfter, se, tc.Failure, tc.Status, tc.RetryAfter)
 			}
 			if s.Held(ticket.ID) != tc.Held || s.Requests(kind) != 1 {
 				t.Fatalf("held %d after %d requests; want %d after 1", s.Held(ticket.ID), s.Requests(kind), tc.Held)
@@ -145,7 +145,7 @@ func NoAutoResend(t *testing.T, s *fakehelpdesk.Server, d delivery.Destination, 
 	s.Script(fakehelpdesk.Rule{Kind: create, N: 2, Fault: fakehelpdesk.CommitThenDrop()})
 	second := Ticket()
 	second.ID = secondID
-	if se := SendAfter(t, d, Ticket(), second); se.Outcome != delivery.Unknown {
+	if se := SendAfter(t, d, Ticket(), second); se.Failure != delivery.Unknown {
 		t.Fatalf("got %v", se)
 	}
 	if n := s.Requests(create); n != 2 {

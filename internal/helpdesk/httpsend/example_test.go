@@ -18,7 +18,7 @@ func ExampleClassify() {
 			fmt.Println(status, "delivered")
 			continue
 		}
-		fmt.Println(status, se.Outcome)
+		fmt.Println(status, se.Failure)
 	}
 	// Output:
 	// 201 delivered

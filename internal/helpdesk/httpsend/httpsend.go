@@ -116,7 +116,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
-		return nil, &delivery.SendError{Outcome: delivery.NotCreated,
+		return nil, &delivery.SendError{Failure: delivery.NotCreated,
 			Err: fmt.Errorf("%s %s: %s", r.Method, redact.URL(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	req.GetBody = nil
@@ -134,7 +134,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	if err != nil {
 		// The answer began, so the request was written and acted on: what
 		// the helpdesk did is unknown.
-		return nil, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.StatusCode,
+		return nil, &delivery.SendError{Failure: delivery.Unknown, Status: resp.StatusCode,
 			RetryAfter: RetryAfter(resp.Header, c.now()),
 			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, redact.URL(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
@@ -157,7 +157,7 @@ func (c *Client) transportError(r Request, err error, written bool) *delivery.Se
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("timed out after %s", c.timeout)
 	}
-	return &delivery.SendError{Outcome: outcome,
+	return &delivery.SendError{Failure: outcome,
 		Err: fmt.Errorf("%s %s: %s: %s", r.Method, redact.URL(r.URL), what, msg)}
 }
 
@@ -206,7 +206,7 @@ func Scrub(msg string, u *url.URL) string {
 // lookup's answers are the adapter's to read (404 there means absent).
 func Classify(r Request, resp *Response) *delivery.SendError {
 	s := resp.Status
-	var o delivery.Outcome
+	var o delivery.Failure
 	switch {
 	case s >= 200 && s < 300:
 		return nil
@@ -244,20 +244,20 @@ func LookupError(r Request, resp *Response) *delivery.SendError {
 // starts with adapter.
 func TicketBody(adapter string, t delivery.HelpdeskTicket, encode func(delivery.HelpdeskTicket) ([]byte, error)) ([]byte, error) {
 	if t.ID == "" {
-		return nil, &delivery.SendError{Outcome: delivery.Refused,
+		return nil, &delivery.SendError{Failure: delivery.Refused,
 			Err: errors.New(adapter + ": ticket has no id to send as Idempotency-Key")}
 	}
 	b, err := encode(t)
 	if err != nil {
-		return nil, &delivery.SendError{Outcome: delivery.Refused,
+		return nil, &delivery.SendError{Failure: delivery.Refused,
 			Err: fmt.Errorf("%s: encoding the ticket: %v", adapter, err)}
 	}
 	return b, nil
 }
 
 // StatusError is the send error of an answer with the given outcome.
-func StatusError(r Request, resp *Response, o delivery.Outcome) *delivery.SendError {
-	return &delivery.SendError{Outcome: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
+func StatusError(r Request, resp *Response, o delivery.Failure) *delivery.SendError {
+	return &delivery.SendError{Failure: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
 		Err: fmt.Errorf("%s %s answered %d%s", r.Method, redact.URL(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
 }
 

@@ -106,7 +106,7 @@ func TestNeverResends(t *testing.T) {
 		t.Fatalf("first call: %v %v", resp, err)
 	}
 	_, err = c.Do(context.Background(), post(t, d.srv.URL))
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 0 {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown || se.Status != 0 {
 		t.Fatalf("second call: %+v; want Unknown with no status", se)
 	}
 	if got := d.requests.Load(); got != 2 {
@@ -119,7 +119,7 @@ func TestNeverResends(t *testing.T) {
 
 func TestDialErrorIsNotCreated(t *testing.T) {
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, "http://"+helpdesktest.ClosedAddr(t)+"/x"))
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.NotCreated {
 		t.Fatalf("got %v; want NotCreated", se)
 	}
 }
@@ -156,7 +156,7 @@ func TestTimeoutBeforeWriteIsNotCreated(t *testing.T) {
 	req.Body = bytes.Repeat([]byte("x"), 64<<20)
 	_, err = httpsend.New(httpsend.Options{Timeout: 300 * time.Millisecond}).Do(context.Background(), req)
 	se := helpdesktest.SendError(t, err)
-	if se.Outcome != delivery.NotCreated || !strings.Contains(se.Error(), "timed out after 300ms") {
+	if se.Failure != delivery.NotCreated || !strings.Contains(se.Error(), "timed out after 300ms") {
 		t.Fatalf("got %v; want NotCreated after a timeout", se)
 	}
 }
@@ -175,7 +175,7 @@ func TestTimeoutAfterWriteIsUnknown(t *testing.T) {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
 	_, err := httpsend.New(httpsend.Options{Timeout: 200 * time.Millisecond}).Do(context.Background(), post(t, srv.URL))
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || !strings.Contains(se.Error(), "timed out") {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown || !strings.Contains(se.Error(), "timed out") {
 		t.Fatalf("got %v; want Unknown after a timeout", se)
 	}
 }
@@ -212,7 +212,7 @@ func readRequest(c net.Conn) {
 func TestConnectionLostAfterWriteIsUnknown(t *testing.T) {
 	base := rawServer(t, readRequest) // reads the request, then closes
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, base))
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown {
 		t.Fatalf("got %v; want Unknown", se)
 	}
 }
@@ -224,7 +224,7 @@ func TestAnswerCutShortIsUnknown(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"ticket\":")
 	})
 	_, err := httpsend.New(httpsend.Options{}).Do(context.Background(), post(t, base))
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != http.StatusCreated {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown || se.Status != http.StatusCreated {
 		t.Fatalf("got %v; want Unknown with status 201", se)
 	}
 }
@@ -243,7 +243,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if se := httpsend.Classify(req, resp); se == nil || se.Outcome != delivery.Unknown || se.Status != 307 {
+	if se := httpsend.Classify(req, resp); se == nil || se.Failure != delivery.Unknown || se.Status != 307 {
 		t.Fatalf("307: %v; want Unknown", se)
 	}
 	if other.Load() != 0 {
@@ -276,7 +276,7 @@ func TestRequestAsSent(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 	se := httpsend.Classify(req, resp)
-	if se.Outcome != delivery.NotCreated || se.RetryAfter != 7*time.Second ||
+	if se.Failure != delivery.NotCreated || se.RetryAfter != 7*time.Second ||
 		!strings.Contains(se.Error(), "slow down") {
 		t.Fatalf("classified %v", se)
 	}
@@ -292,7 +292,7 @@ func must[T any](v T, err error) T {
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		status int
-		want   delivery.Outcome // 0: no error
+		want   delivery.Failure // 0: no error
 	}{
 		{200, 0}, {201, 0}, {202, 0}, {204, 0},
 		{301, delivery.Unknown}, {303, delivery.Unknown}, {308, delivery.Unknown},
@@ -312,7 +312,7 @@ func TestClassify(t *testing.T) {
 			}
 			continue
 		}
-		if se == nil || se.Outcome != c.want || se.Status != c.status || se.RetryAfter != 3*time.Second {
+		if se == nil || se.Failure != c.want || se.Status != c.status || se.RetryAfter != 3*time.Second {
 			t.Errorf("%d: %+v; want %s", c.status, se, c.want)
 		}
 	}

@@ -34,7 +34,7 @@ func Example() {
 	_, err = dest.Send(context.Background(), t)
 	var se *delivery.SendError
 	if errors.As(err, &se) {
-		fmt.Println("send:", se.Outcome, se.Status, se.RetryAfter)
+		fmt.Println("send:", se.Failure, se.Status, se.RetryAfter)
 	}
 	endpoint.Advance(se.RetryAfter) // the engine waits as asked, then resends, signed afresh
 	r, err := dest.Send(context.Background(), t)

@@ -121,11 +121,11 @@ func TestStaleClockIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Status != 401 || se.Outcome != delivery.Misconfigured {
+	if se := helpdesktest.SendError(t, err); se.Status != 401 || se.Failure != delivery.Misconfigured {
 		t.Fatalf("send: %v", se)
 	}
 	_, _, err = c.Lookup(context.Background(), ticket.ID)
-	if se := helpdesktest.SendError(t, err); se.Status != 401 || se.Outcome != delivery.Misconfigured {
+	if se := helpdesktest.SendError(t, err); se.Status != 401 || se.Failure != delivery.Misconfigured {
 		t.Fatalf("lookup: %v", se)
 	}
 }
@@ -156,7 +156,7 @@ func TestLookupAnswers(t *testing.T) {
 		name       string
 		fault      fakehelpdesk.Fault
 		found      bool
-		outcome    delivery.Outcome // 0: no error
+		outcome    delivery.Failure // 0: no error
 		retryAfter time.Duration
 	}{
 		{"200 object", fakehelpdesk.Fault{Status: 200, Body: `{"id":7,"url":"https://x/7"}`}, true, 0, 0},
@@ -190,8 +190,8 @@ func TestLookupAnswers(t *testing.T) {
 				t.Fatalf("got %+v %v", r, found)
 			}
 			se := helpdesktest.SendError(t, err)
-			if se.Outcome != tc.outcome || se.Status != tc.fault.Status || se.RetryAfter != tc.retryAfter {
-				t.Fatalf("got %s %d %v (%v)", se.Outcome, se.Status, se.RetryAfter, se)
+			if se.Failure != tc.outcome || se.Status != tc.fault.Status || se.RetryAfter != tc.retryAfter {
+				t.Fatalf("got %s %d %v (%v)", se.Failure, se.Status, se.RetryAfter, se)
 			}
 			if len(err.Error()) > 400 || !strings.Contains(err.Error(), strconv.Itoa(tc.fault.Status)) {
 				t.Fatalf("error text (%d bytes): %v", len(err.Error()), err)

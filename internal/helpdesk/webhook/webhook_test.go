@@ -121,7 +121,7 @@ func TestReplies(t *testing.T) {
 		if tc.reply == fakehelpdesk.ReplyEmpty || tc.reply == fakehelpdesk.ReplyText {
 			// A send may be answered so, a lookup may not: neither found
 			// nor absent.
-			if se := helpdesktest.SendError(t, err); found || se.Outcome != delivery.Unknown {
+			if se := helpdesktest.SendError(t, err); found || se.Failure != delivery.Unknown {
 				t.Errorf("reply %d: lookup %v %v; want an unknown answer", tc.reply, found, err)
 			}
 			continue
@@ -153,19 +153,19 @@ func TestSendFailures(t *testing.T) {
 	helpdesktest.RunSendFailures(t, fakehelpdesk.WebhookCreate, func(t *testing.T, s *fakehelpdesk.Server) delivery.Destination {
 		return newClient(t, s, true, 300*time.Millisecond)
 	}, []helpdesktest.SendFailure{
-		{Name: "commit then drop", Fault: fakehelpdesk.CommitThenDrop(), Outcome: delivery.Unknown, Held: 1},
-		{Name: "drop after reading", Fault: fakehelpdesk.Drop(), Outcome: delivery.Unknown},
-		{Name: "commit then 502", Fault: fakehelpdesk.CommitThenStatus(502), Outcome: delivery.Unknown, Status: 502, Held: 1},
-		{Name: "commit then slow", Fault: fakehelpdesk.CommitThenSlow(5 * time.Second), Outcome: delivery.Unknown, Held: 1},
-		{Name: "503 Retry-After date", Fault: fakehelpdesk.Unavailable(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), Outcome: delivery.Unknown, Status: 503, RetryAfter: -1},
-		{Name: "429 Retry-After", Fault: fakehelpdesk.TooManyRequests("30"), Outcome: delivery.NotCreated, Status: 429, RetryAfter: 30 * time.Second},
-		{Name: "409 in progress", Fault: fakehelpdesk.InProgress(), Outcome: delivery.Unknown, Status: 409},
-		{Name: "400", Fault: fakehelpdesk.Refuse(400), Outcome: delivery.Refused, Status: 400},
-		{Name: "422", Fault: fakehelpdesk.Refuse(422), Outcome: delivery.Refused, Status: 422},
-		{Name: "410", Fault: fakehelpdesk.Refuse(410), Outcome: delivery.Refused, Status: 410},
-		{Name: "401", Fault: fakehelpdesk.Refuse(401), Outcome: delivery.Misconfigured, Status: 401},
-		{Name: "403", Fault: fakehelpdesk.Refuse(403), Outcome: delivery.Misconfigured, Status: 403},
-		{Name: "404 on the create URL", Fault: fakehelpdesk.Refuse(404), Outcome: delivery.Misconfigured, Status: 404},
+		{Name: "commit then drop", Fault: fakehelpdesk.CommitThenDrop(), Failure: delivery.Unknown, Held: 1},
+		{Name: "drop after reading", Fault: fakehelpdesk.Drop(), Failure: delivery.Unknown},
+		{Name: "commit then 502", Fault: fakehelpdesk.CommitThenStatus(502), Failure: delivery.Unknown, Status: 502, Held: 1},
+		{Name: "commit then slow", Fault: fakehelpdesk.CommitThenSlow(5 * time.Second), Failure: delivery.Unknown, Held: 1},
+		{Name: "503 Retry-After date", Fault: fakehelpdesk.Unavailable(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)), Failure: delivery.Unknown, Status: 503, RetryAfter: -1},
+		{Name: "429 Retry-After", Fault: fakehelpdesk.TooManyRequests("30"), Failure: delivery.NotCreated, Status: 429, RetryAfter: 30 * time.Second},
+		{Name: "409 in progress", Fault: fakehelpdesk.InProgress(), Failure: delivery.Unknown, Status: 409},
+		{Name: "400", Fault: fakehelpdesk.Refuse(400), Failure: delivery.Refused, Status: 400},
+		{Name: "422", Fault: fakehelpdesk.Refuse(422), Failure: delivery.Refused, Status: 422},
+		{Name: "410", Fault: fakehelpdesk.Refuse(410), Failure: delivery.Refused, Status: 410},
+		{Name: "401", Fault: fakehelpdesk.Refuse(401), Failure: delivery.Misconfigured, Status: 401},
+		{Name: "403", Fault: fakehelpdesk.Refuse(403), Failure: delivery.Misconfigured, Status: 403},
+		{Name: "404 on the create URL", Fault: fakehelpdesk.Refuse(404), Failure: delivery.Misconfigured, Status: 404},
 	})
 }
 
@@ -177,7 +177,7 @@ func TestHelpdeskRefusals(t *testing.T) {
 	c := newClient(t, s, false, 0)
 	edited := ticket
 	edited.Title = "edited"
-	if se := helpdesktest.SendAfter(t, c, ticket, edited); se.Outcome != delivery.Refused || se.Status != 422 {
+	if se := helpdesktest.SendAfter(t, c, ticket, edited); se.Failure != delivery.Refused || se.Status != 422 {
 		t.Fatalf("another body: %v", se)
 	}
 	bad, err := webhook.New(webhook.Config{URL: s.WebhookURL(), Secret: testSecret})
@@ -185,7 +185,7 @@ func TestHelpdeskRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = bad.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 401 {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Misconfigured || se.Status != 401 {
 		t.Fatalf("bad secret: %v", se)
 	}
 
@@ -198,7 +198,7 @@ func TestHelpdeskRefusals(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	_, err = c.Send(context.Background(), other)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 409 {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown || se.Status != 409 {
 		t.Fatalf("in progress: %v", se)
 	}
 	if err := <-done; err != nil {
@@ -215,7 +215,7 @@ func TestUnreachableIsNotCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.NotCreated {
 		t.Fatalf("got %v", se)
 	}
 	if _, _, err := c.Lookup(context.Background(), ticket.ID); err == nil || errors.Is(err, delivery.ErrNoLookup) {
@@ -315,7 +315,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), delivery.HelpdeskTicket{Title: "no id"})
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Refused {
 		t.Fatalf("ticket without id: %v", se)
 	}
 }

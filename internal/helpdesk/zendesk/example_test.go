@@ -33,7 +33,7 @@ func Example() {
 	_, err = dest.Send(context.Background(), t)
 	var se *delivery.SendError
 	if errors.As(err, &se) {
-		fmt.Println("send:", se.Outcome)
+		fmt.Println("send:", se.Failure)
 	}
 	r, found, err := dest.Lookup(context.Background(), t.ID)
 	fmt.Println("lookup:", found, r.ExternalID, err)

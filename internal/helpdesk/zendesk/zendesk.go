@@ -139,12 +139,12 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 		Ticket *zTicket `json:"ticket"`
 	}
 	if err := json.Unmarshal(resp.Body, &out); err != nil || out.Ticket == nil {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.Status,
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.Unknown, Status: resp.Status,
 			Err: fmt.Errorf("zendesk: answer %d without a readable ticket%s", resp.Status, httpsend.Scrub(httpsend.Excerpt(resp.Body), req.URL))}
 	}
 	id, err := out.Ticket.idString()
 	if err != nil {
-		return delivery.Receipt{}, &delivery.SendError{Outcome: delivery.Unknown, Status: resp.Status,
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.Unknown, Status: resp.Status,
 			Err: fmt.Errorf("zendesk: answer %d: %v", resp.Status, err)}
 	}
 	return c.receipt(id), nil
@@ -168,12 +168,12 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 		Tickets *[]zTicket `json:"tickets"`
 	}
 	if err := json.Unmarshal(resp.Body, &out); err != nil || out.Tickets == nil {
-		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", &delivery.SendError{Outcome: delivery.Unknown,
+		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", &delivery.SendError{Failure: delivery.Unknown,
 			Status: resp.Status, Err: fmt.Errorf("answer without a tickets list%s", httpsend.Scrub(httpsend.Excerpt(resp.Body), req.URL))})
 	}
 	best, err := oldest(*out.Tickets)
 	if err != nil {
-		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", &delivery.SendError{Outcome: delivery.Unknown,
+		return delivery.Receipt{}, false, fmt.Errorf("zendesk lookup: %w", &delivery.SendError{Failure: delivery.Unknown,
 			Status: resp.Status, Err: err})
 	}
 	if best == "" {

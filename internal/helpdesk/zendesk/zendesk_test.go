@@ -87,19 +87,19 @@ func TestSendFailures(t *testing.T) {
 	helpdesktest.RunSendFailures(t, fakehelpdesk.ZendeskCreate, func(t *testing.T, s *fakehelpdesk.Server) delivery.Destination {
 		return newClient(t, s, 300*time.Millisecond)
 	}, []helpdesktest.SendFailure{
-		{Name: "commit then drop", Fault: fakehelpdesk.CommitThenDrop(), Outcome: delivery.Unknown, Held: 1},
-		{Name: "drop after reading", Fault: fakehelpdesk.Drop(), Outcome: delivery.Unknown},
-		{Name: "commit then 500", Fault: fakehelpdesk.CommitThenStatus(500), Outcome: delivery.Unknown, Status: 500, Held: 1},
-		{Name: "commit then slow", Fault: fakehelpdesk.CommitThenSlow(5 * time.Second), Outcome: delivery.Unknown, Held: 1},
-		{Name: "503 Retry-After", Fault: fakehelpdesk.Unavailable("120"), Outcome: delivery.Unknown, Status: 503, RetryAfter: 120 * time.Second},
-		{Name: "429 Retry-After", Fault: fakehelpdesk.TooManyRequests("30"), Outcome: delivery.NotCreated, Status: 429, RetryAfter: 30 * time.Second},
-		{Name: "408", Fault: fakehelpdesk.Fault{Status: 408}, Outcome: delivery.NotCreated, Status: 408},
-		{Name: "409", Fault: fakehelpdesk.InProgress(), Outcome: delivery.Unknown, Status: 409},
-		{Name: "400 IdempotentRequestError", Fault: fakehelpdesk.IdempotentRequestError(), Outcome: delivery.Unknown, Status: 400},
-		{Name: "400 other", Fault: fakehelpdesk.Refuse(400), Outcome: delivery.Refused, Status: 400},
-		{Name: "422", Fault: fakehelpdesk.Refuse(422), Outcome: delivery.Refused, Status: 422},
-		{Name: "201 without a ticket", Fault: fakehelpdesk.Fault{Commit: true, Status: 201, Body: `{"ok":true}`}, Outcome: delivery.Unknown, Status: 201, Held: 1},
-		{Name: "200 with a bad id", Fault: fakehelpdesk.Fault{Commit: true, Status: 200, Body: `{"ticket":{"id":"x1"}}`}, Outcome: delivery.Unknown, Status: 200, Held: 1},
+		{Name: "commit then drop", Fault: fakehelpdesk.CommitThenDrop(), Failure: delivery.Unknown, Held: 1},
+		{Name: "drop after reading", Fault: fakehelpdesk.Drop(), Failure: delivery.Unknown},
+		{Name: "commit then 500", Fault: fakehelpdesk.CommitThenStatus(500), Failure: delivery.Unknown, Status: 500, Held: 1},
+		{Name: "commit then slow", Fault: fakehelpdesk.CommitThenSlow(5 * time.Second), Failure: delivery.Unknown, Held: 1},
+		{Name: "503 Retry-After", Fault: fakehelpdesk.Unavailable("120"), Failure: delivery.Unknown, Status: 503, RetryAfter: 120 * time.Second},
+		{Name: "429 Retry-After", Fault: fakehelpdesk.TooManyRequests("30"), Failure: delivery.NotCreated, Status: 429, RetryAfter: 30 * time.Second},
+		{Name: "408", Fault: fakehelpdesk.Fault{Status: 408}, Failure: delivery.NotCreated, Status: 408},
+		{Name: "409", Fault: fakehelpdesk.InProgress(), Failure: delivery.Unknown, Status: 409},
+		{Name: "400 IdempotentRequestError", Fault: fakehelpdesk.IdempotentRequestError(), Failure: delivery.Unknown, Status: 400},
+		{Name: "400 other", Fault: fakehelpdesk.Refuse(400), Failure: delivery.Refused, Status: 400},
+		{Name: "422", Fault: fakehelpdesk.Refuse(422), Failure: delivery.Refused, Status: 422},
+		{Name: "201 without a ticket", Fault: fakehelpdesk.Fault{Commit: true, Status: 201, Body: `{"ok":true}`}, Failure: delivery.Unknown, Status: 201, Held: 1},
+		{Name: "200 with a bad id", Fault: fakehelpdesk.Fault{Commit: true, Status: 200, Body: `{"ticket":{"id":"x1"}}`}, Failure: delivery.Unknown, Status: 200, Held: 1},
 	})
 }
 
@@ -110,7 +110,7 @@ func TestReusedKeyWithAnotherBody(t *testing.T) {
 	c := newClient(t, s, 0)
 	other := ticket
 	other.Title = "edited"
-	if se := helpdesktest.SendAfter(t, c, ticket, other); se.Outcome != delivery.Unknown || se.Status != 400 ||
+	if se := helpdesktest.SendAfter(t, c, ticket, other); se.Failure != delivery.Unknown || se.Status != 400 ||
 		!strings.Contains(se.Error(), "IdempotentRequestError") {
 		t.Fatalf("got %v", se)
 	}
@@ -126,11 +126,11 @@ func TestUnauthorizedIsMisconfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Misconfigured || se.Status != 401 || strings.Contains(se.Error(), "wrong-token-42") {
 		t.Fatalf("send: %v", se)
 	}
 	_, found, err := c.Lookup(context.Background(), ticket.ID)
-	if se := helpdesktest.SendError(t, err); found || se.Outcome != delivery.Misconfigured || se.Status != 401 {
+	if se := helpdesktest.SendError(t, err); found || se.Failure != delivery.Misconfigured || se.Status != 401 {
 		t.Fatalf("lookup: %v %v", found, se)
 	}
 }
@@ -142,11 +142,11 @@ func TestRevokedToken(t *testing.T) {
 	c := newClient(t, s, 0)
 	s.SetRevoked(true)
 	_, err := c.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 401 {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Misconfigured || se.Status != 401 {
 		t.Fatalf("send: %v", se)
 	}
 	_, _, err = c.Lookup(context.Background(), ticket.ID)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Misconfigured {
 		t.Fatalf("lookup: %v", se)
 	}
 	s.SetRevoked(false)
@@ -158,14 +158,14 @@ func TestRevokedToken(t *testing.T) {
 // TestSendStatuses: 403 and a 404 on the create URL are Misconfigured;
 // 400 and 422 refuse the ticket; 429 creates nothing.
 func TestSendStatuses(t *testing.T) {
-	for status, want := range map[int]delivery.Outcome{
+	for status, want := range map[int]delivery.Failure{
 		403: delivery.Misconfigured, 404: delivery.Misconfigured,
 		400: delivery.Refused, 422: delivery.Refused, 429: delivery.NotCreated, 500: delivery.Unknown,
 	} {
 		s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 		s.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.ZendeskCreate, Fault: fakehelpdesk.Fault{Status: status, Body: `{"error":"x"}`}})
 		_, err := newClient(t, s, 0).Send(context.Background(), ticket)
-		if se := helpdesktest.SendError(t, err); se.Outcome != want || se.Status != status {
+		if se := helpdesktest.SendError(t, err); se.Failure != want || se.Status != status {
 			t.Errorf("%d: %v; want %s", status, se, want)
 		}
 	}
@@ -177,7 +177,7 @@ func TestUnreachableIsNotCreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = c.Send(context.Background(), ticket)
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.NotCreated || strings.Contains(se.Error(), "tok-secret-1") {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.NotCreated || strings.Contains(se.Error(), "tok-secret-1") {
 		t.Fatalf("got %v", se)
 	}
 	if _, _, err := c.Lookup(context.Background(), ticket.ID); err == nil {
@@ -266,17 +266,17 @@ func TestLookupFailures(t *testing.T) {
 			}
 		}},
 		{"429", fakehelpdesk.TooManyRequests("7"), func(t *testing.T, err error) {
-			if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 429 || se.RetryAfter != 7*time.Second {
+			if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown || se.Status != 429 || se.RetryAfter != 7*time.Second {
 				t.Fatalf("got %v", se)
 			}
 		}},
 		{"500", fakehelpdesk.Fault{Status: 500, Body: `{"error":"InternalError"}`}, func(t *testing.T, err error) {
-			if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Unknown || se.Status != 500 {
+			if se := helpdesktest.SendError(t, err); se.Failure != delivery.Unknown || se.Status != 500 {
 				t.Fatalf("got %v", se)
 			}
 		}},
 		{"403", fakehelpdesk.Refuse(403), func(t *testing.T, err error) {
-			if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Misconfigured || se.Status != 403 {
+			if se := helpdesktest.SendError(t, err); se.Failure != delivery.Misconfigured || se.Status != 403 {
 				t.Fatalf("got %v", se)
 			}
 		}},
@@ -342,7 +342,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := newClientNoID(t).Send(context.Background(), delivery.HelpdeskTicket{Title: "x"})
-	if se := helpdesktest.SendError(t, err); se.Outcome != delivery.Refused {
+	if se := helpdesktest.SendError(t, err); se.Failure != delivery.Refused {
 		t.Fatalf("ticket without id: %v", se)
 	}
 }
