@@ -175,7 +175,3 @@ const DummyAccessKeyID = "local"
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
-
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }

@@ -53,3 +53,8 @@ func openSQLite(ctx context.Context, path string, logger *slog.Logger) (core.Sto
 	}()
 	return s, closerFunc(func() error { cancel(); <-done; return s.Close() }), nil
 }
+
+// closerFunc closes by calling itself.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

@@ -1,0 +1,9 @@
+package localserver
+
+import (
+	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
