@@ -48,11 +48,13 @@ type Lambda struct {
 	MCP MCP
 }
 
-// Defaults this package applies itself. The other defaults belong to the package that applies them, and a zero setting
-// leaves them to it: httpapi.DefaultMaxBody, usercache.DefaultTTL and
-// usercache.DefaultSize, dynamo.DefaultCallTimeout, emf.DefaultNamespace,
-// the key policy's and the nonce costs' (doors.CheckSettings), and the
-// delivery ones (see Destination).
+// Defaults this package applies itself. The other defaults belong to the
+// package that applies them, and a zero setting leaves them to it:
+// httpapi.DefaultMaxBody, usercache.DefaultTTL and usercache.DefaultSize,
+// dynamo.DefaultCallTimeout, emf.DefaultNamespace, the key policy's and the
+// nonce costs' (doors.CheckSettings), the local file's store block
+// (localstore.CheckSettings: kind sqlite, localstore.DefaultSQLitePath),
+// and the delivery ones (see Destination).
 const (
 	DefaultRetention = 24 * time.Hour
 	// MinRetention is the shortest deduplication window accepted: agents
@@ -380,8 +382,10 @@ func fileValue(raw json.RawMessage, number bool) (string, error) {
 	return v, nil
 }
 
-// LoadFile reads and checks the local configuration file, and records its
-// folder in Dir.
+// LoadFile reads the local configuration file with ParseFile and records
+// its folder in Dir, against which the owners of file paths resolve
+// relative ones (localstore.CheckSettings for store.path,
+// localserver.CheckSettings for mcp.dev_key).
 func LoadFile(path string) (Local, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -392,8 +396,12 @@ func LoadFile(path string) (Local, error) {
 	return c, err
 }
 
-// ParseFile checks the local configuration. Unknown fields are errors, so a
-// typo does not silently fall back to a default.
+// ParseFile maps the local configuration's names to values and checks
+// what this package owns (listeners, hook_key against insecure_no_auth,
+// the users' ids, the MCP and delivery blocks' fields). Unknown fields are
+// errors, so a typo does not silently fall back to a default. The store
+// block and the file paths are checked by their owners:
+// localserver.CheckSettings runs every owner's check.
 func ParseFile(b []byte) (Local, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return Local{}, errors.New("config: the file is empty; start from config.example.json")

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/json/jsontext"
+	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
@@ -59,3 +61,27 @@ func ReadBody(r *http.Request, limit int64) (body []byte, refusal Response, ok b
 // ClipLogged cuts a value the caller chose to what a log line carries of
 // it (MaxLoggedLen bytes).
 func ClipLogged(s string) string { return clipLogged(s) }
+
+// CallbackAttrs are the attributes of a callback line from path to code
+// (section Logs and metrics of docs/contract.md), written alike by every
+// door: o is the service's outcome (zero when the service did not run),
+// answered as name with HTTP status after d; the operation key is there
+// once derived, the code for a rejection. path is already clipped.
+func CallbackAttrs(path, door string, o core.Outcome, name string, status int, d time.Duration) []slog.Attr {
+	attrs := []slog.Attr{
+		slog.String("path", path),
+		slog.String("door", door),
+		slog.String("function", clipLogged(o.Function)),
+		slog.String("tenant", o.TenantID),
+		slog.String("outcome", name),
+		slog.Int("http_status", status),
+		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
+	}
+	if o.Key != "" {
+		attrs = append(attrs, slog.String("operation_key", o.Key))
+	}
+	if o.Code != "" {
+		attrs = append(attrs, slog.String("code", o.Code))
+	}
+	return attrs
+}

@@ -324,27 +324,3 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 	}
 	l.LogAttrs(ctx, level, "callback", attrs...)
 }
-
-// CallbackAttrs are the attributes of a callback line from path to code
-// (section Logs and metrics of docs/contract.md), written alike by every
-// door: o is the service's outcome (zero when the service did not run),
-// answered as name with HTTP status after d; the operation key is there
-// once derived, the code for a rejection. path is already clipped.
-func CallbackAttrs(path, door string, o core.Outcome, name string, status int, d time.Duration) []slog.Attr {
-	attrs := []slog.Attr{
-		slog.String("path", path),
-		slog.String("door", door),
-		slog.String("function", clipLogged(o.Function)),
-		slog.String("tenant", o.TenantID),
-		slog.String("outcome", name),
-		slog.Int("http_status", status),
-		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-	}
-	if o.Key != "" {
-		attrs = append(attrs, slog.String("operation_key", o.Key))
-	}
-	if o.Code != "" {
-		attrs = append(attrs, slog.String("code", o.Code))
-	}
-	return attrs
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 )
 
+// update rewrites the golden files under testdata instead of comparing.
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
 var ticket = helpdesktest.Ticket()
 
 // testSecret is a valid Standard Webhooks secret other than the fake's.
@@ -24,6 +28,7 @@ const testSecret = "whsec_dGVzdC1vbmx5LXNpZ25pbmcta2V5LW5vdC1hLXJlYWwtb25l" //no
 // stepClock is the fake's clock, a second further on every reading, as a
 // real client's successive requests are: no two requests are signed with
 // the same timestamp, so none is taken for a replay.
+
 func stepClock(s *fakehelpdesk.Server) func() time.Time {
 	var n atomic.Int64
 	return func() time.Time { return s.Now().Add(time.Duration(n.Add(1)) * time.Second) }
@@ -55,7 +60,7 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := s.Received()[0]
-			helpdesktest.Golden(t, tc.name, req.Body)
+			helpdesktest.Golden(t, tc.name, req.Body, *update)
 			if req.Method != http.MethodPost || req.Path != fakehelpdesk.DefaultWebhookPath ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
 				req.Header.Get("Content-Type") != "application/json" ||
