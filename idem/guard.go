@@ -65,8 +65,11 @@ type Effect[W any] func(k OpKey) (result []byte, writes W, err error)
 
 // Guard makes calls of any operation idempotent over a Store.
 type Guard[W any] struct {
-	Store  Store[W]
-	Policy Policy // PolicyArguments when empty
+	// Store commits the claims; a Guard without one answers Failed.
+	Store Store[W]
+	// Policy is PolicyArguments or PolicyRequest; empty means
+	// PolicyArguments. Any other value makes every call Invalid.
+	Policy Policy
 	// Retention is how long a record holds its key (its expires_at).
 	Retention time.Duration
 	// Now is the clock records are stamped and judged by (time.Now when
@@ -90,16 +93,23 @@ type Outcome struct {
 // completed call returns the stored result without running effect's
 // writes again.
 func (g *Guard[W]) Do(ctx context.Context, c Call, effect Effect[W]) Outcome {
-	policy := g.Policy
-	if policy == "" {
-		policy = PolicyArguments
+	policy, err := ParsePolicy(string(g.Policy))
+	if err != nil {
+		// A mistyped policy must not fall back to PolicyArguments: that
+		// would turn off the Mismatch check the caller asked for.
+		return Outcome{Status: Invalid, Err: fmt.Errorf("idem: Guard.Policy: %w", err)}
 	}
 	k, err := KeyOf(policy, c)
 	if err != nil {
 		return Outcome{Status: Invalid, Err: err}
 	}
-	if g.Retention <= 0 {
+	switch {
+	case g.Retention <= 0:
 		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: Guard.Retention must be positive")}
+	case g.Store == nil:
+		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: Guard.Store is nil")}
+	case effect == nil:
+		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the effect is nil")}
 	}
 	result, writes, err := effect(k)
 	switch {

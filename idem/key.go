@@ -53,6 +53,9 @@ var ErrInvalid = errors.New("invalid arguments")
 // such numbers are refused here first. The tests hold it to the RFC's own
 // vectors and, by fuzzing, to github.com/gowebpki/jcs.
 func Canonical(raw []byte) (string, error) {
+	if len(raw) == 0 {
+		return "", errNoArguments
+	}
 	outOfRange, err := checkDepth(raw)
 	if err != nil {
 		return "", err
@@ -77,11 +80,12 @@ func Canonical(raw []byte) (string, error) {
 
 // The errors of Canonical: each names the limit, never the input.
 var (
-	errNotObject = fmt.Errorf("%w: the arguments must be a JSON object", ErrInvalid)
-	errDuplicate = fmt.Errorf("%w: a member name appears twice in the same object", ErrInvalid)
-	errRange     = fmt.Errorf("%w: a number is outside the IEEE-754 double range", ErrInvalid)
-	errSyntax    = fmt.Errorf("%w: the arguments are not valid JSON text", ErrInvalid)
-	errTooDeep   = fmt.Errorf("%w: values may be nested at most %d levels deep", ErrInvalid, MaxDepth)
+	errNoArguments = fmt.Errorf("%w: no arguments: send {} for none", ErrInvalid)
+	errNotObject   = fmt.Errorf("%w: the arguments must be a JSON object", ErrInvalid)
+	errDuplicate   = fmt.Errorf("%w: a member name appears twice in the same object", ErrInvalid)
+	errRange       = fmt.Errorf("%w: a number is outside the IEEE-754 double range", ErrInvalid)
+	errSyntax      = fmt.Errorf("%w: the arguments are not valid JSON text", ErrInvalid)
+	errTooDeep     = fmt.Errorf("%w: values may be nested at most %d levels deep", ErrInvalid, MaxDepth)
 )
 
 // checkDepth refuses a value more than MaxDepth levels below the top

@@ -274,6 +274,7 @@ func TestCanonicalErrorsNameTheLimit(t *testing.T) {
 		{`{"a":1e400}`, "double range"},
 		{`[1]`, "JSON object"},
 		{`{`, "not valid JSON"},
+		{``, "no arguments: send {} for none"},
 	} {
 		_, err := idem.Canonical([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -22,14 +22,14 @@ type Writes func() error
 var _ idem.Store[Writes] = (*Store)(nil)
 
 // Store keeps records in a map under one mutex, which makes each Claim a
-// transaction.
+// transaction. The zero value is an empty store, ready to use.
 type Store struct {
 	mu   sync.Mutex
 	recs map[string]idem.Record
 }
 
-// New returns an empty store.
-func New() *Store { return &Store{recs: map[string]idem.Record{}} }
+// New returns an empty store, as &Store{} is.
+func New() *Store { return &Store{} }
 
 // Claim implements idem.Store. A context that has ended answers busy,
 // with nothing written.
@@ -49,6 +49,9 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 		}
 	}
 	rec.Result = clone(rec.Result)
+	if s.recs == nil {
+		s.recs = map[string]idem.Record{}
+	}
 	s.recs[rec.Key] = rec
 	return nil, nil
 }

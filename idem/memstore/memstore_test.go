@@ -1,11 +1,13 @@
 package memstore_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
 	"github.com/aivax-examples/idempotent-callback/idem/memstore"
 )
@@ -31,4 +33,19 @@ func TestConformance(t *testing.T) {
 			Effects: func(*testing.T) int { mu.Lock(); defer mu.Unlock(); return len(effects) },
 		}
 	})
+}
+
+// The zero value is an empty store, ready to use.
+func TestZeroValue(t *testing.T) {
+	var s memstore.Store
+	g := &idem.Guard[memstore.Writes]{Store: &s, Retention: time.Hour}
+	for _, want := range []idem.Status{idem.Created, idem.Replayed} {
+		o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, memstore.Writes, error) {
+			return []byte(`{"ok":true}`), nil, nil
+		})
+		idemtest.Want(t, o, want)
+	}
+	if s.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", s.Len())
+	}
 }
