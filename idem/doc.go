@@ -36,6 +36,9 @@
 //     dynamostore.MaxWrites of them (DynamoDB's limit is 100 items per
 //     transaction, the claim included). One request per new operation
 //     and one per repeat: the failed condition returns the stored record.
+//     The result is stored as a string attribute, so it must be valid
+//     UTF-8 text (JSON text is) and keep the record within DynamoDB's
+//     400 KB item size; otherwise the call is Failed with nothing written.
 //   - sqlitestore: the claim and the caller's statements in one BEGIN
 //     IMMEDIATE transaction.
 //   - memstore: in memory, for tests.

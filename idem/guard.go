@@ -61,6 +61,12 @@ func KeyOf(policy Policy, c Call) (OpKey, error) {
 // nothing, charge nothing): whatever it does outside them happens even
 // when the key turns out to be held. An error ends the call as Failed
 // with nothing written.
+//
+// The result must not be empty; every repeat receives it byte for byte.
+// On dynamostore it must also be valid UTF-8 text (JSON text is), since
+// it is stored as a string attribute: other bytes are Failed before any
+// request, and so is, by DynamoDB, a result that takes the record past
+// DynamoDB's 400 KB item size; nothing is written either way.
 type Effect[W any] func(k OpKey) (result []byte, writes W, err error)
 
 // Guard makes calls of any operation idempotent over a Store.

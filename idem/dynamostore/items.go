@@ -22,7 +22,7 @@ type Attributes struct {
 	Owner        string
 	Function     string
 	Fingerprint  string
-	Result       string // a string attribute: the result's bytes must be UTF-8 text (JSON is)
+	Result       string // a string attribute: the result's bytes must be UTF-8 text (JSON is); Claim refuses others
 	CreatedAt    string // RFC 3339, whole seconds
 	ExpiresAt    string // epoch seconds: the attribute to enable TTL on
 }

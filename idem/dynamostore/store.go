@@ -18,6 +18,12 @@
 // beside the transaction, and a repeat is answered by the read, at one
 // read's latency, for one request and one read unit more per claim.
 //
+// The record's result is a string attribute: a result that is not valid
+// UTF-8 text is refused before any request (DynamoDB would replace the
+// invalid bytes and replay other bytes), and DynamoDB itself refuses, with
+// a ValidationException, a record past its 400 KB item size. Both end the
+// call as idem.Failed with nothing written.
+//
 // The table needs a string partition key (Attributes.PartitionKey) and
 // TTL on Attributes.ExpiresAt; records can share a table with the
 // caller's own items, told apart by Attributes.Prefix.
@@ -30,6 +36,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -162,6 +169,11 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 	}
 	if len(writes) > MaxWrites {
 		return nil, fmt.Errorf("dynamostore: %d writes: a transaction holds the claim and at most %d more", len(writes), MaxWrites)
+	}
+	if !utf8.Valid(rec.Result) {
+		// The result is a string attribute: DynamoDB would store other
+		// bytes as U+FFFD and replay them changed.
+		return nil, errors.New("dynamostore: the result is not valid UTF-8 text, which DynamoDB cannot store byte for byte")
 	}
 	items := make([]types.TransactWriteItem, 0, 1+len(writes))
 	items = append(items, types.TransactWriteItem{Put: &types.Put{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,5 +217,40 @@ func TestUnreadableRecordIsNeverReplayed(t *testing.T) {
 		if o.Status != idem.Failed || o.Result != nil {
 			t.Fatalf("read ahead %v: %v %s (%v), want failed", readAhead, o.Status, o.Result, o.Err)
 		}
+	}
+}
+
+// A result DynamoDB cannot keep byte for byte (not UTF-8: the attribute
+// is a string) is failed before any request; one over DynamoDB's 400 KB
+// item limit is failed by DynamoDB. Either way nothing is written: no
+// record holds the key and the caller's item is not there.
+func TestResultDynamoDBCannotKeep(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		result   []byte
+		requests int64
+	}{
+		{"not UTF-8", []byte("\xff a \xfe"), 0},
+		{"over 400 KB", []byte(`"` + strings.Repeat("x", 400*1024) + `"`), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int64
+			client, name := table(t, testenv.CountCalls(&calls))
+			g := &idem.Guard[[]types.TransactWriteItem]{Store: dynamostore.New(client, name, dynamostore.Options{}), Retention: time.Hour}
+			o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+				return tc.result, []types.TransactWriteItem{effectItem("o-1")}, nil
+			})
+			if o.Status != idem.Failed || calls.Load() != tc.requests {
+				t.Fatalf("%v (%v) after %d requests, want failed after %d", o.Status, o.Err, calls.Load(), tc.requests)
+			}
+			out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &name, ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "OP#" + o.Key}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Item) != 0 || countItems(t, client, name, "EFFECT#") != 0 {
+				t.Fatalf("written: the record %v, %d effects", out.Item, countItems(t, client, name, "EFFECT#"))
+			}
+		})
 	}
 }

@@ -304,6 +304,24 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		Want(t, e.Do(ctx, Call("alice", "r-new", order)), idem.Created)
 	})
 
+	t.Run("a result that is not UTF-8 is replayed byte for byte, or refused as failed with nothing written", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		c := Call("alice", "r-bytes", order)
+		first := e.Guard.Do(ctx, c, func(idem.OpKey) ([]byte, W, error) {
+			return []byte("\xff a \xfe"), e.F.Write("bytes"), nil
+		})
+		switch first.Status {
+		case idem.Created:
+			replays(t, e.Do(ctx, c), first, "a result that is not UTF-8 came back changed")
+			effects(t, e, 1)
+		case idem.Failed:
+			effects(t, e, 0)
+			Want(t, e.Do(ctx, c), idem.Created) // the key was not claimed
+		default:
+			t.Fatalf("status = %v (%v), want created or failed", first.Status, first.Err)
+		}
+	})
+
 	t.Run("an effect that fails writes nothing", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		boom := errors.New("boom")
