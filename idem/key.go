@@ -39,13 +39,17 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("key policy %q: want %q or %q", s, PolicyArguments, PolicyRequest)
 }
 
-// ErrInvalid marks arguments that cannot be canonicalized. Its message is
-// safe to show to the model: it names the limit, never the input.
+// ErrInvalid marks a call that cannot be keyed: arguments that cannot be
+// canonicalized (Canonical) and, from KeyOf, a missing or non-UTF-8
+// tenant, owner, request id or function name. Its message is safe to show
+// to the caller: it names the limit, never the input.
 var ErrInvalid = errors.New("invalid arguments")
 
 // Canonical returns the RFC 8785 text of a JSON object. It refuses
 // anything that is not an object, nesting deeper than MaxDepth, duplicate
-// member names, numbers outside the double range and invalid Unicode.
+// member names, numbers outside the double range and invalid Unicode. A
+// call with no arguments sends {}: empty or nil raw is refused, not taken
+// for {}, so that every client derives the same key for such a call.
 //
 // The text comes from the standard library's RFC 8785 implementation
 // (encoding/json/jsontext, Value.Canonicalize). It writes a number beyond
