@@ -45,41 +45,76 @@
 //
 // # Outcomes
 //
-// Do returns an Outcome whose Status is one of:
+// Do returns an Outcome whose Status is one of these, each with what the
+// caller should do next:
 //
 //   - Created: the key was free; record, result and writes committed.
 //   - Replayed: a live completed record holds the key; its result, byte
-//     for byte; nothing written.
-//   - InProgress: a live pending record holds the key. It is never taken
-//     over while it lives, whatever time has passed since it was written.
+//     for byte; nothing written. Answer with the result as if created.
+//   - InProgress: a live pending record holds the key. Guard writes only
+//     completed records, so this comes from another writer of the same
+//     store that claims keys before their result is known (Store.Claim
+//     with StatePending). The record is never taken over while it lives,
+//     whatever time has passed since it was written: retry later with
+//     the same request id.
 //   - Busy: the outcome is unknown (contention, throttling, a timeout, a
 //     cancelled context): repeat with the same data; the key resolves it.
 //   - Conflict: another owner, or another tenant, holds the key; nothing
-//     of theirs is disclosed.
-//   - Mismatch: PolicyRequest, same request, other arguments.
+//     of theirs is disclosed. Do not retry: it is a client bug or a
+//     reused request id, and the answer stays Conflict while the record
+//     lives.
+//   - Mismatch: PolicyRequest, same request, other arguments. New
+//     arguments need a new request id; the original arguments still
+//     replay.
 //   - Refused: a condition of the caller's writes failed (an order out of
-//     stock): nothing written, the key not claimed.
-//   - Invalid, Failed: the call could not be keyed, or something else
-//     went wrong.
+//     stock): nothing written, the key not claimed. The same request id
+//     may be retried once the condition can hold (dynamostore's
+//     Example_order does, after a restock).
+//   - Invalid: the call cannot be keyed (Err wraps ErrInvalid), or the
+//     Guard's Policy is unknown. Fix the call; retrying it will not help.
+//   - Failed: anything else; Err says what. Nothing was sent (a Guard
+//     without Retention, Store or effect; the effect's error; a result
+//     or writes the store cannot take), the store refused the request
+//     without running it, or the record that holds the key does not read
+//     back. The stores answer Busy, not Failed, for every error after
+//     which their transaction may have run, with one exception: a COMMIT
+//     that SQLite fails with an I/O error may still have reached the
+//     database file. A retry with the same data is safe in every case (a
+//     committed call replays) but helps only once the cause is gone.
 //
 // The record that holds a key is judged by Verdict (owner, then state,
 // then fingerprint, then result) on every path: whether the store read it
 // or a failed condition returned it. A record kept past its retention
 // (Guard.Retention) is treated as absent, whether or not the store has
-// deleted it yet: DynamoDB's TTL deletes lazily, sometimes days late. The
-// clock is Guard.Now, injected; the stores read none of their own.
+// deleted it yet: DynamoDB's TTL deletes lazily, sometimes days late.
+//
+// After Retention the key is free again, and a repeat runs the effect and
+// commits its writes once more. Choose a Retention that outlasts the
+// longest time any client may still retry. To make a later repeat
+// harmless as well, derive the ids of the items the effect writes from
+// OpKey.ID and write them only if new (attribute_not_exists on DynamoDB,
+// a PRIMARY KEY or UNIQUE constraint on SQLite), as dynamostore's
+// Example_order does: the late repeat is then Refused, not duplicated.
+//
+// The clock is Guard.Now, injected: records are stamped and judged by
+// it, and a Store's Claim is handed that time. The one clock a store
+// reads itself is sqlitestore.Options.Now, by which Open purges expired
+// records (time.Now when nil: give it the Guard's clock).
 //
 // # What it does not do
 //
 // The guarantee covers what the store's transaction writes. An effect
-// outside it (an e-mail, a payment provider's API, a helpdesk ticket)
-// is not made exactly-once by a claim: write an outbox item in the same
-// transaction and deliver it with a worker that records each attempt, as
-// this repository's delivery function does for helpdesk tickets. An
-// Effect function runs before the store is written, whether or not the
-// key turns out to be held: it must only compute the result and the
-// writes. The package keeps no in-process cache: every call asks the
-// store.
+// outside it (an e-mail, a payment provider's API, another service) is
+// not made exactly-once by a claim. Use an outbox: write an outbox item
+// as one of the effect's writes, so that it commits with the claim or not
+// at all; a worker then reads the new items (from the table's stream, or
+// by polling) and sends each one, recording every attempt on the item,
+// and before it resends an item whose earlier send has an unknown outcome
+// it asks the receiver whether that send arrived. This repository's
+// functions/delivery is a worked example. An Effect function runs before
+// the store is written, whether or not the key turns out to be held: it
+// must only compute the result and the writes. The package keeps no
+// in-process cache: every call asks the store.
 //
 // The conformance suite of any Store is package idemtest.
 package idem

@@ -77,6 +77,11 @@ type Guard[W any] struct {
 	// PolicyArguments. Any other value makes every call Invalid.
 	Policy Policy
 	// Retention is how long a record holds its key (its expires_at).
+	// After it the key is free: a repeat runs the effect and commits its
+	// writes again. Make it outlast the longest time a client may retry,
+	// and derive the ids of the effect's items from OpKey.ID with a write
+	// that requires them to be new, so that a later repeat is Refused
+	// rather than duplicated (see the package doc).
 	Retention time.Duration
 	// Now is the clock records are stamped and judged by (time.Now when
 	// nil).
@@ -85,7 +90,7 @@ type Guard[W any] struct {
 
 // Outcome is what became of a call.
 type Outcome struct {
-	Status Status
+	Status Status // what became of the call; the package doc says what to do next
 	Key    string // the operation key, once derived
 	// Result is the result written (Created) or the stored result byte
 	// for byte (Replayed); nil otherwise.

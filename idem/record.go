@@ -10,10 +10,11 @@ import (
 // State is the state of a claimed operation.
 type State string
 
-// The two states. A record is written completed, with its result, in the
-// transaction of the caller's writes; a pending record (written by a
-// caller whose result comes later) is never re-executed or taken over
-// while it lives.
+// The two states. Guard writes a record completed, with its result, in
+// the transaction of the caller's writes. A pending record, without a
+// result, is written only by a caller that claims a key through
+// Store.Claim before its result is known; Guard answers InProgress for
+// it and never re-executes or takes it over while it lives.
 const (
 	StatePending   State = "pending"
 	StateCompleted State = "completed"
@@ -22,14 +23,14 @@ const (
 // Record is what a store keeps under an operation key: who holds the key
 // and, once completed, the result every repeat receives.
 type Record struct {
-	Key         string // the operation key (Key.ID)
-	State       State
-	Tenant      string // the key space the key was derived in
-	Owner       string // who, inside the tenant, may receive the result
-	Function    string // the operation's stable name
-	Fingerprint string // SHA-256 hex of the canonical arguments
-	Result      []byte // the stored result, returned byte for byte; nil while pending
-	CreatedAt   time.Time
+	Key         string    // the operation key (OpKey.ID)
+	State       State     // pending or completed
+	Tenant      string    // the key space the key was derived in
+	Owner       string    // who, inside the tenant, may receive the result
+	Function    string    // the operation's stable name
+	Fingerprint string    // SHA-256 hex of the canonical arguments
+	Result      []byte    // the stored result, returned byte for byte; nil while pending
+	CreatedAt   time.Time // when the record was claimed, by the Guard's clock
 	ExpiresAt   time.Time // whole seconds; the record is treated as absent after it
 }
 
@@ -75,6 +76,7 @@ type RefusedError struct {
 	Err error
 }
 
+// Error names the refused write's index when the store knows it.
 func (e *RefusedError) Error() string {
 	if e.Index >= 0 {
 		return fmt.Sprintf("idem: write %d refused: %v", e.Index, e.Err)
@@ -82,6 +84,7 @@ func (e *RefusedError) Error() string {
 	return fmt.Sprintf("idem: writes refused: %v", e.Err)
 }
 
+// Unwrap returns Err, for errors.Is and errors.As.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // Status is what became of a call.
@@ -96,30 +99,41 @@ const (
 	// returned byte for byte and nothing was written.
 	Replayed
 	// InProgress: a live pending record holds the key; nothing was written
-	// and the record is not taken over.
+	// and the record is not taken over. Guard writes only completed
+	// records: a pending one comes from another writer of the store.
+	// Retry later with the same request id.
 	InProgress
 	// Busy: the outcome is unknown; repeat with the same data.
 	Busy
 	// Conflict: the key is held by another owner; nothing of theirs is
-	// disclosed and nothing was written.
+	// disclosed and nothing was written. Do not retry: it is a client bug
+	// or a reused request id.
 	Conflict
 	// Mismatch: under PolicyRequest, the same request was made with other
-	// arguments; nothing was written.
+	// arguments; nothing was written. New arguments need a new request id.
 	Mismatch
 	// Refused: a condition of the caller's own writes failed; nothing was
-	// written and nothing claimed.
+	// written and nothing claimed. The same request id may be retried
+	// once the condition can hold.
 	Refused
 	// Invalid: the call cannot be keyed (arguments not canonicalizable, a
-	// missing request id, tenant, owner or function); nothing was written.
+	// missing request id, tenant, owner or function), or Guard.Policy is
+	// unknown; nothing was written. Fix the call: retrying will not help.
 	Invalid
-	// Failed: anything else (the effect's own error, a store error, a
-	// stored record that does not read back); nothing is known to be
-	// written unless the store says otherwise.
+	// Failed: anything else (a Guard without Retention, Store or effect,
+	// the effect's own error, a store error, a stored record that does
+	// not read back). The stores answer Busy where their transaction may
+	// have run, so nothing is known to be written (see the package doc
+	// for SQLite's one exception). A retry with the same data is safe,
+	// and helps only once the cause is gone.
 	Failed
 )
 
 var statusNames = [...]string{"", "created", "replayed", "in_progress", "busy", "conflict", "mismatch", "refused", "invalid", "failed"}
 
+// String returns the status's snake_case name ("created", "in_progress"),
+// fit for a log field or a metric label; Status(n) for a value that is
+// not a status.
 func (s Status) String() string {
 	if s > 0 && int(s) < len(statusNames) {
 		return statusNames[s]

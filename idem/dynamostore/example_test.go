@@ -17,7 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 )
 
-// An order, not a ticket: the claim of the order's key, the order item
+// An order: the claim of the order's key, the order item
 // and the decrement of the stock, guarded by its condition, commit in one
 // TransactWriteItems, or none of them does. A ConditionCheck makes the
 // customer's account part of the same decision. The second call of the
@@ -25,11 +25,22 @@ import (
 // stock cannot cover is refused, writes nothing and claims nothing, so
 // its retry after a restock goes through.
 //
-// It runs on DynamoDB Local (the endpoint in $DYNAMODB_ENDPOINT).
+// It runs on DynamoDB Local, at the endpoint in $DYNAMODB_ENDPOINT. The
+// tests of this package set it themselves when it is unset: they start
+// DynamoDB Local from the jar `make tools` downloads into .cache. To run
+// the example any other way, start DynamoDB Local first:
+//
+//	make dynamodb-local    # in another terminal; port 8000
+//	export DYNAMODB_ENDPOINT=http://127.0.0.1:8000
 func Example_order() {
 	ctx := context.Background()
+	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
+	if endpoint == "" {
+		fmt.Println("DYNAMODB_ENDPOINT is not set: start DynamoDB Local (make dynamodb-local) and export DYNAMODB_ENDPOINT=http://127.0.0.1:8000")
+		return
+	}
 	client := dynamodb.New(dynamodb.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(os.Getenv("DYNAMODB_ENDPOINT")),
+		Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("example", "example", ""),
 	})
 	table, err := createTable(ctx, client)

@@ -17,11 +17,11 @@ import (
 type Attributes struct {
 	PartitionKey string // the table's partition key (a string)
 	Prefix       string // prepended to the operation key in the partition key: the namespace of records in a shared table
-	State        string
-	Tenant       string
-	Owner        string
-	Function     string
-	Fingerprint  string
+	State        string // idem.Record.State: "pending" or "completed"
+	Tenant       string // idem.Record.Tenant
+	Owner        string // idem.Record.Owner
+	Function     string // idem.Record.Function
+	Fingerprint  string // idem.Record.Fingerprint
 	Result       string // a string attribute: the result's bytes must be UTF-8 text (JSON is); Claim refuses others
 	CreatedAt    string // RFC 3339, whole seconds
 	ExpiresAt    string // epoch seconds: the attribute to enable TTL on

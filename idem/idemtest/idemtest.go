@@ -62,9 +62,9 @@ func Run[W any](t *testing.T, open Open[W]) {
 // Env is a Guard over one Fixture with a clock that moves only when the
 // test moves it.
 type Env[W any] struct {
-	T       *testing.T
-	F       Fixture[W]
-	Guard   *idem.Guard[W]
+	T       *testing.T     // the test the Env was made for
+	F       Fixture[W]     // the store under test and its writes
+	Guard   *idem.Guard[W] // over F.Store, on the Env's clock (Now)
 	mu      sync.Mutex
 	now     time.Time
 	effects atomic.Int64

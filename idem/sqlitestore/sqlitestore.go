@@ -13,6 +13,13 @@
 // purged: the caller's rows can reference the claim that wrote them
 // (operation_key, generation) instead of the operations row, so that
 // purging an expired record or reclaiming its key never touches them.
+//
+// The store owns the tables operations and claims and the index
+// operations_expires_at, under those fixed names (Schema). Open creates
+// them only when missing, so a table of the caller's with one of those
+// names is kept as it is, and Open then fails on the store's statements
+// (typically "no such column"). Use a database file in which these names
+// are free; the caller's own tables may sit beside them.
 package sqlitestore
 
 import (
@@ -64,15 +71,16 @@ type Options struct {
 	// BusyTimeout: DefaultBusyTimeout when zero.
 	BusyTimeout time.Duration
 	// Now is the clock Open purges expired records by (time.Now when nil):
-	// the clock the records are stamped with.
+	// give it the clock the records are stamped with (idem.Guard.Now).
+	// Claim reads no clock: it judges by the time it is handed.
 	Now func() time.Time
 }
 
 // Claimed names the claim a Claim's writes run under: rows of the
 // caller's can reference (Key, Generation) in the claims table.
 type Claimed struct {
-	Key        string
-	Generation int64
+	Key        string // the operation key (claims.operation_key)
+	Generation int64  // this claim's generation of Key (claims.generation), 1 for its first
 }
 
 // Writes are the caller's statements, run on tx once the key is known to
