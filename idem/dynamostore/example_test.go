@@ -17,8 +17,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 )
 
-// An order: the claim of the order's key, the order item
-// and the decrement of the stock, guarded by its condition, commit in one
+// An order: the claim of the order's key, the order item and the
+// decrement of the stock, guarded by its condition, commit in one
 // TransactWriteItems, or none of them does. A ConditionCheck makes the
 // customer's account part of the same decision. The second call of the
 // same request returns the first order and writes nothing; an order the
