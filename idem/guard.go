@@ -25,7 +25,8 @@ type Call struct {
 	// the key, so choose it once and keep it through refactors. It is
 	// never derived from a Go identifier.
 	Function string
-	// Arguments is a JSON object; its RFC 8785 form goes into the key.
+	// Arguments is a JSON object; its RFC 8785 form goes into the key. A
+	// call with no arguments sends {}: nil or empty is Invalid.
 	Arguments []byte
 }
 
