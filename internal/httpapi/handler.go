@@ -312,7 +312,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		level = slog.LevelError
 	}
 	o := rep.out
-	attrs := CallbackAttrs(clipLogged(r.URL.Path), DoorAIVAX, o, rep.Name, rep.Status, d)
+	attrs := AppendCallbackAttrs(make([]slog.Attr, 0, LineAttrs), clipLogged(r.URL.Path), DoorAIVAX, o, rep.Name, rep.Status, d)
 	if rep.err != nil && rep.Status >= 500 {
 		attrs = append(attrs, slog.Any("error", rep.err))
 	}

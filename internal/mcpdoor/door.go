@@ -527,7 +527,7 @@ func writeError(w http.ResponseWriter, r httpapi.Response) {
 // arguments, the token or the body.
 func (d *Door) logTool(c *call, o core.Outcome, resp httpapi.Response) {
 	dur := time.Since(c.start)
-	attrs := httpapi.CallbackAttrs(Path, httpapi.DoorMCP, o, resp.Name, http.StatusOK, dur)
+	attrs := httpapi.AppendCallbackAttrs(make([]slog.Attr, 0, httpapi.LineAttrs), Path, httpapi.DoorMCP, o, resp.Name, http.StatusOK, dur)
 	level := slog.LevelInfo
 	if o.Kind == core.KindInternal {
 		level = slog.LevelError
