@@ -396,7 +396,6 @@ func threeWrites(ctx context.Context, client *dynamodb.Client, table string, c c
 	return err
 }
 
-// sample is one operation's time and the proxy's counters over it.
 // sample is one operation's time and the proxy's counters over it: the
 // delay the model drew, the time the proxy slept for it (more on a busy
 // machine), and DynamoDB Local's time.

@@ -18,6 +18,7 @@ package inregion
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -136,22 +137,9 @@ func (m *Model) drawFor(transaction bool) float64 {
 }
 
 // isTransaction reports whether operation draws from the transactions'
-// sequence.
+// sequence: DynamoDB's transactions are the operations named Transact….
 func isTransaction(operation string) bool {
-	return operation == "TransactWriteItems" || operation == "TransactGetItems"
-}
-
-// class is what the model knows of an operation: its quantiles when it
-// succeeds and when DynamoDB cancels it; ok is false for operations the
-// model adds no delay to (table management, scans, batches).
-func class(operation string) (done, cancelled Quantiles, ok bool) {
-	switch operation {
-	case "GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem":
-		return PutItem, PutItem, true
-	case "TransactWriteItems", "TransactGetItems":
-		return TransactWrite5, TransactWrite5Failed, true
-	}
-	return Quantiles{}, Quantiles{}, false
+	return strings.HasPrefix(operation, "Transact")
 }
 
 // Rule is the quantiles the model draws from for one operation.
@@ -161,15 +149,29 @@ type Rule struct {
 	Cancelled Quantiles // when it answers TransactionCanceledException
 }
 
-// Rules lists the operations the model delays. Any other operation (table
+// rules are the operations the model delays. Any other operation (table
 // management, Scan, the batch operations) is forwarded without a delay.
-func Rules() []Rule {
-	var out []Rule
-	for _, op := range []string{"GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "TransactGetItems"} {
-		d, c, _ := class(op)
-		out = append(out, Rule{Operation: op, Done: d, Cancelled: c})
+var rules = []Rule{
+	{"GetItem", PutItem, PutItem},
+	{"Query", PutItem, PutItem},
+	{"PutItem", PutItem, PutItem},
+	{"UpdateItem", PutItem, PutItem},
+	{"DeleteItem", PutItem, PutItem},
+	{"TransactWriteItems", TransactWrite5, TransactWrite5Failed},
+	{"TransactGetItems", TransactWrite5, TransactWrite5Failed},
+}
+
+// Rules lists the operations the model delays, with their quantiles.
+func Rules() []Rule { return slices.Clone(rules) }
+
+// rule is what the model knows of operation; ok is false for the
+// operations it adds no delay to.
+func rule(operation string) (r Rule, ok bool) {
+	i := slices.IndexFunc(rules, func(r Rule) bool { return r.Operation == operation })
+	if i < 0 {
+		return Rule{}, false
 	}
-	return out
+	return rules[i], true
 }
 
 // Sequence draws n latencies of the operations qs run one after another,

@@ -67,19 +67,19 @@ func TestModelReproducesQuantiles(t *testing.T) {
 // Reads and single-item writes take the put's figures, transactions the
 // 5-item ones (cancelled: the failed-condition ones); anything else is not
 // delayed.
-func TestClass(t *testing.T) {
+func TestRule(t *testing.T) {
 	for op, want := range map[string][2]string{
 		"GetItem": {PutItem.Name, PutItem.Name}, "Query": {PutItem.Name, PutItem.Name},
 		"UpdateItem":         {PutItem.Name, PutItem.Name},
 		"TransactWriteItems": {TransactWrite5.Name, TransactWrite5Failed.Name},
 	} {
-		d, c, ok := class(op)
-		if !ok || d.Name != want[0] || c.Name != want[1] {
-			t.Errorf("%s: %q, %q, %v; want %q, %q", op, d.Name, c.Name, ok, want[0], want[1])
+		r, ok := rule(op)
+		if !ok || r.Done.Name != want[0] || r.Cancelled.Name != want[1] {
+			t.Errorf("%s: %q, %q, %v; want %q, %q", op, r.Done.Name, r.Cancelled.Name, ok, want[0], want[1])
 		}
 	}
 	for _, op := range []string{"CreateTable", "DescribeTable", "Scan", "BatchWriteItem", "unknown"} {
-		if _, _, ok := class(op); ok {
+		if _, ok := rule(op); ok {
 			t.Errorf("%s is delayed; want no delay", op)
 		}
 	}

@@ -133,12 +133,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	op := Operation(r.Header.Get("X-Amz-Target"))
-	done, cancelledQ, modelled := class(op)
+	rl, modelled := rule(op)
 	var u float64
 	var slept, actual time.Duration
 	if p.model != nil && modelled {
 		u = p.model.drawFor(isTransaction(op))
-		slept = done.At(u) / 2
+		slept = rl.Done.At(u) / 2
 		t0 := time.Now()
 		sleep(slept)
 		actual += time.Since(t0)
@@ -178,9 +178,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	delay := slept
 	if p.model != nil && modelled {
-		q := done
+		q := rl.Done
 		if cancelled {
-			q = cancelledQ
+			q = rl.Cancelled
 		}
 		if total := q.At(u); total > slept {
 			// The rest is counted from the time actually waited, so that a
