@@ -16,7 +16,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -52,14 +51,7 @@ func Run(cfg config.Local, o Options) error {
 	if err != nil {
 		return err
 	}
-	client := dynamodb.NewFromConfig(awsCfg, func(do *dynamodb.Options) {
-		if o.Endpoint != "" {
-			do.BaseEndpoint = aws.String(o.Endpoint)
-			// DynamoDB Local sends a CRC32 of 0 on error responses, which
-			// makes the SDK log a warning for every expected "not found".
-			do.DisableValidateResponseChecksum = true
-		}
-	})
+	client := localstore.DynamoDBClient(awsCfg, o.Endpoint)
 
 	created, err := ensureTable(ctx, client, o.Table)
 	if err != nil {
