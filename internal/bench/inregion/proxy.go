@@ -202,23 +202,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, upstream time.Duration, cancelled, conditionFailed, abandoned bool) {
-	c, isReported := reported(op, resp)
+	local, isReported := reported(op, resp)
 	var mine Capacity
 	canCompute := false
 	if status != 0 {
 		mine, canCompute = computed(op, req, resp, status, cancelled, conditionFailed)
 	}
+	c := local
 	if canCompute {
 		c = mine
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if isReported && canCompute {
-		if mine == c {
+		if mine == local {
 			p.stats.Agreed++
 		} else {
 			p.stats.Disagreed = append(p.stats.Disagreed,
-				fmt.Sprintf("%s: DynamoDB Local reported %+v, the rules give %+v", op, c, mine))
+				fmt.Sprintf("%s: DynamoDB Local reported %+v, the rules give %+v", op, local, mine))
 		}
 	}
 	p.stats.Requests[op]++
