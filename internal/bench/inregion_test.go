@@ -433,24 +433,9 @@ func roundRobin(runs []*seqRun, n int) {
 				r.other[o]++
 			}
 			r.samples = append(r.samples, sample{total: total, drawn: d.Delay, slept: d.Slept, local: d.Upstream})
-			r.stats = addStats(r.stats, d)
+			r.stats = r.stats.Add(d)
 		}
 	}
-}
-
-func addStats(a, b inregion.Stats) inregion.Stats {
-	if a.Requests == nil {
-		a.Requests = map[string]int{}
-	}
-	for k, v := range b.Requests {
-		a.Requests[k] += v
-	}
-	a.Cancelled += b.Cancelled
-	a.Abandoned += b.Abandoned
-	a.Capacity.RCU += b.Capacity.RCU
-	a.Capacity.WCU += b.Capacity.WCU
-	a.Disagreed = append(a.Disagreed, b.Disagreed...)
-	return a
 }
 
 // result summarizes the run; its operations per second are over the time

@@ -2,6 +2,7 @@ package inregion
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -140,5 +141,24 @@ func TestProxyCarriesAnAbandonedRequest(t *testing.T) {
 	}
 	if st := p.Stats(); hits.Load() != 1 || st.Requests["TransactWriteItems"] != 1 || st.Abandoned != 1 {
 		t.Errorf("upstream saw %d requests; stats %+v; want 1 request, counted and abandoned", hits.Load(), st)
+	}
+}
+
+// Add and Sub are inverse: what two spans counted together, less the
+// first, is the second.
+func TestStatsAddSub(t *testing.T) {
+	a := Stats{Requests: map[string]int{"GetItem": 2}, Cancelled: 1, Capacity: Capacity{RCU: 1}, Computed: 2, Agreed: 1,
+		Disagreed: []string{"x"}, Delay: time.Millisecond, Slept: 2 * time.Millisecond, Upstream: 3 * time.Millisecond}
+	b := Stats{Requests: map[string]int{"GetItem": 1, "PutItem": 1}, Abandoned: 1, Capacity: Capacity{RCU: 0.5, WCU: 1}, Computed: 2, Agreed: 2,
+		Disagreed: []string{"y"}, Delay: 4 * time.Millisecond, Slept: 5 * time.Millisecond, Upstream: 6 * time.Millisecond}
+	sum := a.Add(b)
+	if sum.Total() != 4 || sum.Capacity != (Capacity{RCU: 1.5, WCU: 1}) || len(sum.Disagreed) != 2 || sum.Delay != 5*time.Millisecond {
+		t.Errorf("a.Add(b) = %+v", sum)
+	}
+	if got := sum.Sub(a); fmt.Sprint(got) != fmt.Sprint(b) {
+		t.Errorf("a.Add(b).Sub(a) = %+v, want %+v", got, b)
+	}
+	if a.Requests["GetItem"] != 2 || len(a.Disagreed) != 1 {
+		t.Errorf("Add changed its receiver: %+v", a)
 	}
 }

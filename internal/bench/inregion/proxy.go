@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +78,20 @@ func (s Stats) Sub(before Stats) Stats {
 		if n := v - before.Requests[k]; n != 0 {
 			d.Requests[k] = n
 		}
+	}
+	return d
+}
+
+// Add is s and o counted together: the counts of two spans of requests.
+func (s Stats) Add(o Stats) Stats {
+	d := Stats{Requests: make(map[string]int, len(s.Requests)), Cancelled: s.Cancelled + o.Cancelled, Abandoned: s.Abandoned + o.Abandoned,
+		Capacity: s.Capacity.add(o.Capacity), Computed: s.Computed + o.Computed, Agreed: s.Agreed + o.Agreed,
+		Disagreed: append(slices.Clone(s.Disagreed), o.Disagreed...), Delay: s.Delay + o.Delay, Slept: s.Slept + o.Slept, Upstream: s.Upstream + o.Upstream}
+	for k, v := range s.Requests {
+		d.Requests[k] = v
+	}
+	for k, v := range o.Requests {
+		d.Requests[k] += v
 	}
 	return d
 }
