@@ -76,6 +76,7 @@ func TestCheckedSettingsRefused(t *testing.T) {
 func TestCheckedSettingsTable(t *testing.T) {
 	bad := map[string]string{ // as file JSON
 		"KEY_POLICY":     `"both"`,
+		"HOOK_KEY":       `"` + strings.Repeat("k", 73) + `"`,
 		"NONCE_MIN_COST": `3`,
 		"NONCE_MAX_COST": `13`,
 	}
