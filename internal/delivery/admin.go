@@ -41,6 +41,16 @@ func Changed(id string) error {
 	return fmt.Errorf("delivery: ticket %s: %w", id, ErrChanged)
 }
 
+// Refusal is the error of a Settle of ticket id refused because its
+// record, now r, is no longer the one read: a *StateError when it left
+// read.State, else Changed.
+func Refusal(id string, r, read Record) error {
+	if r.State != read.State {
+		return &StateError{TicketID: id, State: r.State, Want: read.State}
+	}
+	return Changed(id)
+}
+
 // SameAsRead reports whether the record r is still the one read, as
 // Settle compares them: state, attempts, failed lookups, "may be in the
 // helpdesk" and send start.

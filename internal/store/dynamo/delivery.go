@@ -430,8 +430,5 @@ func (st *Store) Settle(ctx context.Context, id string, read delivery.Record, u 
 	if err != nil {
 		return err
 	}
-	if r.State != read.State {
-		return &delivery.StateError{TicketID: id, State: r.State, Want: read.State}
-	}
-	return delivery.Changed(id)
+	return delivery.Refusal(id, r, read)
 }

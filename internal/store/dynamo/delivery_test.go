@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -42,6 +43,11 @@ var deliveryHarness = deliverytest.Harness{
 
 func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliveryHarness)
+}
+
+func TestSettleStale(t *testing.T) {
+	s, _ := newTable(t)
+	storetest.CheckSettleStale(t, s)
 }
 
 // With a destination configured the callback still costs one DynamoDB call

@@ -40,10 +40,6 @@ var operationAttributes = dynamostore.Attributes{
 	CreatedAt: "created_at", ExpiresAt: tableschema.TTLAttribute,
 }
 
-func operationItem(op core.Operation) map[string]types.AttributeValue {
-	return operationAttributes.Item(op.Record())
-}
-
 func ticketItem(t core.Ticket) map[string]types.AttributeValue {
 	item := map[string]types.AttributeValue{
 		attrPK:          stringAttr(prefixTicket + t.ID),

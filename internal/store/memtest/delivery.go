@@ -154,11 +154,8 @@ func (s *Store) Settle(_ context.Context, id string, read delivery.Record, u del
 	if !ok {
 		return delivery.ErrNoRecord
 	}
-	if r.State != read.State {
-		return &delivery.StateError{TicketID: id, State: r.State, Want: read.State}
-	}
 	if !delivery.SameAsRead(*r, read) {
-		return delivery.Changed(id)
+		return delivery.Refusal(id, *r, read)
 	}
 	*r = recorded(id, u)
 	return nil

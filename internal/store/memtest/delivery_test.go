@@ -5,6 +5,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
 )
 
 func TestDeliveryConformance(t *testing.T) {
@@ -12,3 +13,5 @@ func TestDeliveryConformance(t *testing.T) {
 		Open: func(*testing.T) deliverytest.Adapter { return memtest.New() },
 	})
 }
+
+func TestSettleStale(t *testing.T) { storetest.CheckSettleStale(t, memtest.New()) }

@@ -303,10 +303,7 @@ func (s *Store) Settle(ctx context.Context, id string, read delivery.Record, u d
 	if err != nil {
 		return err
 	}
-	if r.State != read.State {
-		return &delivery.StateError{TicketID: id, State: r.State, Want: read.State}
-	}
-	return delivery.Changed(id)
+	return delivery.Refusal(id, r, read)
 }
 
 func nullString(v string) any {

@@ -224,6 +224,10 @@ func TestRestartInNewProcess(t *testing.T) {
 	storetest.CheckRestart(t, envPath+"="+path)
 }
 
+func TestSettleStale(t *testing.T) {
+	storetest.CheckSettleStale(t, open(t, filepath.Join(t.TempDir(), "tickets.sqlite")))
+}
+
 func TestDeliveryConformance(t *testing.T) {
 	deliverytest.Run(t, deliverytest.Harness{
 		Open: func(t *testing.T) deliverytest.Adapter {
