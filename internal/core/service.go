@@ -40,6 +40,10 @@ type Call struct {
 	// invalid UTF-8 or a lone surrogate escape. A decoder that replaced them
 	// with U+FFFD would give two different request_ids one key.
 	RequestIDMalformed bool
+	// User is the record of ExternalUserID when the door has read it from
+	// the service's Users for this request (the MCP door does, before the
+	// body is parsed); Answer reads it from Users when nil.
+	User *User
 }
 
 // Service runs the checks after the body is parsed (function, user,
@@ -99,7 +103,7 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	if c.ExternalUserIDMalformed || len(c.ExternalUserID) > MaxExternalUserIDLen || !utf8.ValidString(c.ExternalUserID) {
 		return Outcome{Kind: KindForbidden} // names no user on any store
 	}
-	user, err := s.Users.User(ctx, c.ExternalUserID)
+	user, err := s.user(ctx, c)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Outcome{Kind: KindForbidden}
@@ -136,6 +140,14 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	var fingerprint string
 	key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
 	return s.write(ctx, fn, r, key, fingerprint)
+}
+
+// user is the record of c's user: the door's, or read from Users.
+func (s *Service) user(ctx context.Context, c Call) (User, error) {
+	if c.User != nil {
+		return *c.User, nil
+	}
+	return s.Users.User(ctx, c.ExternalUserID)
 }
 
 func invalidArgumentsMessage(fn *Function, err error) string {

@@ -196,6 +196,7 @@ type call struct {
 	ctx     context.Context // the HTTP request's, for the log line's values
 	body    []byte          // the request's body, read before the token
 	user    string          // the token's user, once verified
+	record  core.User       // user's record, once read
 	rpc     rpcRequest
 	mu      sync.Mutex
 	ran     bool // a tool handler took the call: it logs the line
@@ -356,7 +357,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		aw.refuseAfter(httpapi.ResponseInternal)
 		return
 	}
-	c.user = user
+	c.user, c.record = user, u
 	rr, ok := parseRPC(c.body)
 	if !ok {
 		aw.refuseAfter(httpapi.ResponseBadRequest)
@@ -390,7 +391,8 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		c.ran = true
 		c.mu.Unlock()
 
-		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user}
+		// The record afterToken read: the service does not read it again.
+		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user, User: &c.record}
 		if len(call.Content) == 0 || string(call.Content) == "null" {
 			call.Content = []byte("{}") // arguments are optional in MCP
 		}
