@@ -185,7 +185,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Path:
 		d.serveMCP(w, r)
 	default:
-		writeError(w, httpapi.ResponseNotFound)
+		httpapi.WriteRefusal(w, httpapi.ResponseNotFound)
 	}
 }
 
@@ -262,7 +262,7 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			rep = httpapi.ResponseInternal
-			writeError(w, rep)
+			httpapi.WriteRefusal(w, rep)
 		}
 		c.mu.Lock()
 		ran := c.ran
@@ -275,13 +275,13 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		rep = httpapi.ResponseMethodNotAllowed
-		writeError(w, rep)
+		httpapi.WriteRefusal(w, rep)
 		return
 	}
 	body, refusal, ok := httpapi.ReadBody(r, d.cfg.MaxBody)
 	if !ok {
 		rep = refusal
-		writeError(w, rep)
+		httpapi.WriteRefusal(w, rep)
 		return
 	}
 	c.body = body
@@ -469,7 +469,7 @@ func (a *authWriter) WriteHeader(code int) {
 			// of the door is JSON.
 			a.refusedAfter = sdkRefusal(code)
 			a.Header().Del("X-Content-Type-Options")
-			writeError(a.ResponseWriter, a.refusedAfter)
+			httpapi.WriteRefusal(a.ResponseWriter, a.refusedAfter)
 			a.swallow = true
 			return
 		}
@@ -491,7 +491,7 @@ func (a *authWriter) WriteHeader(code int) {
 		a.refused = httpapi.ResponseInternal
 	}
 	a.Header().Del("X-Content-Type-Options")
-	writeError(a.ResponseWriter, a.refused)
+	httpapi.WriteRefusal(a.ResponseWriter, a.refused)
 	a.wrote = true
 }
 
@@ -510,19 +510,11 @@ func (a *authWriter) Write(b []byte) (int, error) {
 
 func (a *authWriter) refuseAfter(r httpapi.Response) {
 	a.refusedAfter = r
-	writeError(a.ResponseWriter, r)
+	httpapi.WriteRefusal(a.ResponseWriter, r)
 }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (a *authWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
-
-func writeError(w http.ResponseWriter, r httpapi.Response) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(r.Status)
-	_, _ = w.Write(append(httpapi.ErrorBody(r.Name), '\n'))
-}
 
 // logTool writes the line of one tool call: the callback's line (section
 // Logs and metrics of docs/contract.md) with door mcp. Never the
