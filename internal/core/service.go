@@ -100,7 +100,7 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 		return Reject(CodeMissingExternalUserID,
 			"The call carries no externalUserId, so it cannot be tied to a user. Do not invent one: tell the user the request could not be completed.")
 	}
-	if c.ExternalUserIDMalformed || len(c.ExternalUserID) > MaxExternalUserIDLen || !utf8.ValidString(c.ExternalUserID) {
+	if c.ExternalUserIDMalformed || NamesNoUser(c.ExternalUserID) {
 		return Outcome{Kind: KindForbidden} // names no user on any store
 	}
 	user, err := s.user(ctx, c)
@@ -226,6 +226,13 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// NamesNoUser reports whether id can name no user on any store: longer
+// than MaxExternalUserIDLen bytes, or not valid UTF-8. Such an id is
+// refused (403) without a lookup.
+func NamesNoUser(id string) bool {
+	return len(id) > MaxExternalUserIDLen || !utf8.ValidString(id)
 }
 
 // CheckUserIDs refuses a configured user whose id the service would never

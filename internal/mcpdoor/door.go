@@ -31,7 +31,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -341,7 +340,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		return
 	}
 	user := ti.UserID
-	if len(user) > core.MaxExternalUserIDLen || !utf8.ValidString(user) {
+	if core.NamesNoUser(user) {
 		aw.refuseAfter(httpapi.Responses[core.KindForbidden])
 		return
 	}
