@@ -40,6 +40,10 @@ type Call struct {
 	// invalid UTF-8 or a lone surrogate escape. A decoder that replaced them
 	// with U+FFFD would give two different request_ids one key.
 	RequestIDMalformed bool
+	// User is the record of ExternalUserID when the door has read it from
+	// the service's Users for this request (the MCP door does, before the
+	// body is parsed); Answer reads it from Users when nil.
+	User *User
 }
 
 // Service runs the checks after the body is parsed (function, user,
@@ -96,10 +100,10 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 		return Reject(CodeMissingExternalUserID,
 			"The call carries no externalUserId, so it cannot be tied to a user. Do not invent one: tell the user the request could not be completed.")
 	}
-	if c.ExternalUserIDMalformed || len(c.ExternalUserID) > MaxExternalUserIDLen || !utf8.ValidString(c.ExternalUserID) {
+	if c.ExternalUserIDMalformed || NamesNoUser(c.ExternalUserID) {
 		return Outcome{Kind: KindForbidden} // names no user on any store
 	}
-	user, err := s.Users.User(ctx, c.ExternalUserID)
+	user, err := s.user(ctx, c)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Outcome{Kind: KindForbidden}
@@ -136,6 +140,14 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	var fingerprint string
 	key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
 	return s.write(ctx, fn, r, key, fingerprint)
+}
+
+// user is the record of c's user: the door's, or read from Users.
+func (s *Service) user(ctx context.Context, c Call) (User, error) {
+	if c.User != nil {
+		return *c.User, nil
+	}
+	return s.Users.User(ctx, c.ExternalUserID)
 }
 
 func invalidArgumentsMessage(fn *Function, err error) string {
@@ -214,6 +226,13 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// NamesNoUser reports whether id can name no user on any store: longer
+// than MaxExternalUserIDLen bytes, or not valid UTF-8. Such an id is
+// refused (403) without a lookup.
+func NamesNoUser(id string) bool {
+	return len(id) > MaxExternalUserIDLen || !utf8.ValidString(id)
 }
 
 // CheckUserIDs refuses a configured user whose id the service would never

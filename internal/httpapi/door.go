@@ -26,12 +26,9 @@ func Answer(o core.Outcome) (Response, []byte) {
 	return rep.response, b
 }
 
-// ErrorBody is the short JSON body of a refusal named name
-// ({"error":name}), as the callback writes it.
-func ErrorBody(name string) []byte {
-	b, _ := json.Marshal(errorBody{name})
-	return b
-}
+// WriteRefusal writes r as the callback writes a refusal: status r.Status,
+// the short JSON body {"error":r.Name}, and the callback's headers.
+func WriteRefusal(w http.ResponseWriter, r Response) { write(w, refuse(r, nil)) }
 
 // SetRequestID decodes raw, a JSON value that carries a request_id, with
 // the callback's strict decoding of metadata.request_id: a string with

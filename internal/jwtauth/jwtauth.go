@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -55,9 +54,8 @@ type Verifier struct {
 
 // Token is what a verified token says.
 type Token struct {
-	User    string    // the value of the user claim
-	Scopes  []string  // the scope claim, split on spaces
-	Expires time.Time // exp
+	User   string   // the value of the user claim
+	Scopes []string // the scope claim, split on spaces
 }
 
 // Verify checks raw and returns what it says. Every failure wraps
@@ -108,20 +106,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Token, error) {
 		}
 		tok.Scopes = strings.Fields(str)
 	}
-	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil {
-		tok.Expires = exp.Time
-	}
 	return tok, nil
-}
-
-// HasScopes reports whether t carries every one of want.
-func (t Token) HasScopes(want []string) bool {
-	for _, s := range want {
-		if !slices.Contains(t.Scopes, s) {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckURL accepts an absolute https URL, or an http one on loopback (the

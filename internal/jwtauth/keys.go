@@ -48,7 +48,6 @@ type Keys struct {
 	fetchMu   sync.Mutex // one fetch at a time, and its bookkeeping
 	jwksURL   string     // JWKSURL, or the discovered one
 	lastFetch time.Time  // zero before the first attempt
-	fetches   int
 }
 
 // Key implements KeySource.
@@ -70,7 +69,6 @@ func (k *Keys) Key(ctx context.Context, kid, alg string) (any, error) {
 		return nil, fmt.Errorf("%w: unknown kid", ErrInvalid)
 	}
 	k.lastFetch = now
-	k.fetches++
 	if err := k.fetch(ctx); err != nil {
 		if _, _, loaded := k.cached("", ""); !loaded {
 			return nil, err
@@ -81,13 +79,6 @@ func (k *Keys) Key(ctx context.Context, kid, alg string) (any, error) {
 		return key, nil
 	}
 	return nil, fmt.Errorf("%w: unknown kid", ErrInvalid)
-}
-
-// Fetches is how many times the set (with its discovery) was fetched.
-func (k *Keys) Fetches() int {
-	k.fetchMu.Lock()
-	defer k.fetchMu.Unlock()
-	return k.fetches
 }
 
 // cached looks kid up for alg, and says whether a set was ever loaded.

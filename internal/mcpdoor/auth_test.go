@@ -223,3 +223,16 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestOneUserLookup: a tool call reads its user's record once, in the
+// door's check after the token; the service answers on that record.
+func TestOneUserLookup(t *testing.T) {
+	e := newEnv(t, memtest.New(), envOptions{})
+	before := e.users.lookups.Load()
+	if resp, b := e.post(e.token("user-a"), toolsCall("create_ticket", `{"title":"Once"}`, `"req-once"`)); resp.StatusCode != 200 || !strings.Contains(string(b), `\"created\"`) {
+		t.Fatalf("create_ticket: %d %s", resp.StatusCode, b)
+	}
+	if got := e.users.lookups.Load() - before; got != 1 {
+		t.Errorf("%d user lookups for one tool call; want 1", got)
+	}
+}

@@ -31,7 +31,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -185,7 +184,7 @@ func (d *Door) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case Path:
 		d.serveMCP(w, r)
 	default:
-		writeError(w, httpapi.ResponseNotFound)
+		httpapi.WriteRefusal(w, httpapi.ResponseNotFound)
 	}
 }
 
@@ -196,6 +195,7 @@ type call struct {
 	ctx     context.Context // the HTTP request's, for the log line's values
 	body    []byte          // the request's body, read before the token
 	user    string          // the token's user, once verified
+	record  core.User       // user's record, once read
 	rpc     rpcRequest
 	mu      sync.Mutex
 	ran     bool // a tool handler took the call: it logs the line
@@ -261,7 +261,7 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
 			rep = httpapi.ResponseInternal
-			writeError(w, rep)
+			httpapi.WriteRefusal(w, rep)
 		}
 		c.mu.Lock()
 		ran := c.ran
@@ -274,13 +274,13 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		rep = httpapi.ResponseMethodNotAllowed
-		writeError(w, rep)
+		httpapi.WriteRefusal(w, rep)
 		return
 	}
 	body, refusal, ok := httpapi.ReadBody(r, d.cfg.MaxBody)
 	if !ok {
 		rep = refusal
-		writeError(w, rep)
+		httpapi.WriteRefusal(w, rep)
 		return
 	}
 	c.body = body
@@ -340,7 +340,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		return
 	}
 	user := ti.UserID
-	if len(user) > core.MaxExternalUserIDLen || !utf8.ValidString(user) {
+	if core.NamesNoUser(user) {
 		aw.refuseAfter(httpapi.Responses[core.KindForbidden])
 		return
 	}
@@ -356,7 +356,7 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		aw.refuseAfter(httpapi.ResponseInternal)
 		return
 	}
-	c.user = user
+	c.user, c.record = user, u
 	rr, ok := parseRPC(c.body)
 	if !ok {
 		aw.refuseAfter(httpapi.ResponseBadRequest)
@@ -390,7 +390,8 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		c.ran = true
 		c.mu.Unlock()
 
-		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user}
+		// The record afterToken read: the service does not read it again.
+		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user, User: &c.record}
 		if len(call.Content) == 0 || string(call.Content) == "null" {
 			call.Content = []byte("{}") // arguments are optional in MCP
 		}
@@ -467,7 +468,7 @@ func (a *authWriter) WriteHeader(code int) {
 			// of the door is JSON.
 			a.refusedAfter = sdkRefusal(code)
 			a.Header().Del("X-Content-Type-Options")
-			writeError(a.ResponseWriter, a.refusedAfter)
+			httpapi.WriteRefusal(a.ResponseWriter, a.refusedAfter)
 			a.swallow = true
 			return
 		}
@@ -489,7 +490,7 @@ func (a *authWriter) WriteHeader(code int) {
 		a.refused = httpapi.ResponseInternal
 	}
 	a.Header().Del("X-Content-Type-Options")
-	writeError(a.ResponseWriter, a.refused)
+	httpapi.WriteRefusal(a.ResponseWriter, a.refused)
 	a.wrote = true
 }
 
@@ -508,19 +509,11 @@ func (a *authWriter) Write(b []byte) (int, error) {
 
 func (a *authWriter) refuseAfter(r httpapi.Response) {
 	a.refusedAfter = r
-	writeError(a.ResponseWriter, r)
+	httpapi.WriteRefusal(a.ResponseWriter, r)
 }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (a *authWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
-
-func writeError(w http.ResponseWriter, r httpapi.Response) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(r.Status)
-	_, _ = w.Write(append(httpapi.ErrorBody(r.Name), '\n'))
-}
 
 // logTool writes the line of one tool call: the callback's line (section
 // Logs and metrics of docs/contract.md) with door mcp. Never the
