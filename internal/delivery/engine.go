@@ -116,10 +116,11 @@ type Engine struct {
 // change, and only a lookup the destination answers ends it (a working
 // send says nothing of the token's right to read).
 type health struct {
-	refused bool      // the last send that told anything was a refusal
-	streak  int       // refusals since the destination last accepted a send
-	until   time.Time // calls wait until then
-	reason  string    // the refusal, for the held tickets' error
+	// streak counts the refusals since the destination last accepted a
+	// send: above zero, the last send that told anything was a refusal.
+	streak int
+	until  time.Time // calls wait until then
+	reason string    // the refusal, for the held tickets' error
 
 	lookupsRefused bool // the last lookup that told anything was a refusal
 }
@@ -471,7 +472,7 @@ func (e *Engine) paused(now time.Time) (time.Time, string, bool) {
 	healthMu.Lock()
 	defer healthMu.Unlock()
 	h := e.health
-	return h.until, h.reason, h.refused && now.Before(h.until)
+	return h.until, h.reason, h.streak > 0 && now.Before(h.until)
 }
 
 // refused notes that the destination refused our credentials or URL and
@@ -482,11 +483,11 @@ func (e *Engine) refused(se *SendError) time.Time {
 	now := e.now()
 	healthMu.Lock()
 	h := &e.health
-	first := !h.refused
+	first := h.streak == 0
 	if first || !now.Before(h.until) {
 		h.streak++
 		d := max(e.jittered(h.streak, MaxPause), min(se.RetryAfter, MaxPause))
-		h.refused, h.until, h.reason = true, now.Add(d), se.Error()
+		h.until, h.reason = now.Add(d), se.Error()
 	}
 	until := h.until
 	healthMu.Unlock()
@@ -532,7 +533,7 @@ func (e *Engine) lookupAnswered() {
 // other way round.
 func (e *Engine) accepted() {
 	healthMu.Lock()
-	was := e.health.refused
+	was := e.health.streak > 0
 	e.health = health{lookupsRefused: e.health.lookupsRefused}
 	healthMu.Unlock()
 	if was && e.Log != nil {
