@@ -111,11 +111,7 @@ func (s *streamRun) merge(o streamRun) {
 }
 
 func (s streamRun) report(b *testing.B) {
-	b.ReportMetric(float64(s.tickets)/s.elapsed.Seconds(), "tickets/s")
-	p50, p99 := benchtest.Percentiles(s.latencies)
-	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(s.calls)/float64(s.tickets), "helpdesk-calls/ticket")
+	benchtest.ReportFigures(b, s.tickets, s.elapsed, s.latencies, s.calls)
 }
 
 // streamUnderLambda commits n tickets with committers callers side by side
