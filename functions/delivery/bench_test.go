@@ -13,6 +13,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 )
@@ -32,7 +33,7 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	endpoint, streamARN, store, fake, timed, h := r.endpoint, r.streamARN, r.store, r.fake, r.timed, r.h
 
 	n := 0
-	svc := ticketService(store, func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) })
+	svc := deliverytest.NewService(store, true, func() string { n++; return fmt.Sprintf("sb-%d-%d", time.Now().UnixNano(), n) })
 
 	pollErr := make(chan error, 1)
 	go func() { pollErr <- pollStream(ctx, endpoint, streamARN, h) }()
@@ -42,7 +43,7 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		out := svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"bench"}`),
-			ExternalUserID: "u", RequestID: fmt.Sprintf("r%d-%d", start.UnixNano(), i)})
+			ExternalUserID: deliverytest.User, RequestID: fmt.Sprintf("r%d-%d", start.UnixNano(), i)})
 		if out.Kind != core.KindCreated {
 			b.Fatalf("create: %v %v", out.Kind, out.Err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
@@ -111,11 +112,7 @@ func (s *streamRun) merge(o streamRun) {
 }
 
 func (s streamRun) report(b *testing.B) {
-	b.ReportMetric(float64(s.tickets)/s.elapsed.Seconds(), "tickets/s")
-	p50, p99 := benchtest.Percentiles(s.latencies)
-	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(s.calls)/float64(s.tickets), "helpdesk-calls/ticket")
+	benchtest.ReportFigures(b, s.tickets, s.elapsed, s.latencies, s.calls)
 }
 
 // streamUnderLambda commits n tickets with committers callers side by side
@@ -132,7 +129,7 @@ func streamUnderLambda(b *testing.B, n, committers int) streamRun {
 	endpoint, streamARN, store, fake, timed, h := r.endpoint, r.streamARN, r.store, r.fake, r.timed, r.h
 	var seq atomic.Int64
 	run := time.Now().UnixNano()
-	svc := ticketService(store, func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) })
+	svc := deliverytest.NewService(store, true, func() string { return fmt.Sprintf("sl-%d-%d", run, seq.Add(1)) })
 
 	pollErr := make(chan error, 1)
 	go func() { pollErr <- lambdaPoller(ctx, endpoint, streamARN, h, templateESM(b)) }()
@@ -319,7 +316,7 @@ func lane(ctx context.Context, cancel context.CancelCauseFunc, in <-chan events.
 func createTicket(ctx context.Context, svc *core.Service, requestID string) core.Outcome {
 	for range 50 {
 		out := svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"bench"}`),
-			ExternalUserID: "u", RequestID: requestID})
+			ExternalUserID: deliverytest.User, RequestID: requestID})
 		switch out.Kind {
 		case core.KindCreated, core.KindDuplicate:
 			return out

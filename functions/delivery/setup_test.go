@@ -6,16 +6,13 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -38,13 +35,6 @@ func slowZendesk(b *testing.B, delay time.Duration) (*fakehelpdesk.Server, *zend
 func deliveryHandler(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination) *deliverylambda.Handler {
 	return deliverylambda.Options{Engine: engine, Store: store, Destination: dst,
 		Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{DeliveryLabels: destination.MetricLabels()}}.Handler()
-}
-
-// ticketService creates tickets for one user on store, each with a
-// delivery record, named by newID.
-func ticketService(store core.Store, newID func() string) *core.Service {
-	return &core.Service{Store: store, Users: memstore.Users{"u": {TenantID: "t", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true, NewID: newID}
 }
 
 // streamRig is a stream-enabled table on DynamoDB Local and the delivery

@@ -11,6 +11,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -45,10 +46,10 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 				table := testenv.CreateTable(b, endpoint)
 				store := dynamo.New(client, table, dynamo.Options{})
 				run, n := time.Now().UnixNano(), 0
-				svc := ticketService(store, func() string { n++; return fmt.Sprintf("sw-%d-%d", run, n) })
+				svc := deliverytest.NewService(store, true, func() string { n++; return fmt.Sprintf("sw-%d-%d", run, n) })
 				for i := range sweepBacklog {
 					out := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"backlog"}`),
-						ExternalUserID: "u", RequestID: fmt.Sprintf("sw%d-%d", run, i)})
+						ExternalUserID: deliverytest.User, RequestID: fmt.Sprintf("sw%d-%d", run, i)})
 					if out.Kind != core.KindCreated {
 						b.Fatalf("create: %v %v", out.Kind, out.Err)
 					}

@@ -116,10 +116,11 @@ type Engine struct {
 // change, and only a lookup the destination answers ends it (a working
 // send says nothing of the token's right to read).
 type health struct {
-	refused bool      // the last send that told anything was a refusal
-	streak  int       // refusals since the destination last accepted a send
-	until   time.Time // calls wait until then
-	reason  string    // the refusal, for the held tickets' error
+	// streak counts the refusals since the destination last accepted a
+	// send: above zero, the last send that told anything was a refusal.
+	streak int
+	until  time.Time // calls wait until then
+	reason string    // the refusal, for the held tickets' error
 
 	lookupsRefused bool // the last lookup that told anything was a refusal
 }
@@ -347,57 +348,51 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 	if u.SentUnknown {
 		lookedAt := e.now()
 		r, found, err := e.Destination.Lookup(ctx, c.Ticket.ID)
-		var se *SendError
 		if err == nil {
 			e.lookupAnswered()
 		}
 		switch {
 		case err == nil && found:
 			return e.delivered(u, r), false
-		case err == nil:
-			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
-				// Not yet known: the helpdesk may still be committing the
-				// send, or its index may lag. Look again once the window
-				// has closed; no send is made or counted.
-				u.DueAt = CeilSecond(end)
-				return u, false
-			}
-			u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
-		case errors.Is(err, ErrNoLookup):
-			// The destination cannot be queried: a resend carries the
-			// same key, which the helpdesk deduplicates once it has
-			// committed the earlier send. Before that send's window has
-			// closed (a takeover after a lapsed lease, or a person's
-			// resend) it may still be committing, and a receiver that
-			// does not answer 409 meanwhile would create it twice: wait
-			// for the window's end, as after an ordinary unknown send.
+		case err == nil || errors.Is(err, ErrNoLookup):
+			// Absent, or the destination cannot be queried. Neither rules
+			// out a send whose window has not closed: the helpdesk may
+			// still be committing it, or its index may lag, and a resend
+			// with the same key (deduplicated once the earlier send has
+			// committed) could meet a receiver that does not answer 409
+			// meanwhile and create the ticket twice. So after an ordinary
+			// unknown send, a takeover after a lapsed lease or a person's
+			// resend alike, look (or send) again once the window has
+			// closed; no send is made or counted.
 			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
 				u.DueAt = CeilSecond(end)
 				return u, false
 			}
-		case errors.As(err, &se) && se.Failure == Misconfigured:
-			// The destination refuses our lookups (a token that may
-			// create but not list, say): a failed lookup of this ticket,
-			// so it ends delivered or unknown, never pending for ever.
-			// Sends are not paused: tickets that need no lookup still go.
-			e.lookupRefused(se)
-			u.LookupFailures++
-			u.Error = "lookup refused: " + err.Error()
-			if u.LookupFailures >= e.maxLookups() {
-				return e.exhausted(u, false), false
+			if err == nil {
+				u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
 			}
-			return e.release(u, e.now().Add(e.backoff(u.LookupFailures, se.RetryAfter))), true
 		default:
-			u.LookupFailures++
-			u.Error = "lookup: " + err.Error()
-			if u.LookupFailures >= e.maxLookups() {
-				return e.exhausted(u, false), false
-			}
+			// A failed lookup of this ticket counts against it, so it
+			// ends delivered or unknown, never pending for ever. A refused
+			// one (401 or 403: a token that may create but not list, say)
+			// is reported held; sends are not paused, so tickets that need
+			// no lookup still go.
+			var se *SendError
+			held := errors.As(err, &se) && se.Failure == Misconfigured
 			var retryAfter time.Duration
 			if se != nil {
 				retryAfter = se.RetryAfter
 			}
-			return e.release(u, e.now().Add(e.backoff(u.LookupFailures, retryAfter))), false
+			u.Error = "lookup: " + err.Error()
+			if held {
+				e.lookupRefused(se)
+				u.Error = "lookup refused: " + err.Error()
+			}
+			u.LookupFailures++
+			if u.LookupFailures >= e.maxLookups() {
+				return e.exhausted(u, false), false
+			}
+			return e.release(u, e.now().Add(e.backoff(u.LookupFailures, retryAfter))), held
 		}
 	}
 	if u.Attempts >= e.maxAttempts() {
@@ -477,7 +472,7 @@ func (e *Engine) paused(now time.Time) (time.Time, string, bool) {
 	healthMu.Lock()
 	defer healthMu.Unlock()
 	h := e.health
-	return h.until, h.reason, h.refused && now.Before(h.until)
+	return h.until, h.reason, h.streak > 0 && now.Before(h.until)
 }
 
 // refused notes that the destination refused our credentials or URL and
@@ -488,11 +483,11 @@ func (e *Engine) refused(se *SendError) time.Time {
 	now := e.now()
 	healthMu.Lock()
 	h := &e.health
-	first := !h.refused
+	first := h.streak == 0
 	if first || !now.Before(h.until) {
 		h.streak++
 		d := max(e.jittered(h.streak, MaxPause), min(se.RetryAfter, MaxPause))
-		h.refused, h.until, h.reason = true, now.Add(d), se.Error()
+		h.until, h.reason = now.Add(d), se.Error()
 	}
 	until := h.until
 	healthMu.Unlock()
@@ -538,7 +533,7 @@ func (e *Engine) lookupAnswered() {
 // other way round.
 func (e *Engine) accepted() {
 	healthMu.Lock()
-	was := e.health.refused
+	was := e.health.streak > 0
 	e.health = health{lookupsRefused: e.health.lookupsRefused}
 	healthMu.Unlock()
 	if was && e.Log != nil {

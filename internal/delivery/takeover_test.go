@@ -58,8 +58,9 @@ func TestTakeoverWithoutLookupWaitsForTheWindow(t *testing.T) {
 var forbidden = lookupAnswer{err: &delivery.SendError{Failure: delivery.Misconfigured, Status: 403, Err: errors.New("forbidden")}}
 
 // A lookup refused (401 or 403) is a failed lookup of that ticket: it backs
-// off, counts against the lookup limit, and the ticket ends unknown when
-// the lookups run out; other tickets are sent meanwhile (no pause).
+// off, counts against the lookup limit, is counted misconfigured, and the
+// ticket ends unknown when the lookups run out; other tickets are sent
+// meanwhile (no pause).
 func TestRefusedLookupsEndUnknown(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{timeout, created}, lookups: []lookupAnswer{forbidden}})
 	f.eng.MaxLookups = 3
@@ -75,6 +76,9 @@ func TestRefusedLookupsEndUnknown(t *testing.T) {
 		r := f.record(id)
 		if want := delivery.CeilSecond(f.now.Add(delivery.DefaultBackoffBase << (n - 1))); r.LookupFailures != n || !r.DueAt.Equal(want) {
 			t.Fatalf("after refused lookup %d: %+v; want %d failed lookups, due %v", n, r, n, want)
+		}
+		if s := obs.list(); s[len(s)-1].Result != delivery.ResultMisconfigured {
+			t.Fatalf("refused lookup %d counted %s, want %s", n, s[len(s)-1].Result, delivery.ResultMisconfigured)
 		}
 		// Another ticket is sent at once: a refused lookup pauses nothing.
 		if st := f.deliver(f.ticket()); st != delivery.StateDelivered {

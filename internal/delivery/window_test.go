@@ -297,28 +297,35 @@ func TestRetryOfATicketThatMayBeInTheHelpdeskLooksUpFirst(t *testing.T) {
 			}
 		})
 	}
-	t.Run("retry inside the window: absent waits", func(t *testing.T) {
-		f := newFixture(t, &script{sends: []error{created}, lookups: []lookupAnswer{absent}})
-		id := f.ticket()
-		sentAt := f.now
-		if _, err := f.store.Claim(ctx, id, "w", f.now, f.now.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.store.Record(ctx, id, "w", delivery.Update{State: delivery.StateFailed, Attempts: 8,
-			SentUnknown: true, SentAt: sentAt, Error: "x"}); err != nil {
-			t.Fatal(err)
-		}
-		f.now = f.now.Add(2 * time.Second)
-		if err := delivery.Retry(ctx, f.store, id, f.now); err != nil {
-			t.Fatal(err)
-		}
-		if st := f.deliver(id); st != delivery.StatePending {
-			t.Fatalf("%s, want pending", st)
-		}
-		if sends, _ := f.dest.counts(); sends != 0 {
-			t.Fatalf("%d sends inside the window", sends)
-		}
-	})
+	// Inside the window neither an absent nor a destination that cannot
+	// be looked up rules the send out: the ticket waits, no resend.
+	for _, c := range []struct {
+		name   string
+		answer lookupAnswer
+	}{{"absent", absent}, {"no lookup", noLookup}} {
+		t.Run("retry inside the window: "+c.name+" waits", func(t *testing.T) {
+			f := newFixture(t, &script{sends: []error{created}, lookups: []lookupAnswer{c.answer}})
+			id := f.ticket()
+			sentAt := f.now
+			if _, err := f.store.Claim(ctx, id, "w", f.now, f.now.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.store.Record(ctx, id, "w", delivery.Update{State: delivery.StateFailed, Attempts: 8,
+				SentUnknown: true, SentAt: sentAt, Error: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			f.now = f.now.Add(2 * time.Second)
+			if err := delivery.Retry(ctx, f.store, id, f.now); err != nil {
+				t.Fatal(err)
+			}
+			if st := f.deliver(id); st != delivery.StatePending {
+				t.Fatalf("%s, want pending", st)
+			}
+			if sends, _ := f.dest.counts(); sends != 0 {
+				t.Fatalf("%d sends inside the window", sends)
+			}
+		})
+	}
 }
 
 // A record with SentUnknown and no SentAt: the window counts from the

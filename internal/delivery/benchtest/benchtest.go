@@ -60,17 +60,21 @@ func (s *DeliveryTimer) Delivered() int {
 // record (p50, p99), and calls, the helpdesk calls made, per ticket.
 func (s *DeliveryTimer) Report(b *testing.B, committed map[string]time.Time, elapsed time.Duration, calls int) {
 	b.Helper()
-	s.mu.Lock()
-	lat := make([]time.Duration, 0, len(committed))
-	for id, at := range committed {
-		lat = append(lat, s.done[id].Sub(at))
-	}
-	s.mu.Unlock()
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tickets/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(float64(calls)/float64(b.N), "helpdesk-calls/ticket")
+	lat, _ := s.Latencies(committed)
+	ReportFigures(b, b.N, elapsed, lat, calls)
+}
+
+// ReportFigures reports tickets delivered over elapsed as the delivery
+// benchmarks do: tickets per second, the median and 99th percentile of
+// lat (commit to delivered), and calls, the helpdesk calls made, per
+// ticket.
+func ReportFigures(b *testing.B, tickets int, elapsed time.Duration, lat []time.Duration, calls int) {
+	b.Helper()
+	p50, p99 := percentiles(lat)
+	b.ReportMetric(float64(tickets)/elapsed.Seconds(), "tickets/s")
+	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(calls)/float64(tickets), "helpdesk-calls/ticket")
 }
 
 // LocalWorker: b.N callbacks commit tickets on s, back to back, while
@@ -142,9 +146,9 @@ func (s *DeliveryTimer) Latencies(committed map[string]time.Time) ([]time.Durati
 	return lat, last
 }
 
-// Percentiles returns the median and the 99th percentile of lat (zero
+// percentiles returns the median and the 99th percentile of lat (zero
 // when it is empty); lat is sorted in place.
-func Percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
 	if len(lat) == 0 {
 		return 0, 0
 	}

@@ -373,15 +373,11 @@ func (s *Server) commitDue() {
 func (s *Server) holdUnlocked(w http.ResponseWriter, r *http.Request, kind Kind, key string, body []byte, d time.Duration) {
 	ctype := r.Header.Get("Content-Type")
 	s.mu.Lock()
-	var known bool
-	switch kind {
-	case ZendeskCreate:
-		e, ok := s.zKeys[key]
-		known = ok && s.nowLocked().Before(e.at.Add(s.cfg.KeyTTL))
-	case WebhookCreate:
-		e, ok := s.wKeys[key]
-		known = ok && s.nowLocked().Before(e.at.Add(s.cfg.KeyTTL))
+	keys := s.zKeys
+	if kind == WebhookCreate {
+		keys = s.wKeys
 	}
+	_, known := s.liveKey(keys, key, s.nowLocked())
 	if !known {
 		s.unlocked = append(s.unlocked, heldCreate{kind: kind, ctype: ctype, key: key, body: body, at: s.nowLocked().Add(d)})
 	}
@@ -865,7 +861,7 @@ func (s *Server) zendeskCreate(ctype, key string, body []byte, unlocked bool) an
 	defer s.mu.Unlock()
 	now := s.nowLocked()
 	if key != "" && !unlocked {
-		if e, ok := s.zKeys[key]; ok && now.Before(e.at.Add(s.cfg.KeyTTL)) {
+		if e, ok := s.liveKey(s.zKeys, key, now); ok {
 			if e.sum != sum {
 				return jsonAnswer(http.StatusBadRequest, idempotentRequestError)
 			}
@@ -916,6 +912,16 @@ func (s *Server) zendeskLookup(externalID string) answer {
 	return answer{status: http.StatusOK, ctype: "application/json", body: out}
 }
 
+// liveKey is key's record in keys, if the helpdesk still remembers it at
+// now (within KeyTTL of its first use). The caller holds s.mu.
+func (s *Server) liveKey(keys map[string]*idem, key string, now time.Time) (*idem, bool) {
+	e, ok := keys[key]
+	if !ok || !now.Before(e.at.Add(s.cfg.KeyTTL)) {
+		return nil, false
+	}
+	return e, true
+}
+
 // --- Webhook ---
 
 // webhookCreate creates a webhook ticket; unlocked as for zendeskCreate.
@@ -931,7 +937,7 @@ func (s *Server) webhookCreate(key string, body []byte, unlocked bool) answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.nowLocked()
-	if e, ok := s.wKeys[key]; ok && !unlocked && now.Before(e.at.Add(s.cfg.KeyTTL)) {
+	if e, ok := s.liveKey(s.wKeys, key, now); ok && !unlocked {
 		if e.sum != sum {
 			return jsonAnswer(http.StatusUnprocessableEntity, `{"error":"idempotency key reused with another body"}`)
 		}

@@ -28,7 +28,6 @@ const testSecret = "whsec_dGVzdC1vbmx5LXNpZ25pbmcta2V5LW5vdC1hLXJlYWwtb25l" //no
 // stepClock is the fake's clock, a second further on every reading, as a
 // real client's successive requests are: no two requests are signed with
 // the same timestamp, so none is taken for a replay.
-
 func stepClock(s *fakehelpdesk.Server) func() time.Time {
 	var n atomic.Int64
 	return func() time.Time { return s.Now().Add(time.Duration(n.Add(1)) * time.Second) }
