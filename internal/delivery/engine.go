@@ -144,8 +144,13 @@ func (e *Engine) maxLookups() int {
 	return e.maxAttempts()
 }
 
-// windowEnd is when the outcome window of a send started at sentAt closes.
+// windowEnd is when the outcome window of a send started at sentAt closes:
+// at sentAt itself for a destination whose creates are keyed by the
+// delivery key (KeyedCreator), which no late commit can duplicate.
 func (e *Engine) windowEnd(sentAt time.Time) time.Time {
+	if keyedByID(e.Destination) {
+		return sentAt
+	}
 	return sentAt.Add(OutcomeWindow(e.CallTimeout))
 }
 
@@ -363,8 +368,11 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 			// meanwhile and create the ticket twice. So after an ordinary
 			// unknown send, a takeover after a lapsed lease or a person's
 			// resend alike, look (or send) again once the window has
-			// closed; no send is made or counted.
-			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
+			// closed; no send is made or counted. A destination whose
+			// creates are keyed by the delivery key has no window: a late
+			// commit of the earlier send and the resend are one record, so
+			// absent lets the resend go at once.
+			if end := e.windowEnd(u.SentAt); !keyedByID(e.Destination) && lookedAt.Before(end) {
 				u.DueAt = CeilSecond(end)
 				return u, false
 			}
