@@ -47,9 +47,12 @@ type Destination interface {
 // with id = the ticket id): the helpdesk can hold at most one record under
 // it, however often or however late a create with it arrives, and a
 // lookup by it reads that record by its primary key, with no index lag.
-// For such a destination a send whose outcome is unknown has no outcome
-// window: a lookup that answers absent rules nothing out that a resend
-// could duplicate, so the engine resends at once with the same key.
+// For such a destination a resend needs no outcome window: after a send
+// whose outcome is unknown the engine looks the ticket up once the backoff
+// is over and, if absent, resends at once with the same key, which cannot
+// make a second record. The window still comes before the verdict that no
+// send created the ticket (a failed ticket): only a lookup past it rules
+// an unknown send out.
 type KeyedCreator interface {
 	// CreatesKeyedByID reports whether creates are keyed by the delivery
 	// key as above.

@@ -144,13 +144,8 @@ func (e *Engine) maxLookups() int {
 	return e.maxAttempts()
 }
 
-// windowEnd is when the outcome window of a send started at sentAt closes:
-// at sentAt itself for a destination whose creates are keyed by the
-// delivery key (KeyedCreator), which no late commit can duplicate.
+// windowEnd is when the outcome window of a send started at sentAt closes.
 func (e *Engine) windowEnd(sentAt time.Time) time.Time {
-	if keyedByID(e.Destination) {
-		return sentAt
-	}
 	return sentAt.Add(OutcomeWindow(e.CallTimeout))
 }
 
@@ -368,15 +363,23 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 			// meanwhile and create the ticket twice. So after an ordinary
 			// unknown send, a takeover after a lapsed lease or a person's
 			// resend alike, look (or send) again once the window has
-			// closed; no send is made or counted. A destination whose
-			// creates are keyed by the delivery key has no window: a late
-			// commit of the earlier send and the resend are one record, so
-			// absent lets the resend go at once.
-			if end := e.windowEnd(u.SentAt); !keyedByID(e.Destination) && lookedAt.Before(end) {
-				u.DueAt = CeilSecond(end)
-				return u, false
-			}
-			if err == nil {
+			// closed; no send is made or counted.
+			//
+			// A destination whose creates are keyed by the delivery key
+			// (KeyedCreator) needs no window before a resend: a late
+			// commit of the earlier send and the resend are one record,
+			// so absent lets the resend go at once. The earlier send is
+			// not ruled out by it, though: only a lookup past the window
+			// rules it out, so that a create still committing (or a
+			// lookup that lagged) never lets the ticket end failed while
+			// the helpdesk holds it.
+			end := e.windowEnd(u.SentAt)
+			if lookedAt.Before(end) {
+				if !keyedByID(e.Destination) || err != nil {
+					u.DueAt = CeilSecond(end)
+					return u, false
+				}
+			} else if err == nil {
 				u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
 			}
 		default:
@@ -451,9 +454,11 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 		return e.exhausted(u, true), false
 	}
 	due := now.Add(e.backoff(u.Attempts, se.RetryAfter))
-	if u.SentUnknown {
+	if u.SentUnknown && !keyedByID(e.Destination) {
 		// No resend (and no lookup that could rule a send out) before
-		// the window of the last unknown send has closed.
+		// the window of the last unknown send has closed. A destination
+		// whose creates are keyed by the delivery key is looked up after
+		// the backoff alone, and resent at once if absent.
 		due = later(due, e.windowEnd(u.SentAt))
 	}
 	return e.release(u, due), false
