@@ -112,6 +112,9 @@ func New(c Config) (*Client, error) {
 // String shows the client without the key.
 func (c *Client) String() string { return c.cfg.String() }
 
+// GoString is String, so that %#v does not print the key either.
+func (c *Client) GoString() string { return c.cfg.String() }
+
 // LogValue logs the client without the key.
 func (c *Client) LogValue() slog.Value { return c.cfg.LogValue() }
 
