@@ -55,7 +55,7 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 		{"functions/delivery",
 			append([]string{"internal/httpapi", "internal/httpapi/", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
 				"internal/usercache", "internal/nonce"}, local...),
-			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/deliverylambda"}},
+			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/helpdesk/linear", "internal/deliverylambda"}},
 	}
 	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
 		for _, r := range rules {

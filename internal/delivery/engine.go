@@ -364,11 +364,22 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 			// unknown send, a takeover after a lapsed lease or a person's
 			// resend alike, look (or send) again once the window has
 			// closed; no send is made or counted.
-			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
-				u.DueAt = CeilSecond(end)
-				return u, false
-			}
-			if err == nil {
+			//
+			// A destination whose creates are keyed by the delivery key
+			// (KeyedCreator) needs no window before a resend: a late
+			// commit of the earlier send and the resend are one record,
+			// so absent lets the resend go at once. The earlier send is
+			// not ruled out by it, though: only a lookup past the window
+			// rules it out, so that a create still committing (or a
+			// lookup that lagged) never lets the ticket end failed while
+			// the helpdesk holds it.
+			end := e.windowEnd(u.SentAt)
+			if lookedAt.Before(end) {
+				if !keyedByID(e.Destination) || err != nil {
+					u.DueAt = CeilSecond(end)
+					return u, false
+				}
+			} else if err == nil {
 				u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
 			}
 		default:
@@ -443,9 +454,11 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 		return e.exhausted(u, true), false
 	}
 	due := now.Add(e.backoff(u.Attempts, se.RetryAfter))
-	if u.SentUnknown {
+	if u.SentUnknown && !keyedByID(e.Destination) {
 		// No resend (and no lookup that could rule a send out) before
-		// the window of the last unknown send has closed.
+		// the window of the last unknown send has closed. A destination
+		// whose creates are keyed by the delivery key is looked up after
+		// the backoff alone, and resent at once if absent.
 		due = later(due, e.windowEnd(u.SentAt))
 	}
 	return e.release(u, due), false
