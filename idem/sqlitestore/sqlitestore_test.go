@@ -54,6 +54,15 @@ func TestConformance(t *testing.T) {
 					return errors.New("out of stock")
 				}
 			},
+			// The context ends inside the transaction; database/sql rolls
+			// the transaction back, and the caller's next statement meets
+			// sql.ErrTxDone, which the function returns.
+			Cancel: func(id string, cancel context.CancelFunc) sqlitestore.Writes {
+				return func(_ context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
+					cancel()
+					return insertAfterEnd(tx, id, c)
+				}
+			},
 			Effects: func(t *testing.T) int {
 				var n int
 				if err := s.DB().QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n); err != nil {
@@ -67,4 +76,19 @@ func TestConformance(t *testing.T) {
 			},
 		}
 	})
+}
+
+// insertAfterEnd waits for database/sql to roll back tx, whose context
+// has ended, then inserts the effect id as a caller that did not look at
+// the context would, and returns the statement's error: sql.ErrTxDone.
+func insertAfterEnd(tx *sql.Tx, id string, c sqlitestore.Claimed) error {
+	for range 10000 {
+		var one int
+		if err := tx.QueryRow(`SELECT 1`).Scan(&one); errors.Is(err, sql.ErrTxDone) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	_, err := tx.Exec(`INSERT INTO effects (id, operation_key, generation) VALUES (?, ?, ?)`, id, c.Key, c.Generation)
+	return err
 }
