@@ -53,7 +53,7 @@ func fixture(client *dynamodb.Client, tableName string, store *dynamostore.Store
 	return idemtest.Fixture[[]types.TransactWriteItem]{
 		Store:  store,
 		Cancel: cc.items,
-		Write: func(id string) []types.TransactWriteItem { return []types.TransactWriteItem{effectItem(id)} },
+		Write:  func(id string) []types.TransactWriteItem { return []types.TransactWriteItem{effectItem(id)} },
 		// An effect, then a condition check on an item that does not
 		// exist: the transaction is cancelled, the effect not written.
 		Refuse: func() []types.TransactWriteItem {
