@@ -462,8 +462,8 @@ func TestWaitEndsWithTheContext(t *testing.T) {
 	g := &idem.Guard[memstore.Writes]{Store: w, Retention: time.Hour, Now: clk.Now,
 		Wait: idem.WaitPolicy{Max: time.Minute, Sleep: sl.Sleep}}
 	o := g.Do(ctx, c, (&planned{}).plan)
-	if o.Status != idem.InProgress || !errors.Is(o.Err, context.Canceled) || o.RetryAfter != idem.DefaultWaitInitial {
-		t.Fatalf("%v (%v) retry after %v, want in progress with context.Canceled, retry after %v", o.Status, o.Err, o.RetryAfter, idem.DefaultWaitInitial)
+	if o.Status != idem.InProgress || !errors.Is(o.Err, context.Canceled) || o.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("%v (%v) retry after %v, want in progress with context.Canceled, retry after %v", o.Status, o.Err, o.RetryAfter, 100*time.Millisecond)
 	}
 	if w.claims != 1 {
 		t.Fatalf("%d claims, want 1", w.claims)

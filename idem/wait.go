@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// DefaultWaitInitial is WaitPolicy's first pause when Initial is zero.
-const DefaultWaitInitial = 100 * time.Millisecond
+// defaultWaitInitial is WaitPolicy's first pause when Initial is zero.
+const defaultWaitInitial = 100 * time.Millisecond
 
 // WaitPolicy bounds the wait on a pending record. A pending record comes
 // from a writer of the same store that claims keys before it knows their
@@ -28,7 +28,7 @@ const DefaultWaitInitial = 100 * time.Millisecond
 type WaitPolicy struct {
 	// Max bounds the whole wait, from the first claim; zero: no wait.
 	Max time.Duration
-	// Initial is the first pause's step (DefaultWaitInitial when zero).
+	// Initial is the first pause's step (100 ms when zero).
 	Initial time.Duration
 	// Sleep pauses for d, or until ctx ends with ctx's error (a timer
 	// when nil). A test gives one that moves its Guard's clock instead.
@@ -51,7 +51,7 @@ func (p WaitPolicy) start(now time.Time) *waiting {
 	}
 	step := p.Initial
 	if step <= 0 {
-		step = DefaultWaitInitial
+		step = defaultWaitInitial
 	}
 	return &waiting{policy: p, deadline: now.Add(p.Max), step: min(step, p.Max)}
 }

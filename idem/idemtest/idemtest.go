@@ -2,8 +2,10 @@
 // on its real backing storage through idem.Guard against the rules of
 // package idem (created, replayed byte for byte, in progress never taken
 // over, busy, conflict, mismatch, refused writes that claim nothing,
-// expired-but-present treated as absent), sequentially and under
-// concurrency. A store's test calls Run with a Fixture.
+// expired-but-present treated as absent, a record that cannot hold its
+// key refused as invalid with nothing written, a context that ends during
+// the caller's writes answered busy), sequentially and under concurrency.
+// A store's test calls Run with a Fixture.
 package idemtest
 
 import (
@@ -36,7 +38,7 @@ type Fixture[W any] struct {
 	// transaction; in memory, the caller's function; on DynamoDB, where
 	// no code of the caller's runs, the fixture's client when the
 	// transaction carries the effect's item). The claim must answer
-	// idem.Busy, never idem.Refused.
+	// idem.Busy, never idem.Refused. Nil skips that case.
 	Cancel func(id string, cancel context.CancelFunc) W
 	// Effects counts the effects stored.
 	Effects func(t *testing.T) int
