@@ -58,3 +58,6 @@ func referenceDepth(raw []byte) error {
 		}
 	}
 }
+
+// AppendString exposes the JSON string writer of Key to the tests.
+var AppendString = appendString

@@ -18,15 +18,26 @@
 // beside the transaction, and a repeat is answered by the read, at one
 // read's latency, for one request and one read unit more per claim.
 //
-// The record's result is a string attribute: a result that is not valid
-// UTF-8 text is refused before any request (DynamoDB would replace the
-// invalid bytes and replay other bytes), and DynamoDB itself refuses, with
-// a ValidationException, a record past its 400 KB item size. Both end the
-// call as idem.Failed with nothing written.
+// # DynamoDB's rules
 //
-// The table needs a string partition key (Attributes.PartitionKey) and
-// TTL on Attributes.ExpiresAt; records can share a table with the
-// caller's own items, told apart by Attributes.Prefix.
+//   - TTL: the table needs a string partition key (Attributes.PartitionKey)
+//     and TTL enabled on Attributes.ExpiresAt (epoch seconds), or expired
+//     records are never deleted. TTL deletes lazily, sometimes days late:
+//     the claim's condition treats an expired record as absent anyway.
+//   - Item size: DynamoDB keeps an item of at most 400 KB, so the
+//     record, its result included, must fit; DynamoDB refuses a larger
+//     one with a ValidationException, and the call is idem.Failed with
+//     nothing written.
+//   - Transaction size: one TransactWriteItems holds at most 100 items,
+//     the claim being one, so a Claim carries at most MaxWrites (99) of
+//     the caller's; more are refused before any request (idem.Failed).
+//   - UTF-8 results: the result is stored as a string attribute, so it
+//     must be valid UTF-8 text (JSON text is). DynamoDB would replace
+//     other bytes and replay them changed, so Claim refuses them before
+//     any request (idem.Failed, nothing written).
+//
+// Records can share a table with the caller's own items, told apart by
+// Attributes.Prefix.
 package dynamostore
 
 import (
@@ -164,6 +175,9 @@ func (s *Store) Attributes() Attributes { return s.attr }
 // package doc). A transaction conflict is retried with full jitter, at
 // most Options.ConflictRetries times, then answered busy.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.TransactWriteItem, now time.Time) (*idem.Record, error) {
+	if err := rec.Check(now); err != nil {
+		return nil, err
+	}
 	if err := s.attr.check(); err != nil {
 		return nil, err
 	}
