@@ -420,7 +420,7 @@ func NewSSM(t testing.TB, acct Account, params map[string]string) *SSM {
 		}
 		if in.WithDecryption {
 			s.add(Request{Action: "kms:Decrypt", Resource: acct.arn("kms", "key/"+ParameterKeyID), Context: map[string][]string{
-				"kms:ViaService":                     {"ssm." + acct.Region + ".amazonaws.com"},
+				"kms:ViaService":                      {"ssm." + acct.Region + ".amazonaws.com"},
 				"kms:EncryptionContext:PARAMETER_ARN": {arn},
 			}})
 		}
