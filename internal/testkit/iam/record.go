@@ -329,7 +329,9 @@ func keyValue(expr, attr string, names map[string]string, values attrs) (string,
 // Local's own partition, region and account.
 var localStream = regexp.MustCompile(`^arn:[^:]*:dynamodb:[^:]*:[^:]*:(table/.+/stream/.+)$`)
 
-func (r *Recorder) stream(arn string) (string, error) {
+// Stream is the stream ARN arn (as DynamoDB Local writes it) in the
+// recorder's Account.
+func (r *Recorder) Stream(arn string) (string, error) {
 	m := localStream.FindStringSubmatch(arn)
 	if m == nil {
 		return "", fmt.Errorf("%q is not a stream ARN", arn)
@@ -361,7 +363,7 @@ func (r *Recorder) streams(op string, body, answer []byte) ([]Request, error) {
 		}
 		resource = arn
 	default: // DescribeStream, GetShardIterator
-		if resource, err = r.stream(in.StreamArn); err != nil {
+		if resource, err = r.Stream(in.StreamArn); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
