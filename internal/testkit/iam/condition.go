@@ -1,6 +1,7 @@
 package iam
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -40,7 +41,7 @@ func condition(op string, policy, request []string) (bool, error) {
 	name, ifExists := strings.CutSuffix(name, "IfExists")
 	if name == "Null" {
 		if qualifier != "" || ifExists {
-			return false, fmt.Errorf("Null takes no qualifier")
+			return false, errors.New("the Null operator takes no qualifier")
 		}
 		return null(policy, request)
 	}
@@ -98,7 +99,7 @@ func condition(op string, policy, request []string) (bool, error) {
 // null: "true" holds when the key is missing, "false" when it is present.
 func null(policy, request []string) (bool, error) {
 	if len(policy) != 1 {
-		return false, fmt.Errorf("Null takes one value")
+		return false, errors.New("the Null operator takes one value")
 	}
 	switch strings.ToLower(policy[0]) {
 	case "true":
@@ -106,5 +107,5 @@ func null(policy, request []string) (bool, error) {
 	case "false":
 		return request != nil, nil
 	}
-	return false, fmt.Errorf("Null value %q is neither true nor false", policy[0])
+	return false, fmt.Errorf("the Null operator's value %q is neither true nor false", policy[0])
 }

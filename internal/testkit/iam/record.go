@@ -245,7 +245,7 @@ func (r *Recorder) dynamodb(op string, body []byte) ([]Request, error) {
 		}
 		v, err := keyValue(in.KeyConditionExpression, keyAttr, in.ExpressionAttributeNames, in.ExpressionAttributeValues)
 		if err != nil {
-			return nil, fmt.Errorf("Query on %s: %w", resource, err)
+			return nil, fmt.Errorf("a Query on %s: %w", resource, err)
 		}
 		return []Request{{Action: "dynamodb:Query", Resource: resource, Context: map[string][]string{LeadingKeys: {v}}}}, nil
 	}

@@ -101,7 +101,7 @@ func statements(v any) ([]Statement, error) {
 			case "Sid":
 				s.Sid, ok = val.(string)
 				if !ok {
-					err = errors.New("Sid is not a string")
+					err = errors.New("the Sid is not a string")
 				}
 			case "Effect":
 				str, _ := val.(string)
@@ -152,7 +152,7 @@ func strs(v any) ([]string, error) {
 func conditions(v any) (map[string]map[string][]string, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("Condition is not a mapping")
+		return nil, errors.New("the Condition element is not a mapping")
 	}
 	out := map[string]map[string][]string{}
 	for op, keys := range m {
@@ -439,7 +439,7 @@ func (r *resolver) sub(arg any) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("!Sub ${%s}: %w", name, err)
 		}
-		b.WriteString(fmt.Sprint(v))
+		fmt.Fprint(&b, v)
 	}
 }
 
