@@ -204,17 +204,19 @@ func ReadAheadReporter(rec func() Recorder, logger *slog.Logger, classify func(e
 		if r := rec(); r != nil {
 			attr = r.ReadAheadError(ctx, class)
 		}
-		attrs := []slog.Attr{slog.String(LabelClass, class)}
-		if !attr.Equal(slog.Attr{}) {
-			attrs = append(attrs, attr)
+		// A recorder's members name the class themselves (EMF writes its
+		// dimension as a member); otherwise the line names it.
+		members := !attr.Equal(slog.Attr{})
+		if !members {
+			attr = slog.String(LabelClass, class)
 		}
 		if !logged.Swap(true) {
 			logger.LogAttrs(ctx, slog.LevelWarn, "read-ahead failed: repeats are answered by the transaction instead; logged once per process, counted in "+ReadAheadErrors,
-				append(attrs, slog.String("error", err.Error()))...)
+				attr, slog.String("error", err.Error()))
 			return
 		}
-		if len(attrs) > 1 {
-			logger.LogAttrs(ctx, slog.LevelInfo, "read-ahead failed", attrs...)
+		if members {
+			logger.LogAttrs(ctx, slog.LevelInfo, "read-ahead failed", attr)
 		}
 	}
 }
