@@ -147,8 +147,9 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 		}
 	}
 	for action, want := range map[string][]string{
-		"dynamodb:PutItem": {"OP#*", "TICKET#*"},
-		"dynamodb:GetItem": {"USER#*", "TICKET#*"},
+		"dynamodb:PutItem":            {"OP#*", "TICKET#*"},
+		"dynamodb:GetItem":            {"USER#*", "TICKET#*", "OP#*"},
+		"dynamodb:ConditionCheckItem": {"OP#*"},
 	} {
 		got := slices.Clone(leading[action])
 		slices.Sort(got)

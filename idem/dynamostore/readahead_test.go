@@ -2,6 +2,8 @@ package dynamostore_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -374,5 +376,54 @@ func TestReadAheadCancelledBeforeStartSendsNothing(t *testing.T) {
 	wantStatus(t, o, idem.Busy)
 	if n := g.gets.Load() + g.txs.Load(); n != 0 {
 		t.Fatalf("%d requests sent for a caller that had gone", n)
+	}
+}
+
+// failingRead is a real client whose read-ahead fails with err.
+type failingRead struct {
+	*dynamodb.Client
+	err error
+}
+
+func (f failingRead) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, f.err
+}
+
+// A read-ahead that fails is no answer: the transaction answers, a new
+// call created and its repeat replayed, and the failure goes to
+// Options.OnReadAheadError, once per claim, with the read's error in its
+// chain.
+func TestReadAheadErrorIsReported(t *testing.T) {
+	e := newReadAheadEnv(t)
+	denied := errors.New("injected: the read is denied")
+	var mu sync.Mutex
+	var got []error
+	s := dynamostore.New(failingRead{e.client, denied}, e.name, dynamostore.Options{ReadAhead: true,
+		OnReadAheadError: func(ctx context.Context, err error) {
+			if ctx == nil {
+				t.Error("OnReadAheadError without a context")
+			}
+			mu.Lock()
+			got = append(got, err)
+			mu.Unlock()
+		}})
+	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+	c := idemtest.Call("alice", "r1", order)
+	idemtest.Want(t, do(g, c, `{"order_id":"first"}`), idem.Created)
+	o := do(g, c, `{"order_id":"second"}`)
+	idemtest.Want(t, o, idem.Replayed)
+	if string(o.Result) != `{"order_id":"first"}` {
+		t.Errorf("replayed %s, want the first result", o.Result)
+	}
+	s.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("OnReadAheadError called %d times for two claims whose reads failed, want 2", len(got))
+	}
+	for _, err := range got {
+		if !errors.Is(err, denied) {
+			t.Errorf("OnReadAheadError got %v, which does not carry the read's error", err)
+		}
 	}
 }

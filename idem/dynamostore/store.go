@@ -92,6 +92,16 @@ type Options struct {
 	// expire (default 1 minute): TTL may delete such a record between the
 	// read and the transaction, and the transaction would then commit.
 	ReadAheadMargin time.Duration
+	// OnReadAheadError, when set, is told of every read-ahead that failed
+	// (denied, throttled, timed out, or a record it could not parse),
+	// with the claim's context (its values; its cancellation removed) and
+	// the read's error, mapped like every error of the store (MapError:
+	// the SDK's error stays in its chain). The failed read is never the
+	// claim's answer: the transaction answers. It is called from the
+	// read's own goroutine, possibly after Claim has returned (Wait waits
+	// for it), so it must be safe for concurrent use. Without it a failed
+	// read is dropped without a trace.
+	OnReadAheadError func(ctx context.Context, err error)
 }
 
 // DefaultCallTimeout is the deadline of each DynamoDB call when
@@ -338,6 +348,9 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 	go func() {
 		defer s.behind.add(-1)
 		held, err := s.Get(bg, rec.Key)
+		if err != nil && s.opt.OnReadAheadError != nil {
+			s.opt.OnReadAheadError(bg, err)
+		}
 		read <- answer{held, err}
 	}()
 	select {

@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -67,7 +68,10 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
-	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout)
+	// A failed read-ahead is counted in the EMF metrics and logged once
+	// per process (metrics.ReadAheadReporter).
+	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout,
+		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass))
 	h, err := doors.Build(doors.Config{
 		Store:    core.TimedStore{Store: store, Observe: rec.StoreCall},
 		Users:    usercache.New(core.TimedUsers{Users: store, Observe: rec.StoreCall}, cfg.UserCacheTTL, cfg.UserCacheSize),

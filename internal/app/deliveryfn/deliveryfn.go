@@ -60,7 +60,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	engine.Log = logger
 	return deliverylambda.Options{
 		Engine:           engine,
-		Store:            dynamo.Product(dynamodb.NewFromConfig(awsCfg), cfg.TableName, 0),
+		Store:            dynamo.Product(dynamodb.NewFromConfig(awsCfg), cfg.TableName, 0, nil),
 		Destination:      dst,
 		Log:              logger,
 		Metrics:          rec,

@@ -27,6 +27,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
@@ -117,12 +118,16 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 			return nil, nil, err
 		}
 	}
-	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger)
+	// rec is set below, before any request is served: a failed read-ahead
+	// (DynamoDB) is counted in Prometheus when it serves, and logged
+	// once per process in any case.
+	var rec metrics.Recorder
+	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger,
+		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass))
 	if err != nil {
 		return nil, nil, err
 	}
 	var cs closers
-	var rec metrics.Recorder
 	if cfg.MetricsListen != "" {
 		// The metrics server closes first: after the callback server, so
 		// the last requests are counted.
