@@ -407,11 +407,11 @@ func TestReadAheadErrorIsReported(t *testing.T) {
 			got = append(got, err)
 			mu.Unlock()
 		}})
-	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
-	c := idemtest.Call("alice", "r1", order)
-	idemtest.Want(t, do(g, c, `{"order_id":"first"}`), idem.Created)
+	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: retention, Now: func() time.Time { return e.now }}
+	c := call("alice", "r1", order)
+	wantStatus(t, do(g, c, `{"order_id":"first"}`), idem.Created)
 	o := do(g, c, `{"order_id":"second"}`)
-	idemtest.Want(t, o, idem.Replayed)
+	wantStatus(t, o, idem.Replayed)
 	if string(o.Result) != `{"order_id":"first"}` {
 		t.Errorf("replayed %s, want the first result", o.Result)
 	}
