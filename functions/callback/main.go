@@ -16,6 +16,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
@@ -25,10 +26,15 @@ func main() {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true})
+	if err != nil {
+		logger.Error("start failed", slog.Any("error", err))
+		os.Exit(1)
+	}
 	h, err := callbackfn.Handler(context.Background(), cfg, logger)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(lambdaurl.Wrap(h))
+	lambda.Start(otelsetup.LambdaHandler(tp, lambdaurl.Wrap(h)))
 }
