@@ -100,7 +100,13 @@ func Setup(ctx context.Context, o Options) (*Provider, error) {
 			break
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	// The endpoint as o.Getenv reads it (the exporter's other settings,
+	// headers, timeout, TLS, from the process's environment).
+	endpoint := env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	if endpoint == "" {
+		endpoint = strings.TrimRight(env("OTEL_EXPORTER_OTLP_ENDPOINT"), "/") + "/v1/traces"
+	}
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
