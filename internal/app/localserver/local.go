@@ -27,9 +27,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
 // Mode is what the local server's command line asks of Main besides
