@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -27,11 +28,8 @@ func main() {
 		os.Exit(1)
 	}
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true})
-	if err != nil {
-		logger.Error("start failed", slog.Any("error", err))
-		os.Exit(1)
-	}
-	h, err := callbackfn.Handler(context.Background(), cfg, logger)
+	h, herr := callbackfn.Handler(context.Background(), cfg, logger)
+	err = errors.Join(err, herr)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)

@@ -14,6 +14,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/app/deliveryfn"
 	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
@@ -24,12 +25,11 @@ func main() {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
+	var h *deliverylambda.Handler
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true})
-	if err != nil {
-		logger.Error("start failed", slog.Any("error", err))
-		os.Exit(1)
+	if err == nil {
+		h, err = deliveryfn.Handler(context.Background(), cfg, logger)
 	}
-	h, err := deliveryfn.Handler(context.Background(), cfg, logger)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)

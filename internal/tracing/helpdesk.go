@@ -27,11 +27,13 @@ func WithAttempt(ctx context.Context, n int) context.Context {
 //
 // OpenTelemetry's net/http client instrumentation (otelhttp) is not used
 // here because its spans carry url.full, the whole URL.
-func Transport(next http.RoundTripper) http.RoundTripper { return transport{next} }
+func Transport(next http.RoundTripper) *RoundTripper { return &RoundTripper{Base: next} }
 
-type transport struct{ next http.RoundTripper }
+// RoundTripper is Transport's http.RoundTripper.
+type RoundTripper struct{ Base http.RoundTripper }
 
-func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
+// RoundTrip implements http.RoundTripper.
+func (t *RoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx, span := Tracer().Start(r.Context(), spanHelpdeskCall+r.Method, trace.WithSpanKind(trace.SpanKindClient))
 	defer span.End()
 	if span.IsRecording() {
@@ -45,7 +47,7 @@ func (t transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r = r.Clone(ctx)
 		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(r.Header))
 	}
-	resp, err := t.next.RoundTrip(r)
+	resp, err := t.Base.RoundTrip(r)
 	if err != nil {
 		span.SetStatus(codes.Error, "no answer")
 		return resp, err

@@ -16,6 +16,7 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
@@ -57,6 +58,13 @@ const (
 	AttrBatchSize    = attribute.Key("delivery.batch_size")
 	AttrLinked       = attribute.Key("delivery.linked") // the ticket carried a valid traceparent
 )
+
+// exporting is whether spans are recorded and exported (otelsetup sets it).
+var exporting atomic.Bool
+
+// SetExporting tells the package whether the installed provider records
+// and exports spans.
+func SetExporting(on bool) { exporting.Store(on) }
 
 // Tracer is the product's tracer on the global provider, looked up per
 // use so a provider installed later (otelsetup.Setup) is the one used.
@@ -114,7 +122,14 @@ func LinkTicket(span trace.Span, traceparent string) {
 // header, else the span context already in the request's context (on
 // Lambda, the invocation's X-Ray trace). The outcome, function, tenant
 // and operation key are set by LogHandler from the request's log line.
+//
+// While nothing exports (SetExporting not called with true), Door returns
+// h itself: the door then costs nothing, and on Lambda the invocation's
+// X-Ray trace in the context still reaches the ticket's traceparent.
 func Door(h http.Handler) http.Handler {
+	if !exporting.Load() {
+		return h
+	}
 	return otelhttp.NewHandler(h, "callback",
 		otelhttp.WithSpanNameFormatter(doorSpanName),
 		otelhttp.WithMeterProvider(noMeter),

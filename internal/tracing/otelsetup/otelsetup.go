@@ -31,6 +31,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Options say what Setup installs.
@@ -61,11 +63,13 @@ func (p *Provider) Flush(ctx context.Context) error {
 	return p.sdk.ForceFlush(ctx)
 }
 
-// Shutdown flushes and stops the exporter.
+// Shutdown flushes and stops the exporter; the doors are no longer
+// wrapped after it.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if !p.Exporting() {
 		return nil
 	}
+	tracing.SetExporting(false)
 	return p.sdk.Shutdown(ctx)
 }
 
@@ -75,6 +79,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // turn tracing off.
 func Setup(ctx context.Context, o Options) (*Provider, error) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
+	tracing.SetExporting(false)
 	env := func(k string) string { return strings.TrimSpace(o.Getenv(k)) }
 	if strings.EqualFold(env("OTEL_SDK_DISABLED"), "true") {
 		otel.SetTracerProvider(noop.NewTracerProvider())
@@ -122,6 +127,7 @@ func Setup(ctx context.Context, o Options) (*Provider, error) {
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)
+	tracing.SetExporting(true)
 	return &Provider{sdk: tp}, nil
 }
 
