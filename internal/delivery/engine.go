@@ -221,12 +221,21 @@ func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 	return u.State, err
 }
 
-// deliver is Deliver returning the whole update recorded.
-func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
+// deliver is Deliver returning the whole update recorded, under the
+// ticket's span (tracing.go).
+func (e *Engine) deliver(ctx context.Context, id string) (u Update, err error) {
+	ctx, span := startTicketSpan(ctx, id)
+	defer func() { endTicketSpan(span, u, err) }()
+	return e.deliverStep(ctx, id)
+}
+
+// deliverStep is deliver's step, under the ticket's span in ctx.
+func (e *Engine) deliverStep(ctx context.Context, id string) (Update, error) {
 	owner := e.owner()
 	now := e.now()
 	leaseUntil := CeilSecond(now.Add(e.lease()))
 	c, err := e.Store.Claim(ctx, id, owner, now, leaseUntil)
+	linkClaimed(ctx, c)
 	var u Update
 	held := false
 	switch {
@@ -237,7 +246,7 @@ func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 	default:
 		u, held = e.step(ctx, c, leaseUntil)
 	}
-	if err := e.Store.Record(ctx, id, owner, u); err != nil {
+	if err := e.settle(ctx, id, owner, u); err != nil {
 		return Update{}, err
 	}
 	if e.Observer != nil {
@@ -412,7 +421,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 
 	sentAt := e.now()
 	u.Attempts++
-	r, err := e.Destination.Send(ctx, c.Ticket)
+	r, err := e.Destination.Send(sendContext(ctx, u.Attempts), c.Ticket)
 	if err == nil {
 		e.accepted()
 		return e.delivered(u, r), false
