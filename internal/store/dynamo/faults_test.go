@@ -85,7 +85,7 @@ func TestCreateFaults(t *testing.T) {
 		{"throttling exception is busy", &fakeClient{errs: []error{&types.ThrottlingException{Message: aws.String("x")}}}, true, true, 1},
 		{"SDK retries exhausted is busy", &fakeClient{errs: []error{&retry.MaxAttemptsError{Attempt: 3, Err: errors.New("connection reset")}}}, true, true, 1},
 		{"a call past its deadline is busy", &fakeClient{block: true}, true, true, 1},
-		{"ticket id taken: the write is refused, not busy", &fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, true, false, 1},
+		{"ticket id taken: the write is refused, not busy", &fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, false, true, 1},
 		{"validation error is internal", &fakeClient{errs: []error{cancelled("ValidationError", "None")}}, false, true, 1},
 		{"unknown error is internal", &fakeClient{errs: []error{errors.New("boom")}}, false, true, 1},
 	}
