@@ -33,6 +33,7 @@ type Call struct {
 // OpKey is a call's operation key.
 type OpKey struct {
 	ID          string // lower-case hex SHA-256 (see Key)
+	AltID       string // the key the same call has under the other policy (Policy.Other); see Record.AltKey
 	Fingerprint string // SHA-256 hex of Canonical
 	Canonical   string // RFC 8785 text of the arguments
 }
@@ -53,7 +54,8 @@ func KeyOf(policy Policy, c Call) (OpKey, error) {
 		return OpKey{}, err
 	}
 	id, fp := Key(policy, c.Tenant, c.RequestID, c.Function, canonical)
-	return OpKey{ID: id, Fingerprint: fp, Canonical: canonical}, nil
+	alt := keyOnly(policy.Other(), c.Tenant, c.RequestID, c.Function, canonical)
+	return OpKey{ID: id, AltID: alt, Fingerprint: fp, Canonical: canonical}, nil
 }
 
 // Effect builds, for a call whose key is free, the result to store and
@@ -92,7 +94,10 @@ type Guard[W any] struct {
 // Outcome is what became of a call.
 type Outcome struct {
 	Status Status // what became of the call; the package doc says what to do next
-	Key    string // the operation key, once derived
+	// Key is the operation key, once derived; when a record answered the
+	// call, that record's key, which is the call's key under the other
+	// policy when the record was claimed before a policy switch.
+	Key string
 	// Result is the result written (Created) or the stored result byte
 	// for byte (Replayed); nil otherwise.
 	Result []byte
@@ -135,7 +140,7 @@ func (g *Guard[W]) Do(ctx context.Context, c Call, effect Effect[W]) Outcome {
 		now = g.Now()
 	}
 	rec := Record{
-		Key: k.ID, State: StateCompleted, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
+		Key: k.ID, AltKey: k.AltID, State: StateCompleted, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
 		Fingerprint: k.Fingerprint, Result: result,
 		CreatedAt: now, ExpiresAt: now.Add(g.Retention).Truncate(time.Second),
 	}
@@ -145,7 +150,8 @@ func (g *Guard[W]) Do(ctx context.Context, c Call, effect Effect[W]) Outcome {
 
 // Judge turns a Store.Claim's answer for rec into an Outcome: what Do
 // returns, for callers that call a Store themselves. The record held is
-// checked by Verdict, and must carry rec's key.
+// checked by Verdict, and must carry rec's key or, when rec has one, its
+// AltKey; the outcome then carries the held record's key.
 func Judge(policy Policy, rec Record, held *Record, err error) Outcome {
 	var refused *RefusedError
 	switch {
@@ -157,15 +163,20 @@ func Judge(policy Policy, rec Record, held *Record, err error) Outcome {
 		return Outcome{Status: Failed, Key: rec.Key, Err: err}
 	case held == nil:
 		return Outcome{Status: Created, Key: rec.Key, Result: rec.Result}
-	case held.Key != rec.Key:
+	case held.Key != rec.Key && (rec.AltKey == "" || held.Key != rec.AltKey):
 		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: the store answered for key %q, not %q", held.Key, rec.Key)}
+	case held.Key != rec.Key && (held.Tenant != rec.Tenant || held.Fingerprint != rec.Fingerprint):
+		// A record under the other key holds the call only with its
+		// tenant and arguments; a store that answers with another is
+		// wrong, and replaying it would hand out another call's result.
+		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: the store answered with record %q of another tenant or other arguments", held.Key)}
 	}
 	switch s := Verdict(held, policy, rec.Tenant, rec.Owner, rec.Fingerprint); s {
 	case Replayed:
-		return Outcome{Status: Replayed, Key: rec.Key, Result: held.Result}
+		return Outcome{Status: Replayed, Key: held.Key, Result: held.Result}
 	case Failed:
-		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: record %s is %q without a result", held.Key, held.State)}
+		return Outcome{Status: Failed, Key: held.Key, Err: fmt.Errorf("idem: record %s is %q without a result", held.Key, held.State)}
 	default:
-		return Outcome{Status: s, Key: rec.Key}
+		return Outcome{Status: s, Key: held.Key}
 	}
 }

@@ -25,8 +25,9 @@ const reasonNone = "None"
 // jitter; busy when the retries run out.
 var errConflict = errors.New("dynamostore: transaction conflict")
 
-// claimHeld carries the item of the record that holds the key, as the
-// failed claim condition returned it.
+// claimHeld carries the item of the record that holds the call, as the
+// failed condition of the claim, or of the check of the other policy's
+// key, returned it.
 type claimHeld struct {
 	item map[string]types.AttributeValue
 }
@@ -46,13 +47,24 @@ func (claimHeld) Error() string { return "dynamostore: operation key already cla
 //   - anything else is returned unchanged.
 //
 // The SDK's error stays in the chain (%w), for the log and errors.As.
-func MapError(err error) error {
+//
+// A Claim's own transaction holds one item more ahead of the caller's
+// when its record names an AltKey (the check of the other policy's key):
+// the store maps it by the same rules with that item as the claim's
+// (claimHeld) and the caller's indices counted after it.
+func MapError(err error) error { return mapError(err, 1) }
+
+// mapError is MapError for a transaction whose first lead items are the
+// store's own: a failed condition of one of them is claimHeld (the first
+// such item in order wins), of the caller's item lead+i a RefusedError
+// with Index i.
+func mapError(err error, lead int) error {
 	if err == nil {
 		return nil
 	}
 	var cancelled *types.TransactionCanceledException
 	if errors.As(err, &cancelled) {
-		return mapCancellation(cancelled)
+		return mapCancellation(cancelled, lead)
 	}
 	var (
 		conflict   *types.TransactionConflictException
@@ -87,7 +99,7 @@ func serverFault(err error) bool {
 	return errors.As(err, &api) && api.ErrorFault() == smithy.FaultServer
 }
 
-func mapCancellation(e *types.TransactionCanceledException) error {
+func mapCancellation(e *types.TransactionCanceledException, lead int) error {
 	conflict := false
 	for i, r := range e.CancellationReasons {
 		code := ""
@@ -97,10 +109,10 @@ func mapCancellation(e *types.TransactionCanceledException) error {
 		switch types.BatchStatementErrorCodeEnum(code) {
 		case reasonNone, "":
 		case types.BatchStatementErrorCodeEnumConditionalCheckFailed:
-			if i == 0 {
+			if i < lead {
 				return claimHeld{item: r.Item}
 			}
-			return &idem.RefusedError{Index: i - 1, Err: fmt.Errorf("dynamostore: condition of item %d failed: %w", i-1, e)}
+			return &idem.RefusedError{Index: i - lead, Err: fmt.Errorf("dynamostore: condition of item %d failed: %w", i-lead, e)}
 		case types.BatchStatementErrorCodeEnumTransactionConflict:
 			conflict = true
 		case types.BatchStatementErrorCodeEnumThrottlingError, types.BatchStatementErrorCodeEnumProvisionedThroughputExceeded:

@@ -8,15 +8,29 @@
 //	attribute_not_exists(pk) OR expires_at < :now
 //
 // so a record whose expiry has passed is treated as absent however late
-// TTL deletes it; the caller's Put, Update, Delete and ConditionCheck
-// items follow, up to MaxWrites of them (DynamoDB takes at most 100 items
-// per transaction, the claim being one). When the key is held, the failed
-// condition returns the stored item (ReturnValuesOnConditionCheckFailure
-// ALL_OLD): a repeat costs the same single request, and the record it
-// returns is checked like any other (idem.Verdict). With
-// Options.ReadAhead a strongly consistent GetItem of the record goes out
-// beside the transaction, and a repeat is answered by the read, at one
-// read's latency, for one request and one read unit more per claim.
+// TTL deletes it. When the record names an idem.Record.AltKey (Guard
+// always does: the call's key under the other policy), the second item is
+// a ConditionCheck of the record under that key, on the condition
+//
+//	attribute_not_exists(pk) OR expires_at < :now OR fingerprint <> :fp OR tenant_id <> :tenant
+//
+// which fails exactly when a live record of the same tenant and arguments
+// holds the call under the other policy: a repeat then finds its
+// operation whichever policy claimed it. The caller's Put, Update, Delete
+// and ConditionCheck items follow, up to MaxWrites of them (DynamoDB
+// takes at most 100 items per transaction, the claim and the check being
+// two). When either key holds the call, its failed condition returns the
+// stored item (ReturnValuesOnConditionCheckFailure ALL_OLD; the claim's
+// own key is looked at first): a repeat costs the same single request,
+// and the record it returns is checked like any other (idem.Verdict). The
+// check adds one item to every transaction: 2 write units more per new
+// operation, by DynamoDB's rule for transactions (2 per KB per item).
+//
+// With Options.ReadAhead a strongly consistent GetItem of the record goes
+// out beside the transaction, and a repeat is answered by the read, at
+// one read's latency, for one request and one read unit more per claim.
+// The read looks at the call's own key only: a repeat whose operation
+// was claimed under the other policy is answered by the transaction.
 //
 // The record's result is a string attribute: a result that is not valid
 // UTF-8 text is refused before any request (DynamoDB would replace the
@@ -46,8 +60,10 @@ import (
 )
 
 // MaxWrites is how many items of the caller's a Claim can carry: DynamoDB
-// takes at most 100 items in one TransactWriteItems, and the claim is one.
-const MaxWrites = 99
+// takes at most 100 items in one TransactWriteItems, and the claim and
+// the check of the other policy's key (idem.Record.AltKey) are two. It
+// holds whether or not the record names an AltKey.
+const MaxWrites = 98
 
 // Client is the part of *dynamodb.Client the store uses.
 type Client interface {
@@ -168,14 +184,14 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 		return nil, err
 	}
 	if len(writes) > MaxWrites {
-		return nil, fmt.Errorf("dynamostore: %d writes: a transaction holds the claim and at most %d more", len(writes), MaxWrites)
+		return nil, fmt.Errorf("dynamostore: %d writes: a transaction holds the claim, the check of the other policy's key and at most %d more", len(writes), MaxWrites)
 	}
 	if !utf8.Valid(rec.Result) {
 		// The result is a string attribute: DynamoDB would store other
 		// bytes as U+FFFD and replay them changed.
 		return nil, errors.New("dynamostore: the result is not valid UTF-8 text, which DynamoDB cannot store byte for byte")
 	}
-	items := make([]types.TransactWriteItem, 0, 1+len(writes))
+	items := make([]types.TransactWriteItem, 0, 2+len(writes))
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName:                           &s.table,
 		Item:                                s.attr.Item(rec),
@@ -184,14 +200,27 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
+	if rec.AltKey != "" && rec.AltKey != rec.Key {
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:           &s.table,
+			Key:                 s.attr.Key(rec.AltKey),
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR #fp <> :fp OR #tenant <> :tenant"),
+			ExpressionAttributeNames: map[string]string{"#pk": s.attr.PartitionKey, "#exp": s.attr.ExpiresAt,
+				"#fp": s.attr.Fingerprint, "#tenant": s.attr.Tenant},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix()),
+				":fp": str(rec.Fingerprint), ":tenant": str(rec.Tenant)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+	}
+	lead := len(items) // the store's own items, ahead of the caller's
 	for _, w := range writes {
 		items = append(items, s.withTable(w))
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if !s.opt.ReadAhead {
-		return s.transact(ctx, in, nil, nil)
+		return s.transact(ctx, in, lead, nil, nil)
 	}
-	return s.readAhead(ctx, rec, in, now)
+	return s.readAhead(ctx, rec, in, lead, now)
 }
 
 // withTable is w with the store's table where its action names none; the
@@ -219,19 +248,25 @@ func named[A any](action *A, table *string, name func(*A) **string) *A {
 
 // call runs one DynamoDB call under its own deadline and maps its error.
 func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
-	defer cancel()
-	return MapError(f(ctx))
+	return s.callLead(ctx, 1, f)
 }
 
-// transact sends the transaction, retrying conflicts until stop is
-// closed (nil: never): once a read-ahead has answered, nobody waits for
-// a retry's answer, and the record the read found fails its claim anyway.
-// sent, when not nil, is closed as the first attempt is handed to the
-// client.
-func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
+// callLead is call for a transaction whose first lead items are the
+// store's own (see mapError).
+func (s *Store) callLead(ctx context.Context, lead int, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
+	defer cancel()
+	return mapError(f(ctx), lead)
+}
+
+// transact sends the transaction, whose first lead items are the
+// store's own, retrying conflicts until stop is closed (nil: never):
+// once a read-ahead has answered, nobody waits for a retry's answer, and
+// the record the read found fails its claim anyway. sent, when not nil,
+// is closed as the first attempt is handed to the client.
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, lead int, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
 	for attempt := 0; ; attempt++ {
-		err := s.call(ctx, func(ctx context.Context) error {
+		err := s.callLead(ctx, lead, func(ctx context.Context) error {
 			if attempt == 0 && sent != nil {
 				close(sent)
 			}
@@ -306,7 +341,7 @@ type answer struct {
 // writes nothing, because its claim condition fails on the record the
 // read found, which lives past the margin; its conflicts are not
 // retried, since nobody waits for its answer.
-func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, now time.Time) (*idem.Record, error) {
+func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, lead int, now time.Time) (*idem.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, MapError(err) // nothing sent
 	}
@@ -316,7 +351,7 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 	s.behind.add(1)
 	go func() {
 		defer s.behind.add(-1)
-		held, err := s.transact(bg, in, stop, sent)
+		held, err := s.transact(bg, in, lead, stop, sent)
 		tx <- answer{held, err}
 	}()
 	read := make(chan answer, 1)

@@ -31,8 +31,9 @@ type Store struct {
 // New returns an empty store, as &Store{} is.
 func New() *Store { return &Store{} }
 
-// Claim implements idem.Store. A context that has ended answers busy,
-// with nothing written.
+// Claim implements idem.Store, rec.AltKey included (a live record under
+// it with rec's tenant and fingerprint holds the call). A context that
+// has ended answers busy, with nothing written.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now time.Time) (*idem.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", idem.ErrBusy, err)
@@ -43,12 +44,18 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 		held.Result = clone(held.Result)
 		return &held, nil
 	}
+	if held, ok := s.recs[rec.AltKey]; ok && rec.AltKey != rec.Key && held.Live(now) &&
+		held.Tenant == rec.Tenant && held.Fingerprint == rec.Fingerprint {
+		held.Result = clone(held.Result)
+		return &held, nil
+	}
 	if writes != nil {
 		if err := writes(); err != nil {
 			return nil, &idem.RefusedError{Index: -1, Err: err}
 		}
 	}
 	rec.Result = clone(rec.Result)
+	rec.AltKey = "" // an input, not stored
 	if s.recs == nil {
 		s.recs = map[string]idem.Record{}
 	}

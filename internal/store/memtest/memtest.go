@@ -36,7 +36,7 @@ func New() *Store {
 		deliveries: map[string]*delivery.Record{}}
 }
 
-// Create implements core.Store.
+// Create implements core.Store, op.AltKey included.
 func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -44,6 +44,11 @@ func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now 
 	if old, ok := s.ops[op.Key]; ok && old.Live(now) {
 		return &old, nil
 	}
+	if old, ok := s.ops[op.AltKey]; ok && op.AltKey != op.Key && old.Live(now) &&
+		old.TenantID == op.TenantID && old.Fingerprint == op.Fingerprint {
+		return &old, nil // the call's operation, claimed under the other key policy
+	}
+	op.AltKey = "" // an input, not stored
 	if _, ok := s.tickets[t.ID]; ok {
 		return nil, errDuplicateTicket
 	}
