@@ -213,7 +213,7 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 				return []byte(`{"order_id":"never"}`), e.F.Refuse(), nil
 			})
 			replays(t, refused, first, "with writes that would be refused, the repeat got another result")
-			e.Guard.Policy = from                                               // and back
+			e.Guard.Policy = from // and back
 			replays(t, e.Do(ctx, Call("alice", "r-switch", order)), first, "after switching back the repeat got another result")
 			effects(t, e, 1)
 		})
