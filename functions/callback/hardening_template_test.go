@@ -147,8 +147,9 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 		}
 	}
 	for action, want := range map[string][]string{
-		"dynamodb:PutItem": {"OP#*", "TICKET#*"},
-		"dynamodb:GetItem": {"USER#*", "TICKET#*"},
+		"dynamodb:PutItem":            {"OP#*", "TICKET#*"},
+		"dynamodb:ConditionCheckItem": {"OP#*"},
+		"dynamodb:GetItem":            {"USER#*", "TICKET#*"},
 	} {
 		got := slices.Clone(leading[action])
 		slices.Sort(got)

@@ -112,11 +112,11 @@ func TestTemplate(t *testing.T) {
 		}
 	}
 	sort.Strings(actions)
-	want := []string{"dynamodb:GetItem", "dynamodb:PutItem", "kms:Decrypt", "ssm:GetParameter"}
+	want := []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "kms:Decrypt", "ssm:GetParameter"}
 	if !slices.Equal(actions, want) {
 		t.Errorf("IAM actions = %v, want exactly %v", actions, want)
 	}
-	for _, a := range []string{"dynamodb:GetItem", "dynamodb:PutItem"} {
+	for _, a := range []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem"} {
 		if st := byAction[a]; st != nil {
 			if r := child(st, "Resource"); r.Tag != "!GetAtt" || r.Value != "TicketsTable.Arn" {
 				t.Errorf("%s: Resource must be !GetAtt TicketsTable.Arn", a)
