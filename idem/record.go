@@ -62,9 +62,12 @@ type Store[W any] interface {
 	// DynamoDB, checks as a condition) the record under rec.AltKey: if it
 	// is live and has rec's Tenant and Fingerprint, it holds this call,
 	// and Claim writes nothing and returns it, as for a record under
-	// rec.Key (which is looked at first). A record under rec.AltKey with
-	// another tenant or fingerprint, or expired, does not hold the call
-	// and is left as it is.
+	// rec.Key. When both keys hold a live record, the one under rec.Key
+	// answers unless it has another fingerprint (other arguments: under
+	// PolicyRequest, a Mismatch) and the one under rec.AltKey has rec's:
+	// the call's own operation answers before another's. A record under
+	// rec.AltKey with another tenant or fingerprint, or expired, does not
+	// hold the call and is left as it is.
 	//
 	// Errors: ErrBusy (wrapped) when the outcome is unknown (the store was
 	// contended, throttled, timed out, or ctx ended): the caller repeats

@@ -25,11 +25,12 @@ const reasonNone = "None"
 // jitter; busy when the retries run out.
 var errConflict = errors.New("dynamostore: transaction conflict")
 
-// claimHeld carries the item of the record that holds the call, as the
-// failed condition of the claim, or of the check of the other policy's
-// key, returned it.
+// claimHeld carries the items of the records that may hold the call, as
+// the failed conditions of the store's own items returned them: items[i]
+// for the store's item i (0 the claim, 1 the check of the other policy's
+// key), nil where that item's condition held.
 type claimHeld struct {
-	item map[string]types.AttributeValue
+	items []map[string]types.AttributeValue
 }
 
 func (claimHeld) Error() string { return "dynamostore: operation key already claimed" }
@@ -55,9 +56,9 @@ func (claimHeld) Error() string { return "dynamostore: operation key already cla
 func MapError(err error) error { return mapError(err, 1) }
 
 // mapError is MapError for a transaction whose first lead items are the
-// store's own: a failed condition of one of them is claimHeld (the first
-// such item in order wins), of the caller's item lead+i a RefusedError
-// with Index i.
+// store's own: a failed condition of any of them is claimHeld, with the
+// items of all of them that failed, before anything of the caller's; of
+// the caller's item lead+i a RefusedError with Index i.
 func mapError(err error, lead int) error {
 	if err == nil {
 		return nil
@@ -100,6 +101,18 @@ func serverFault(err error) bool {
 }
 
 func mapCancellation(e *types.TransactionCanceledException, lead int) error {
+	var held claimHeld
+	for i, r := range e.CancellationReasons {
+		if i < lead && r.Code != nil && *r.Code == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed) {
+			if held.items == nil {
+				held.items = make([]map[string]types.AttributeValue, lead)
+			}
+			held.items[i] = r.Item
+		}
+	}
+	if held.items != nil {
+		return held
+	}
 	conflict := false
 	for i, r := range e.CancellationReasons {
 		code := ""
@@ -109,9 +122,6 @@ func mapCancellation(e *types.TransactionCanceledException, lead int) error {
 		switch types.BatchStatementErrorCodeEnum(code) {
 		case reasonNone, "":
 		case types.BatchStatementErrorCodeEnumConditionalCheckFailed:
-			if i < lead {
-				return claimHeld{item: r.Item}
-			}
 			return &idem.RefusedError{Index: i - lead, Err: fmt.Errorf("dynamostore: condition of item %d failed: %w", i-lead, e)}
 		case types.BatchStatementErrorCodeEnumTransactionConflict:
 			conflict = true

@@ -218,7 +218,7 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if !s.opt.ReadAhead {
-		return s.transact(ctx, in, lead, nil, nil)
+		return s.transact(ctx, in, lead, rec, nil, nil)
 	}
 	return s.readAhead(ctx, rec, in, lead, now)
 }
@@ -259,12 +259,12 @@ func (s *Store) callLead(ctx context.Context, lead int, f func(context.Context) 
 	return mapError(f(ctx), lead)
 }
 
-// transact sends the transaction, whose first lead items are the
-// store's own, retrying conflicts until stop is closed (nil: never):
+// transact sends the transaction of rec's claim, whose first lead items
+// are the store's own, retrying conflicts until stop is closed (nil: never):
 // once a read-ahead has answered, nobody waits for a retry's answer, and
 // the record the read found fails its claim anyway. sent, when not nil,
 // is closed as the first attempt is handed to the client.
-func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, lead int, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, lead int, rec idem.Record, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
 	for attempt := 0; ; attempt++ {
 		err := s.callLead(ctx, lead, func(ctx context.Context) error {
 			if attempt == 0 && sent != nil {
@@ -278,11 +278,7 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 		case err == nil:
 			return nil, nil
 		case errors.As(err, &held):
-			rec, perr := s.attr.Parse(held.item)
-			if perr != nil {
-				return nil, perr
-			}
-			return &rec, nil
+			return s.holder(held, rec)
 		case errors.Is(err, errConflict) && attempt < s.opt.ConflictRetries:
 			if werr := s.backoff(ctx, attempt, stop); werr != nil {
 				return nil, MapError(werr)
@@ -293,6 +289,32 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 			return nil, err
 		}
 	}
+}
+
+// holder is the record that holds rec's call, of those whose conditions
+// failed: the claim's own record, unless it has other arguments or
+// another tenant and the other policy's key holds a record of rec's
+// (whose check fails only then).
+func (s *Store) holder(held claimHeld, rec idem.Record) (*idem.Record, error) {
+	var own *idem.Record
+	if item := held.items[0]; item != nil {
+		r, err := s.attr.Parse(item)
+		if err != nil {
+			return nil, err
+		}
+		own = &r
+		if r.Tenant == rec.Tenant && r.Fingerprint == rec.Fingerprint {
+			return own, nil
+		}
+	}
+	if len(held.items) > 1 && held.items[1] != nil {
+		r, err := s.attr.Parse(held.items[1])
+		if err != nil {
+			return nil, err
+		}
+		return &r, nil
+	}
+	return own, nil
 }
 
 // errStopped ends the retries of a transaction whose answer nobody waits
@@ -351,7 +373,7 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 	s.behind.add(1)
 	go func() {
 		defer s.behind.add(-1)
-		held, err := s.transact(bg, in, lead, stop, sent)
+		held, err := s.transact(bg, in, lead, rec, stop, sent)
 		tx <- answer{held, err}
 	}()
 	read := make(chan answer, 1)
@@ -391,10 +413,18 @@ func (s *Store) Wait() { s.behind.wait() }
 // decides reports whether a record found by the read answers the call:
 // it is live at now and past the margin, and it is not the record this
 // call's own transaction writes (that one answers created, which only
-// the transaction can say). The item keeps both times to the second, so
-// mine is compared at that precision.
+// the transaction can say), nor, when mine names an AltKey, a record of
+// other arguments (the call's operation may be held under that key,
+// which only the transaction checks). The item keeps both times to the
+// second, so mine is compared at that precision.
 func (s *Store) decides(found, mine idem.Record, now time.Time) bool {
 	if !found.Live(now) || found.ExpiresAt.Before(now.Add(s.opt.ReadAheadMargin)) {
+		return false
+	}
+	if mine.AltKey != "" && mine.AltKey != mine.Key && (found.Tenant != mine.Tenant || found.Fingerprint != mine.Fingerprint) {
+		// A record of other arguments: the call's own operation may be
+		// held under the other policy's key, which only the transaction
+		// checks.
 		return false
 	}
 	own := found.State == mine.State && found.Tenant == mine.Tenant && found.Owner == mine.Owner &&

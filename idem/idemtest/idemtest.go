@@ -234,6 +234,22 @@ func run[W any](t *testing.T, open Open[W], start time.Time) {
 		effects(t, e, 2)
 	})
 
+	t.Run("after a switch from arguments to request, an operation claimed before it still replays when its request was made since with other arguments", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		first := e.Do(ctx, Call("alice", "r-switch", order))
+		Want(t, first, idem.Created)
+		e.Guard.Policy = idem.PolicyRequest
+		// Other arguments: no operation of theirs is live under either key.
+		other := e.Do(ctx, Call("alice", "r-switch", `{"sku":"A-1","qty":3}`))
+		Want(t, other, idem.Created)
+		// The first call's own operation answers it, not the record of
+		// other arguments now under its request key.
+		replays(t, e.Do(ctx, Call("alice", "r-switch", order)), first, "the first arguments no longer replay the first result")
+		replays(t, e.Do(ctx, Call("alice", "r-switch", `{"sku":"A-1","qty":3}`)), other, "the second operation does not replay")
+		Want(t, e.Do(ctx, Call("alice", "r-switch", `{"sku":"A-1","qty":4}`)), idem.Mismatch)
+		effects(t, e, 2)
+	})
+
 	// altClaim claims, under PolicyArguments, the record of c whose AltKey
 	// is c's key under PolicyRequest, after a record put under that key
 	// (old, its fields as the test sets them) with an effect of its own.

@@ -40,14 +40,17 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if held, ok := s.recs[rec.Key]; ok && held.Live(now) {
-		held.Result = clone(held.Result)
-		return &held, nil
+	own, held := s.recs[rec.Key]
+	held = held && own.Live(now)
+	if alt, ok := s.recs[rec.AltKey]; ok && rec.AltKey != rec.Key && alt.Live(now) &&
+		alt.Tenant == rec.Tenant && alt.Fingerprint == rec.Fingerprint &&
+		(!held || own.Tenant != rec.Tenant || own.Fingerprint != rec.Fingerprint) {
+		alt.Result = clone(alt.Result)
+		return &alt, nil
 	}
-	if held, ok := s.recs[rec.AltKey]; ok && rec.AltKey != rec.Key && held.Live(now) &&
-		held.Tenant == rec.Tenant && held.Fingerprint == rec.Fingerprint {
-		held.Result = clone(held.Result)
-		return &held, nil
+	if held {
+		own.Result = clone(own.Result)
+		return &own, nil
 	}
 	if writes != nil {
 		if err := writes(); err != nil {

@@ -217,23 +217,25 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 		}
 	}()
 	gen, old, found, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, rec.Key))
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, MapError(err)
-	case found && old.Live(now):
-		return &old, nil
 	}
-	if rec.AltKey != "" && rec.AltKey != rec.Key {
+	live := found && old.Live(now)
+	if rec.AltKey != "" && rec.AltKey != rec.Key && (!live || old.Tenant != rec.Tenant || old.Fingerprint != rec.Fingerprint) {
 		// The record of the call under the other policy, read under the
 		// same write lock: it holds the call while it lives with the
-		// call's tenant and arguments.
-		_, alt, found, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, rec.AltKey))
+		// call's tenant and arguments, ahead of a record of other
+		// arguments under rec.Key.
+		_, alt, altFound, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, rec.AltKey))
 		switch {
 		case err != nil:
 			return nil, MapError(err)
-		case found && alt.Live(now) && alt.Tenant == rec.Tenant && alt.Fingerprint == rec.Fingerprint:
+		case altFound && alt.Live(now) && alt.Tenant == rec.Tenant && alt.Fingerprint == rec.Fingerprint:
 			return &alt, nil
 		}
+	}
+	if live {
+		return &old, nil
 	}
 	if err := s.write(ctx, tx, rec, gen, found); err != nil {
 		return nil, err
