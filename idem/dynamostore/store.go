@@ -90,8 +90,12 @@ type Options struct {
 	// read: a live record found by the read, other than the one this very
 	// call writes and expiring more than ReadAheadMargin after now,
 	// answers at once (its owner and fingerprint are checked as always);
-	// otherwise the transaction's answer is awaited. Each Claim then
-	// sends two requests instead of one.
+	// otherwise the transaction's answer is awaited. The read is of the
+	// call's own key only: a record of other arguments there, when the
+	// record names an idem.Record.AltKey, and a call whose operation was
+	// claimed under the other policy's key, are answered by the
+	// transaction, which checks that key too. Each Claim then sends two
+	// requests instead of one.
 	ReadAhead bool
 	// ReadAheadMargin keeps the read from answering for a record about to
 	// expire (default 1 minute): TTL may delete such a record between the
