@@ -1,6 +1,15 @@
 // Package idem makes a tool call, or any request handler, idempotent: a
-// retried call runs its effect once, and every repeat receives the stored
-// result byte for byte.
+// retried call commits its writes once, and every repeat receives the
+// stored result byte for byte.
+//
+//	g := &idem.Guard[memstore.Writes]{Store: memstore.New(), Retention: 24 * time.Hour}
+//	if err := g.Check(); err != nil { log.Fatal(err) } // once, at start
+//	o := g.Do(ctx, idem.Call{Tenant: "shop-1", Owner: "c-7", RequestID: rid, Function: "refund", Arguments: args},
+//		func(k idem.OpKey) ([]byte, memstore.Writes, error) { return []byte(`{"refund":"` + k.ID[:8] + `"}`), saveRefund, nil })
+//	fmt.Println(o.Status, string(o.Result)) // created, then on every retry: replayed, the same bytes
+//
+// Swap memstore for dynamostore or sqlitestore to keep the records, and
+// the caller's writes beside them, in DynamoDB or SQLite.
 //
 // # The key
 //
@@ -25,7 +34,7 @@
 //
 // # The claim
 //
-// Guard.Do derives the key, asks the caller's Effect for the result and
+// Guard.Do derives the key, asks the caller's Plan for the result and
 // the caller's own writes, and hands both to a Store, which commits the
 // record of the key (with the result) and the caller's writes in ONE
 // transaction, or nothing:
@@ -33,17 +42,16 @@
 //   - dynamostore: one DynamoDB TransactWriteItems holding the claim (a
 //     Put conditioned on the key being free), the check of the call's key
 //     under the other policy (see Changing the policy) and the caller's
-//     Put, Update, Delete and ConditionCheck items, at most
-//     dynamostore.MaxWrites of them (DynamoDB's limit is 100 items per
-//     transaction, the claim and the check included). One request per new
-//     operation and one per repeat: the failed condition returns the
-//     stored record.
-//     The result is stored as a string attribute, so it must be valid
-//     UTF-8 text (JSON text is) and keep the record within DynamoDB's
-//     400 KB item size; otherwise the call is Failed with nothing written.
+//     items. One request per new operation and one per repeat: the failed
+//     condition returns the stored record. Its package doc says DynamoDB's
+//     rules (the TTL attribute, the item and transaction limits, UTF-8
+//     results).
 //   - sqlitestore: the claim and the caller's statements in one BEGIN
 //     IMMEDIATE transaction.
 //   - memstore: in memory, for tests.
+//
+// A store refuses a record that could never hold its key (Record.Check):
+// the call is Invalid and nothing is written.
 //
 // # Changing the policy
 //
@@ -79,7 +87,9 @@
 //     store that claims keys before their result is known (Store.Claim
 //     with StatePending). The record is never taken over while it lives,
 //     whatever time has passed since it was written: retry later with
-//     the same request id.
+//     the same request id (after Outcome.RetryAfter when set). A Guard
+//     with a Wait claims again itself for a bounded time first
+//     (WaitPolicy).
 //   - Busy: the outcome is unknown (contention, throttling, a timeout, a
 //     cancelled context): repeat with the same data; the key resolves it.
 //   - Conflict: another owner, or another tenant, holds the key; nothing
@@ -93,10 +103,11 @@
 //     stock): nothing written, the key not claimed. The same request id
 //     may be retried once the condition can hold (dynamostore's
 //     Example_order does, after a restock).
-//   - Invalid: the call cannot be keyed (Err wraps ErrInvalid), or the
-//     Guard's Policy is unknown. Fix the call; retrying it will not help.
+//   - Invalid: the call cannot be keyed, or the store refused the record
+//     (Err wraps ErrInvalid), or the Guard's Policy is unknown. Fix the
+//     call or the Guard; retrying it will not help.
 //   - Failed: anything else; Err says what. Nothing was sent (a Guard
-//     without Retention, Store or effect; the effect's error; a result
+//     that fails Guard.Check; a nil plan or the plan's error; a result
 //     or writes the store cannot take), the store refused the request
 //     without running it, or the record that holds the key does not read
 //     back. The stores answer Busy, not Failed, for every error after
@@ -111,33 +122,45 @@
 // (Guard.Retention) is treated as absent, whether or not the store has
 // deleted it yet: DynamoDB's TTL deletes lazily, sometimes days late.
 //
-// After Retention the key is free again, and a repeat runs the effect and
+// After Retention the key is free again, and a repeat runs the plan and
 // commits its writes once more. Choose a Retention that outlasts the
 // longest time any client may still retry. To make a later repeat
-// harmless as well, derive the ids of the items the effect writes from
+// harmless as well, derive the ids of the items the plan writes from
 // OpKey.ID and write them only if new (attribute_not_exists on DynamoDB,
 // a PRIMARY KEY or UNIQUE constraint on SQLite), as dynamostore's
 // Example_order does: the late repeat is then Refused, not duplicated.
 //
 // The clock is Guard.Now, injected: records are stamped and judged by
-// it, and a Store's Claim is handed that time. The one clock a store
+// it, a Store's Claim is handed that time, and the Cache and the Wait
+// read it. The one clock a store
 // reads itself is sqlitestore.Options.Now, by which Open purges expired
 // records (time.Now when nil: give it the Guard's clock).
+//
+// # Cache and wait
+//
+// Guard.Cache (NewCache) keeps completed records in process: a repeat on
+// a process that has seen its key costs no store call, and is still
+// judged by Verdict (owner, then fingerprint). It finds the call's record
+// under either policy's key, as the store does (see Changing the policy),
+// and leaves a record of other arguments under the call's key to the
+// store. An entry never outlives its record. Guard.Wait (WaitPolicy) turns a short InProgress into the
+// answer that follows it, by claiming again with backoff for a bounded
+// time.
 //
 // # What it does not do
 //
 // The guarantee covers what the store's transaction writes. An effect
 // outside it (an e-mail, a payment provider's API, another service) is
 // not made exactly-once by a claim. Use an outbox: write an outbox item
-// as one of the effect's writes, so that it commits with the claim or not
+// as one of the plan's writes, so that it commits with the claim or not
 // at all; a worker then reads the new items (from the table's stream, or
 // by polling) and sends each one, recording every attempt on the item,
 // and before it resends an item whose earlier send has an unknown outcome
 // it asks the receiver whether that send arrived. This repository's
-// functions/delivery is a worked example. An Effect function runs before
-// the store is written, whether or not the key turns out to be held: it
-// must only compute the result and the writes. The package keeps no
-// in-process cache: every call asks the store.
+// functions/delivery is a worked example. A Plan runs before the store is
+// written, whether or not the key turns out to be held: it must only
+// compute the result and the writes.
 //
-// The conformance suite of any Store is package idemtest.
+// The conformance suite of any Store is package idemtest; a store calls
+// Record.Check first in its Claim, as the suite requires.
 package idem

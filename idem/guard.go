@@ -58,37 +58,75 @@ func KeyOf(policy Policy, c Call) (OpKey, error) {
 	return OpKey{ID: id, AltID: alt, Fingerprint: fp, Canonical: canonical}, nil
 }
 
-// Effect builds, for a call whose key is free, the result to store and
-// the caller's own writes to commit with the claim. It runs before the
-// store is written and must not act outside the writes it returns (send
-// nothing, charge nothing): whatever it does outside them happens even
-// when the key turns out to be held. An error ends the call as Failed
-// with nothing written.
+// Plan builds, for a call whose key is free, the result to store and the
+// caller's own writes to commit with the claim. It must be pure: a plan of
+// the writes, not their effect. It runs before the store is written,
+// whether or not the key turns out to be held, and must not act outside
+// the writes it returns (send nothing, charge nothing). An error ends the
+// call as Failed with nothing written.
 //
 // The result must not be empty; every repeat receives it byte for byte.
-// On dynamostore it must also be valid UTF-8 text (JSON text is), since
-// it is stored as a string attribute: other bytes are Failed before any
-// request, and so is, by DynamoDB, a result that takes the record past
-// DynamoDB's 400 KB item size; nothing is written either way.
-type Effect[W any] func(k OpKey) (result []byte, writes W, err error)
+// A store may limit what it can keep (dynamostore's package doc says
+// DynamoDB's limits); a result or writes the store cannot take end the
+// call as Failed with nothing written.
+type Plan[W any] func(k OpKey) (result []byte, writes W, err error)
 
-// Guard makes calls of any operation idempotent over a Store.
+// Guard makes calls of any operation idempotent over a Store. Check it
+// once at start: a misconfigured Guard fails there. Do checks it again on
+// every call and answers a misconfigured one with Invalid or Failed,
+// never a panic.
 type Guard[W any] struct {
 	// Store commits the claims; a Guard without one answers Failed.
 	Store Store[W]
 	// Policy is PolicyArguments or PolicyRequest; empty means
 	// PolicyArguments. Any other value makes every call Invalid.
 	Policy Policy
-	// Retention is how long a record holds its key (its expires_at).
-	// After it the key is free: a repeat runs the effect and commits its
-	// writes again. Make it outlast the longest time a client may retry,
-	// and derive the ids of the effect's items from OpKey.ID with a write
-	// that requires them to be new, so that a later repeat is Refused
-	// rather than duplicated (see the package doc).
+	// Retention is how long a record holds its key (its expires_at), at
+	// least a second: expiry is kept in whole seconds. After it the key is
+	// free: a repeat runs the plan and commits its writes again. Make it
+	// outlast the longest time a client may retry, and derive the ids of
+	// the plan's items from OpKey.ID with a write that requires them to
+	// be new, so that a later repeat is Refused rather than duplicated
+	// (see the package doc).
 	Retention time.Duration
-	// Now is the clock records are stamped and judged by (time.Now when
-	// nil).
+	// Now is the clock records are stamped and judged by, and the one the
+	// Cache and the Wait read (time.Now when nil).
 	Now func() time.Time
+	// Cache, when set, keeps completed records in process (see Cache): a
+	// repeat it holds is answered without a store call. Nil: every call
+	// asks the store.
+	Cache *Cache
+	// Wait, when Wait.Max is set, retries a claim answered InProgress
+	// until the pending record completes or Wait.Max has passed (see
+	// WaitPolicy). Zero: InProgress is answered at once.
+	Wait WaitPolicy
+}
+
+// Check reports what makes g unfit to run calls: a Policy that is neither
+// of the two, a Retention under a second, no Store, a Cache that holds no
+// entry, a WaitPolicy with a negative duration. Call it once at start; Do
+// answers every call of a Guard that fails it with Invalid (the Policy)
+// or Failed (the rest).
+func (g *Guard[W]) Check() error {
+	if _, err := ParsePolicy(string(g.Policy)); err != nil {
+		return fmt.Errorf("idem: Guard.Policy: %w", err)
+	}
+	return g.check()
+}
+
+// check is Check without the Policy, which Do parses itself.
+func (g *Guard[W]) check() error {
+	switch {
+	case g.Retention < time.Second:
+		return errors.New("idem: Guard.Retention must be at least a second")
+	case g.Store == nil:
+		return errors.New("idem: Guard.Store is nil")
+	case g.Cache != nil && g.Cache.max < 1:
+		return errors.New("idem: Guard.Cache holds no entry: make it with NewCache(n), n > 0")
+	case g.Wait.Max < 0 || g.Wait.Initial < 0:
+		return errors.New("idem: Guard.Wait: Max and Initial must not be negative")
+	}
+	return nil
 }
 
 // Outcome is what became of a call.
@@ -101,15 +139,21 @@ type Outcome struct {
 	// Result is the result written (Created) or the stored result byte
 	// for byte (Replayed); nil otherwise.
 	Result []byte
-	// Err says why, for Busy, Refused, Invalid and Failed.
+	// RetryAfter is, for InProgress from a Guard with a Wait, how long
+	// to wait before trying again: the pause the wait would have taken
+	// next. Zero otherwise.
+	RetryAfter time.Duration
+	// Err says why, for Busy, Refused, Invalid and Failed, and for
+	// InProgress when the call's context ended the wait.
 	Err error
 }
 
-// Do runs c once: it derives the key, asks effect for the result and the
+// Do runs c once: it derives the key, asks plan for the result and the
 // writes, and claims the key with them in one transaction. A repeat of a
-// completed call returns the stored result without running effect's
-// writes again.
-func (g *Guard[W]) Do(ctx context.Context, c Call, effect Effect[W]) Outcome {
+// completed call returns the stored result without committing plan's
+// writes again; one the Cache holds is answered without running plan or
+// calling the store, its owner and arguments checked as on every path.
+func (g *Guard[W]) Do(ctx context.Context, c Call, plan Plan[W]) Outcome {
 	policy, err := ParsePolicy(string(g.Policy))
 	if err != nil {
 		// A mistyped policy must not fall back to PolicyArguments: that
@@ -120,45 +164,71 @@ func (g *Guard[W]) Do(ctx context.Context, c Call, effect Effect[W]) Outcome {
 	if err != nil {
 		return Outcome{Status: Invalid, Err: err}
 	}
-	switch {
-	case g.Retention <= 0:
-		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: Guard.Retention must be positive")}
-	case g.Store == nil:
-		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: Guard.Store is nil")}
-	case effect == nil:
-		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the effect is nil")}
+	if err := g.check(); err != nil {
+		return Outcome{Status: Failed, Key: k.ID, Err: err}
 	}
-	result, writes, err := effect(k)
+	if plan == nil {
+		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the plan is nil")}
+	}
+	now := g.now()
+	call := Record{Key: k.ID, AltKey: k.AltID, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function, Fingerprint: k.Fingerprint}
+	if held, ok := g.Cache.lookup(call, now); ok {
+		return judge(policy, call, &held, nil)
+	}
+	result, writes, err := plan(k)
 	switch {
 	case err != nil:
 		return Outcome{Status: Failed, Key: k.ID, Err: err}
 	case len(result) == 0:
-		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the effect returned an empty result")}
+		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the plan returned an empty result")}
 	}
-	now := time.Now()
-	if g.Now != nil {
-		now = g.Now()
+	w := g.Wait.start(now)
+	for {
+		rec := call
+		rec.State, rec.Result = StateCompleted, result
+		rec.CreatedAt, rec.ExpiresAt = now, now.Add(g.Retention).Truncate(time.Second)
+		held, err := g.Store.Claim(ctx, rec, writes, now)
+		o := judge(policy, rec, held, err)
+		switch o.Status {
+		case Created:
+			g.Cache.put(rec, now)
+			return o
+		case Replayed:
+			g.Cache.put(*held, now)
+			return o
+		case InProgress:
+			if w == nil {
+				return o
+			}
+			if !w.next(ctx, g.now, &o) {
+				return o
+			}
+			now = g.now()
+		default:
+			return o
+		}
 	}
-	rec := Record{
-		Key: k.ID, AltKey: k.AltID, State: StateCompleted, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
-		Fingerprint: k.Fingerprint, Result: result,
-		CreatedAt: now, ExpiresAt: now.Add(g.Retention).Truncate(time.Second),
-	}
-	held, err := g.Store.Claim(ctx, rec, writes, now)
-	return Judge(policy, rec, held, err)
 }
 
-// Judge turns a Store.Claim's answer for rec into an Outcome: what Do
-// returns, for callers that call a Store themselves. The record held is
-// checked by Verdict, and must carry rec's key or, when rec has one, its
-// AltKey; the outcome then carries the held record's key.
-func Judge(policy Policy, rec Record, held *Record, err error) Outcome {
+func (g *Guard[W]) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// judge turns a Store.Claim's answer for rec into an Outcome. The record
+// held is checked by Verdict, and must carry rec's key or, when rec has
+// one, its AltKey; the outcome then carries the held record's key.
+func judge(policy Policy, rec Record, held *Record, err error) Outcome {
 	var refused *RefusedError
 	switch {
 	case errors.Is(err, ErrBusy):
 		return Outcome{Status: Busy, Key: rec.Key, Err: err}
 	case errors.As(err, &refused):
 		return Outcome{Status: Refused, Key: rec.Key, Err: err}
+	case errors.Is(err, ErrInvalid):
+		return Outcome{Status: Invalid, Key: rec.Key, Err: err}
 	case err != nil:
 		return Outcome{Status: Failed, Key: rec.Key, Err: err}
 	case held == nil:

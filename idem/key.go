@@ -52,7 +52,8 @@ func (p Policy) Other() Policy {
 
 // ErrInvalid marks a call that cannot be keyed: arguments that cannot be
 // canonicalized (Canonical) and, from KeyOf, a missing or non-UTF-8
-// tenant, owner, request id or function name. Its message is safe to show
+// tenant, owner, request id or function name. It also marks a record a
+// store refuses to claim with (Record.Check). Its message is safe to show
 // to the caller: it names the limit, never the input.
 var ErrInvalid = errors.New("invalid arguments")
 
@@ -178,14 +179,14 @@ func keyOnly(policy Policy, tenantID, requestID, function, canonical string) str
 	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, '[')
-	buf = AppendString(buf, tenantID)
+	buf = appendString(buf, tenantID)
 	buf = append(buf, ',')
-	buf = AppendString(buf, requestID)
+	buf = appendString(buf, requestID)
 	buf = append(buf, ',')
-	buf = AppendString(buf, function)
+	buf = appendString(buf, function)
 	if policy != PolicyRequest {
 		buf = append(buf, ',')
-		buf = AppendString(buf, canonical)
+		buf = appendString(buf, canonical)
 	}
 	buf = append(buf, ']')
 	return hashHex(buf)
@@ -200,13 +201,13 @@ func hashHex(b []byte) string {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string exactly as RFC 8785 and
+// appendString appends s as a JSON string exactly as RFC 8785 and
 // JavaScript's JSON.stringify write it: only '"', '\\' and characters
 // below U+0020 are escaped, with the short forms \b \t \n \f \r and
 // lower-case \u00xx for the rest. Everything else, including '<', '>',
 // '&', U+2028 and U+2029, is written as is. Invalid UTF-8 is written as
 // U+FFFD, which is what a JavaScript string decoded from it holds.
-func AppendString(buf []byte, s string) []byte {
+func appendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	for _, r := range s {
 		switch {

@@ -91,20 +91,23 @@ func TestUsableFromAnotherModule(t *testing.T) {
 		}
 		return string(out)
 	}
-	if got, want := run("run", "."), "created replayed conflict\n"; got != want {
+	if got, want := run("run", "."), "created replayed conflict 1\ntrue\n"; got != want {
 		t.Errorf("go run: %q, want %q", got, want)
 	}
 	out := run("test", "-count=1", "-run", "^Example", "-v",
 		"github.com/aivax-examples/idempotent-callback/idem/...")
-	for _, ex := range []string{"ExampleGuard", "Example_order", "Example_booking", "ExampleKey"} {
+	for _, ex := range []string{"ExampleGuard", "ExampleGuard_Check", "ExampleCache", "ExampleWaitPolicy", "Example_order", "Example_booking", "ExampleKey"} {
 		if !strings.Contains(out, "--- PASS: "+ex+" ") {
 			t.Errorf("example %s did not pass in the other module:\n%s", ex, out)
 		}
 	}
 }
 
-// outsideProgram is the other module's program: a call made idempotent
-// with the in-memory store; the DynamoDB and SQLite stores are built too.
+// outsideProgram is the other module's program: a Guard with a Cache and
+// a Wait, checked at start, makes a call idempotent with the in-memory
+// store (the repeat and the other owner's call answered from the cache:
+// one claim in all), and the store refuses a record without an expiry;
+// the DynamoDB and SQLite stores are built too.
 const outsideProgram = `package main
 
 import (
@@ -124,12 +127,31 @@ var (
 	_ = sqlitestore.Open
 )
 
+// counted counts the claims that reach the store.
+type counted struct {
+	idem.Store[memstore.Writes]
+	n int
+}
+
+func (c *counted) Claim(ctx context.Context, rec idem.Record, w memstore.Writes, now time.Time) (*idem.Record, error) {
+	c.n++
+	return c.Store.Claim(ctx, rec, w, now)
+}
+
 func main() {
-	g := &idem.Guard[memstore.Writes]{Store: memstore.New(), Retention: time.Hour}
-	do := func(owner string) idem.Status {
-		return g.Do(context.Background(), idem.Call{Tenant: "t", Owner: owner, RequestID: "r", Function: "ship", Arguments: []byte("{}")},
-			func(idem.OpKey) ([]byte, memstore.Writes, error) { return []byte("{\"shipped\":true}"), nil, nil }).Status
+	store := &counted{Store: memstore.New()}
+	g := &idem.Guard[memstore.Writes]{Store: store, Retention: time.Hour, Cache: idem.NewCache(100),
+		Wait: idem.WaitPolicy{Max: time.Second, Initial: time.Millisecond}}
+	if err := g.Check(); err != nil {
+		panic(err)
 	}
-	fmt.Println(do("a"), do("a"), do("b"))
+	plan := idem.Plan[memstore.Writes](func(idem.OpKey) ([]byte, memstore.Writes, error) { return []byte("{\"shipped\":true}"), nil, nil })
+	do := func(owner string) idem.Status {
+		return g.Do(context.Background(), idem.Call{Tenant: "t", Owner: owner, RequestID: "r", Function: "ship", Arguments: []byte("{}")}, plan).Status
+	}
+	fmt.Println(do("a"), do("a"), do("b"), store.n)
+	bad := idem.Record{Key: "k", State: idem.StateCompleted, Result: []byte("{}")}
+	_, err := store.Claim(context.Background(), bad, nil, time.Now())
+	fmt.Println(err != nil && (&idem.Guard[memstore.Writes]{Retention: time.Millisecond}).Check() != nil)
 }
 `

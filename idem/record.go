@@ -50,6 +50,30 @@ func (r Record) Live(now time.Time) bool {
 	return !r.ExpiresAt.Before(now.Truncate(time.Second))
 }
 
+// Check reports why a store must refuse to claim with r at now: an empty
+// key, a state that is neither pending nor completed, a completed record
+// without a result, or an expiry that is not after now (a record that
+// could never hold its key, so that every repeat would run its writes
+// again). The error wraps ErrInvalid; nil means r can be claimed. Every
+// Store's Claim calls it first and, on an error, writes nothing and
+// returns it.
+func (r Record) Check(now time.Time) error {
+	switch {
+	case r.Key == "":
+		return fmt.Errorf("%w: the record has no key", ErrInvalid)
+	case r.State != StatePending && r.State != StateCompleted:
+		return fmt.Errorf("%w: the record's state %q is neither %q nor %q", ErrInvalid, r.State, StatePending, StateCompleted)
+	case r.State == StateCompleted && len(r.Result) == 0:
+		return fmt.Errorf("%w: a completed record needs a result", ErrInvalid)
+	case r.ExpiresAt.IsZero():
+		return fmt.Errorf("%w: the record has no expiry", ErrInvalid)
+	case !r.ExpiresAt.After(now):
+		return fmt.Errorf("%w: the record expires at %s, not after now (%s)", ErrInvalid,
+			r.ExpiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // Store claims an operation key and commits the caller's own writes, of
 // type W, in one transaction.
 type Store[W any] interface {
@@ -68,6 +92,9 @@ type Store[W any] interface {
 	// the call's own operation answers before another's. A record under
 	// rec.AltKey with another tenant or fingerprint, or expired, does not
 	// hold the call and is left as it is.
+	//
+	// A record that cannot hold its key (Record.Check at now) is refused
+	// with Check's error, which wraps ErrInvalid, and nothing is written.
 	//
 	// Errors: ErrBusy (wrapped) when the outcome is unknown (the store was
 	// contended, throttled, timed out, or ctx ended): the caller repeats
@@ -136,11 +163,13 @@ const (
 	// once the condition can hold.
 	Refused
 	// Invalid: the call cannot be keyed (arguments not canonicalizable, a
-	// missing request id, tenant, owner or function), or Guard.Policy is
-	// unknown; nothing was written. Fix the call: retrying will not help.
+	// missing request id, tenant, owner or function), Guard.Policy is
+	// unknown, or the store refused the record as one that cannot hold
+	// its key (Record.Check: the error wraps ErrInvalid); nothing was
+	// written. Fix the call or the Guard: retrying will not help.
 	Invalid
-	// Failed: anything else (a Guard without Retention, Store or effect,
-	// the effect's own error, a store error, a stored record that does
+	// Failed: anything else (a Guard that fails Guard.Check, a nil plan
+	// or the plan's own error, a store error, a stored record that does
 	// not read back). The stores answer Busy where their transaction may
 	// have run, so nothing is known to be written (see the package doc
 	// for SQLite's one exception). A retry with the same data is safe,

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
@@ -25,10 +27,12 @@ func main() {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
-	h, err := callbackfn.Handler(context.Background(), cfg, logger)
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true})
+	h, herr := callbackfn.Handler(context.Background(), cfg, logger)
+	err = errors.Join(err, herr)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(lambdaurl.Wrap(h))
+	lambda.Start(otelsetup.LambdaHandler(tp, lambdaurl.Wrap(h)))
 }

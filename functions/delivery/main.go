@@ -14,6 +14,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/app/deliveryfn"
 	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
@@ -23,10 +25,14 @@ func main() {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
-	h, err := deliveryfn.Handler(context.Background(), cfg, logger)
+	var h *deliverylambda.Handler
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true})
+	if err == nil {
+		h, err = deliveryfn.Handler(context.Background(), cfg, logger)
+	}
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
 		os.Exit(1)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(otelsetup.LambdaHandler(tp, h.Handle))
 }

@@ -238,8 +238,19 @@ func createThroughCallback(t *testing.T, callbackURL string, n int) []string {
 	t.Helper()
 	var ids []string
 	for i := range n {
-		body := fmt.Sprintf(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Stream ticket %d"}},`+
-			`"context":{"externalUserId":"user-a","metadata":{"request_id":"stream-%d-%d"}}}`, i, time.Now().UnixNano(), i)
+		ids = append(ids, createOnce(t, callbackURL, fmt.Sprintf("Stream ticket %d", i), fmt.Sprintf("stream-%d-%d", time.Now().UnixNano(), i)))
+	}
+	return ids
+}
+
+// createOnce sends one create_ticket callback with the given title and
+// request id (a repeat of a callback carries the same) and returns the
+// ticket id it answers.
+func createOnce(t *testing.T, callbackURL, title, requestID string) string {
+	t.Helper()
+	{
+		body := fmt.Sprintf(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":%q}},`+
+			`"context":{"externalUserId":"user-a","metadata":{"request_id":%q}}}`, title, requestID)
 		nc, err := nonce.Generate(hookKey, nonce.DefaultMinCost)
 		if err != nil {
 			t.Fatal(err)
@@ -265,9 +276,8 @@ func createThroughCallback(t *testing.T, callbackURL string, n int) []string {
 		if err := json.Unmarshal([]byte(resp.Body), &got); err != nil || got.Status != "created" {
 			t.Fatalf("create_ticket: %d %s", resp.StatusCode, resp.Body)
 		}
-		ids = append(ids, got.TicketID)
+		return got.TicketID
 	}
-	return ids
 }
 
 // streamEvent reads the table's stream as Lambda's event source mapping
@@ -382,4 +392,73 @@ func passesFilter(r events.DynamoDBEventRecord) bool {
 	}
 	st, ok := r.Change.NewImage["delivery_state"]
 	return ok && st.DataType() == events.DataTypeString && st.String() == "pending"
+}
+
+// TestLinearDeliveryUnderRIE: the built delivery bootstrap, configured as
+// template.yaml configures DeliveryKind linear (DELIVERY_TEAM_ID, the key
+// as {"api_key"}), delivers tickets read from DynamoDB Local's stream to
+// the fake Linear: one issue per ticket, whose identifier get_ticket's
+// record carries; a repeated callback and the stream's redelivery of the
+// same records create no second issue.
+func TestLinearDeliveryUnderRIE(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the bootstrap and starts DynamoDB Local and the RIE")
+	}
+	endpoint := testenv.DynamoDB(t)
+	client := testenv.DynamoClient(t, endpoint)
+	table, streamARN := streamTable(t, client)
+	store := dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
+	ctx := context.Background()
+	if err := store.PutUser(ctx, core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	const key = "lin_api_RIE-KEY-NEVER-LOGGED"
+	fake := fakehelpdesk.New(t, fakehelpdesk.Config{LinearKey: key})
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	testenv.BuildFunction(t, "./functions/delivery", "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
+	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, map[string]string{
+		"TABLE_NAME":                  table,
+		"AWS_ENDPOINT_URL_DYNAMODB":   endpoint,
+		"DELIVERY_KIND":               "linear",
+		"DELIVERY_URL":                fake.LinearURL(),
+		"DELIVERY_TEAM_ID":            fake.Config().LinearTeamID,
+		"DELIVERY_SECRET":             `{"api_key":"` + key + `"}`,
+		"DELIVERY_TIMEOUT":            "3s",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
+	})
+
+	callback := startCallback(t, endpoint, table)
+	ids := createThroughCallback(t, callback, 3)
+	// The agent's callback for the first ticket, repeated: the same ticket.
+	reqID := fmt.Sprintf("repeat-%d", time.Now().UnixNano())
+	first := createOnce(t, callback, "Repeated", reqID)
+	if again := createOnce(t, callback, "Repeated", reqID); again != first {
+		t.Fatalf("the repeated callback answered ticket %s, the first %s", again, first)
+	}
+	ids = append(ids, first)
+	ev, n := streamEvent(t, endpoint, streamARN, ids)
+	if n != len(ids) {
+		t.Fatalf("the stream holds %d pending ticket inserts, want %d", n, len(ids))
+	}
+	for round := range 2 { // the second is the stream delivering the same records again
+		if f := batchFailures(t, testenv.Invoke(t, invokeURL, ev)); len(f) != 0 {
+			t.Errorf("round %d: batch item failures %v", round, f)
+		}
+	}
+	issues := fake.LinearIssues()
+	for _, id := range ids {
+		if h := fake.Held(id); h != 1 {
+			t.Errorf("Linear holds %d issues with id %s, want 1", h, id)
+		}
+		r, err := store.Delivery(ctx, id)
+		if err != nil || r.State != delivery.StateDelivered || !strings.HasPrefix(r.ExternalID, fake.Config().LinearTeamKey+"-") || r.ExternalURL == "" {
+			t.Errorf("%s: %+v %v; want delivered with the issue's identifier and url", id, r, err)
+		}
+	}
+	if len(issues) != len(ids) || fake.Requests(fakehelpdesk.LinearCreate) != len(ids) {
+		t.Errorf("Linear holds %d issues after %d creates, want %d and %d", len(issues), fake.Requests(fakehelpdesk.LinearCreate), len(ids), len(ids))
+	}
+	if out := output.String(); strings.Contains(out, key) || !strings.Contains(out, `"state":"delivered"`) {
+		t.Errorf("the function's output shows the key, or no delivery line:\n%s", out)
+	}
 }

@@ -91,12 +91,13 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 
 	// Parameters; kind none leaves the function out.
 	eq(t, tp, "Parameters.DeliveryKind.Default", "none")
-	eq(t, tp, "Parameters.DeliveryKind.AllowedValues", []string{"none", "zendesk", "webhook"})
+	eq(t, tp, "Parameters.DeliveryKind.AllowedValues", []string{"none", "zendesk", "webhook", "linear"})
 	eq(t, tp, "Parameters.DeliveryMaxAttempts.Default", "8")
 	eq(t, tp, "Parameters.DeliveryMaxAttempts.MinValue", "1")
 	eq(t, tp, "Parameters.DeliveryMaxAttempts.MaxValue", "100")
 	eq(t, tp, "Parameters.DeliveryTimeout.Default", "10s")
 	eq(t, tp, "Parameters.DeliveryLookup.Default", "false")
+	eq(t, tp, "Parameters.LinearTeamId.Default", "")
 	for _, p := range []string{"DeliveryUrl", "DeliverySecretParameterName"} {
 		at(t, tp, "Parameters."+p)
 	}
@@ -143,7 +144,7 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 		"TABLE_NAME": "TicketsTable", "DELIVERY_KIND": "DeliveryKind", "DELIVERY_URL": "DeliveryUrl",
 		"DELIVERY_SECRET_PARAMETER": "DeliverySecretParameterName", "DELIVERY_MAX_ATTEMPTS": "DeliveryMaxAttempts",
 		"DELIVERY_TIMEOUT": "DeliveryTimeout", "DELIVERY_LOOKUP": "DeliveryLookup",
-		"DELIVERY_SWEEP_CONCURRENCY": "DeliverySweepConcurrency",
+		"DELIVERY_SWEEP_CONCURRENCY": "DeliverySweepConcurrency", "DELIVERY_TEAM_ID": "LinearTeamId",
 	} {
 		eq(t, tp, env+"."+k, map[string]any{"!Ref": want})
 	}

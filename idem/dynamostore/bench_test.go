@@ -9,7 +9,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
-	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
 
@@ -25,7 +24,7 @@ func BenchmarkRepeat(b *testing.B) {
 			g := &idem.Guard[[]types.TransactWriteItem]{
 				Store: dynamostore.New(client, name, dynamostore.Options{ReadAhead: readAhead}), Retention: time.Hour,
 			}
-			c := idemtest.Call("alice", "bench-repeat", `{"sku":"A-1"}`)
+			c := call("alice", "bench-repeat", `{"sku":"A-1"}`)
 			effect := func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 				return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("bench-" + time.Now().Format(time.RFC3339Nano))}, nil
 			}

@@ -2,6 +2,8 @@ package dynamostore_test
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
-	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
 )
 
 // gated is a real client whose transaction and read can be ordered, so
@@ -86,7 +87,7 @@ func newReadAheadEnv(t *testing.T) *readAheadEnv {
 	client, name := table(t)
 	e := &readAheadEnv{client: client, name: name, now: time.Now().UTC().Truncate(time.Second)}
 	e.plain = &idem.Guard[[]types.TransactWriteItem]{Store: dynamostore.New(client, name, dynamostore.Options{}),
-		Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+		Retention: retention, Now: func() time.Time { return e.now }}
 	return e
 }
 
@@ -95,7 +96,7 @@ func newReadAheadEnv(t *testing.T) *readAheadEnv {
 func (e *readAheadEnv) guard(g *gated, policy idem.Policy) *idem.Guard[[]types.TransactWriteItem] {
 	return &idem.Guard[[]types.TransactWriteItem]{
 		Store:  dynamostore.New(g, e.name, dynamostore.Options{ReadAhead: true, CallTimeout: 2 * time.Second}),
-		Policy: policy, Retention: idemtest.Retention, Now: func() time.Time { return e.now },
+		Policy: policy, Retention: retention, Now: func() time.Time { return e.now },
 	}
 }
 
@@ -114,20 +115,20 @@ func do(g *idem.Guard[[]types.TransactWriteItem], c idem.Call, result string) id
 func TestReadAheadAnswersFromTheRead(t *testing.T) {
 	t.Run("completed: replayed byte for byte", func(t *testing.T) {
 		e := newReadAheadEnv(t)
-		first := do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`)
-		idemtest.Want(t, first, idem.Created)
+		first := do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`)
+		wantStatus(t, first, idem.Created)
 		g := newGated(e.client)
 		g.hold = make(chan struct{})
-		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("alice", "r1", order), `{"order_id":"second"}`)
+		o := do(e.guard(g, idem.PolicyArguments), call("alice", "r1", order), `{"order_id":"second"}`)
 		close(g.hold)
-		idemtest.Want(t, o, idem.Replayed)
+		wantStatus(t, o, idem.Replayed)
 		if string(o.Result) != `{"order_id":"first"}` {
 			t.Fatalf("replayed %s", o.Result)
 		}
 	})
 	t.Run("pending: in progress", func(t *testing.T) {
 		e := newReadAheadEnv(t)
-		c := idemtest.Call("alice", "r1", order)
+		c := call("alice", "r1", order)
 		k, _ := idem.KeyOf(idem.PolicyArguments, c)
 		if _, err := e.plain.Store.Claim(context.Background(), idem.Record{Key: k.ID, State: idem.StatePending, Tenant: c.Tenant,
 			Owner: c.Owner, Function: c.Function, Fingerprint: k.Fingerprint, CreatedAt: e.now, ExpiresAt: e.now.Add(time.Hour)}, nil, e.now); err != nil {
@@ -137,16 +138,16 @@ func TestReadAheadAnswersFromTheRead(t *testing.T) {
 		g.hold = make(chan struct{})
 		o := do(e.guard(g, idem.PolicyArguments), c, `{"order_id":"x"}`)
 		close(g.hold)
-		idemtest.Want(t, o, idem.InProgress)
+		wantStatus(t, o, idem.InProgress)
 	})
 	t.Run("another owner: conflict, nothing disclosed", func(t *testing.T) {
 		e := newReadAheadEnv(t)
-		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
 		g := newGated(e.client)
 		g.hold = make(chan struct{})
-		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("carol", "r1", order), `{"order_id":"x"}`)
+		o := do(e.guard(g, idem.PolicyArguments), call("carol", "r1", order), `{"order_id":"x"}`)
 		close(g.hold)
-		idemtest.Want(t, o, idem.Conflict)
+		wantStatus(t, o, idem.Conflict)
 		if o.Result != nil {
 			t.Fatalf("disclosed %s", o.Result)
 		}
@@ -159,8 +160,8 @@ func TestReadAheadDefersToTheTransaction(t *testing.T) {
 		e := newReadAheadEnv(t)
 		g := newGated(e.client)
 		g.readAfterTx = true
-		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("alice", "r1", order), `{"order_id":"mine"}`)
-		idemtest.Want(t, o, idem.Created)
+		o := do(e.guard(g, idem.PolicyArguments), call("alice", "r1", order), `{"order_id":"mine"}`)
+		wantStatus(t, o, idem.Created)
 		if string(o.Result) != `{"order_id":"mine"}` {
 			t.Fatalf("result %s", o.Result)
 		}
@@ -171,43 +172,43 @@ func TestReadAheadDefersToTheTransaction(t *testing.T) {
 	t.Run("policy request, other arguments: the transaction answers mismatch", func(t *testing.T) {
 		e := newReadAheadEnv(t)
 		e.plain.Policy = idem.PolicyRequest
-		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
 		g := newGated(e.client)
 		g.afterRead = true
-		o := do(e.guard(g, idem.PolicyRequest), idemtest.Call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
-		idemtest.Want(t, o, idem.Mismatch)
+		o := do(e.guard(g, idem.PolicyRequest), call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
+		wantStatus(t, o, idem.Mismatch)
 	})
 	t.Run("policy request, other arguments, whose operation a switch left under the other key: the transaction replays it", func(t *testing.T) {
 		e := newReadAheadEnv(t)
-		second := do(e.plain, idemtest.Call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"second"}`) // under arguments
-		idemtest.Want(t, second, idem.Created)
+		second := do(e.plain, call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"second"}`) // under arguments
+		wantStatus(t, second, idem.Created)
 		e.plain.Policy = idem.PolicyRequest
-		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
 		g := newGated(e.client)
 		g.afterRead = true // the read, which finds the request key's record of other arguments, comes first
-		o := do(e.guard(g, idem.PolicyRequest), idemtest.Call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
-		idemtest.Want(t, o, idem.Replayed)
+		o := do(e.guard(g, idem.PolicyRequest), call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
+		wantStatus(t, o, idem.Replayed)
 		if string(o.Result) != `{"order_id":"second"}` {
 			t.Fatalf("replayed %s, want the operation of these arguments", o.Result)
 		}
 	})
 	t.Run("expired but present: absent to the read, the transaction reclaims", func(t *testing.T) {
 		e := newReadAheadEnv(t)
-		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"old"}`), idem.Created)
-		e.now = e.now.Add(idemtest.Retention + time.Second)
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"old"}`), idem.Created)
+		e.now = e.now.Add(retention + time.Second)
 		g := newGated(e.client)
 		g.afterRead = true
-		o := do(e.guard(g, idem.PolicyArguments), idemtest.Call("alice", "r1", order), `{"order_id":"new"}`)
-		idemtest.Want(t, o, idem.Created)
+		o := do(e.guard(g, idem.PolicyArguments), call("alice", "r1", order), `{"order_id":"new"}`)
+		wantStatus(t, o, idem.Created)
 		if n := countItems(t, e.client, e.name, "EFFECT#"); n != 2 {
 			t.Fatalf("effects = %d, want 2", n)
 		}
 	})
 	t.Run("about to expire: TTL deletes it after the read, the transaction creates", func(t *testing.T) {
 		e := newReadAheadEnv(t)
-		idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"old"}`), idem.Created)
-		e.now = e.now.Add(idemtest.Retention - 30*time.Second) // live, inside the margin
-		c := idemtest.Call("alice", "r1", order)
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"old"}`), idem.Created)
+		e.now = e.now.Add(retention - 30*time.Second) // live, inside the margin
+		c := call("alice", "r1", order)
 		k, _ := idem.KeyOf(idem.PolicyArguments, c)
 		g := newGated(e.client)
 		g.afterRead = true
@@ -218,7 +219,7 @@ func TestReadAheadDefersToTheTransaction(t *testing.T) {
 			}
 		}
 		o := do(e.guard(g, idem.PolicyArguments), c, `{"order_id":"new"}`)
-		idemtest.Want(t, o, idem.Created) // the read's replay would have hidden a committed effect
+		wantStatus(t, o, idem.Created) // the read's replay would have hidden a committed effect
 		if n := countItems(t, e.client, e.name, "EFFECT#"); n != 2 {
 			t.Fatalf("effects = %d, want 2", n)
 		}
@@ -236,8 +237,8 @@ func TestReadAheadRequests(t *testing.T) {
 		rid := "r-" + map[bool]string{false: "plain", true: "ahead"}[readAhead]
 		for i, want := range []idem.Status{idem.Created, idem.Replayed} {
 			before := g.txs.Load() + g.gets.Load()
-			o := do(guard, idemtest.Call("alice", rid, `{}`), `{"order_id":"`+rid+`"}`)
-			idemtest.Want(t, o, want)
+			o := do(guard, call("alice", rid, `{}`), `{"order_id":"`+rid+`"}`)
+			wantStatus(t, o, want)
 			// A repeat the read answered returns once its transaction is
 			// handed to the client, before the client has counted it.
 			store.Wait()
@@ -349,11 +350,11 @@ func (c *held) TransactWriteItems(ctx context.Context, _ *dynamodb.TransactWrite
 // code, and a Guard of it, for the order's repeat.
 func (e *readAheadEnv) repeatOverHeld(t *testing.T, code string, opt dynamostore.Options) (*held, *dynamostore.Store, *idem.Guard[[]types.TransactWriteItem]) {
 	t.Helper()
-	idemtest.Want(t, do(e.plain, idemtest.Call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+	wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
 	c := &held{Client: e.client, code: code, release: make(chan struct{})}
 	opt.ReadAhead = true
 	store := dynamostore.New(c, e.name, opt)
-	return c, store, &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: idemtest.Retention, Now: func() time.Time { return e.now }}
+	return c, store, &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: retention, Now: func() time.Time { return e.now }}
 }
 
 // A transaction the read answered ahead of is left to end on its own, not
@@ -362,8 +363,8 @@ func (e *readAheadEnv) repeatOverHeld(t *testing.T, code string, opt dynamostore
 func TestReadAheadLeavesTheTransaction(t *testing.T) {
 	c, store, g := newReadAheadEnv(t).repeatOverHeld(t, "TransactionConflict", dynamostore.Options{ConflictRetries: 10,
 		ConflictBackoff: time.Millisecond, ConflictBackoffMax: time.Millisecond})
-	o := do(g, idemtest.Call("alice", "r1", order), `{"order_id":"second"}`)
-	idemtest.Want(t, o, idem.Replayed)
+	o := do(g, call("alice", "r1", order), `{"order_id":"second"}`)
+	wantStatus(t, o, idem.Replayed)
 	if c.returned.Load() {
 		t.Fatal("the transaction returned before its release: the claim waited for it")
 	}
@@ -385,13 +386,13 @@ func TestReadAheadLeavesTheTransaction(t *testing.T) {
 func TestReadAheadTransactionOutlivesTheCaller(t *testing.T) {
 	c, store, g := newReadAheadEnv(t).repeatOverHeld(t, "ConditionalCheckFailed", dynamostore.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	o := g.Do(ctx, idemtest.Call("alice", "r1", order), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(ctx, call("alice", "r1", order), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"order_id":"second"}`), []types.TransactWriteItem{effectItem(`{"order_id":"second"}`)}, nil
 	})
 	cancel()
 	close(c.release)
 	store.Wait()
-	idemtest.Want(t, o, idem.Replayed)
+	wantStatus(t, o, idem.Replayed)
 	if c.ended.Load() {
 		t.Fatal("the transaction's context ended with the caller's: the SDK would drop a request not yet sent")
 	}
@@ -403,11 +404,60 @@ func TestReadAheadCancelledBeforeStartSendsNothing(t *testing.T) {
 	g := newGated(e.client)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	o := e.guard(g, idem.PolicyArguments).Do(ctx, idemtest.Call("alice", "r1", `{"sku":"A-1"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := e.guard(g, idem.PolicyArguments).Do(ctx, call("alice", "r1", `{"sku":"A-1"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{}`), nil, nil
 	})
-	idemtest.Want(t, o, idem.Busy)
+	wantStatus(t, o, idem.Busy)
 	if n := g.gets.Load() + g.txs.Load(); n != 0 {
 		t.Fatalf("%d requests sent for a caller that had gone", n)
+	}
+}
+
+// failingRead is a real client whose read-ahead fails with err.
+type failingRead struct {
+	*dynamodb.Client
+	err error
+}
+
+func (f failingRead) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, f.err
+}
+
+// A read-ahead that fails is no answer: the transaction answers, a new
+// call created and its repeat replayed, and the failure goes to
+// Options.OnReadAheadError, once per claim, with the read's error in its
+// chain.
+func TestReadAheadErrorIsReported(t *testing.T) {
+	e := newReadAheadEnv(t)
+	denied := errors.New("injected: the read is denied")
+	var mu sync.Mutex
+	var got []error
+	s := dynamostore.New(failingRead{e.client, denied}, e.name, dynamostore.Options{ReadAhead: true,
+		OnReadAheadError: func(ctx context.Context, err error) {
+			if ctx == nil {
+				t.Error("OnReadAheadError without a context")
+			}
+			mu.Lock()
+			got = append(got, err)
+			mu.Unlock()
+		}})
+	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: retention, Now: func() time.Time { return e.now }}
+	c := call("alice", "r1", order)
+	wantStatus(t, do(g, c, `{"order_id":"first"}`), idem.Created)
+	o := do(g, c, `{"order_id":"second"}`)
+	wantStatus(t, o, idem.Replayed)
+	if string(o.Result) != `{"order_id":"first"}` {
+		t.Errorf("replayed %s, want the first result", o.Result)
+	}
+	s.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("OnReadAheadError called %d times for two claims whose reads failed, want 2", len(got))
+	}
+	for _, err := range got {
+		if !errors.Is(err, denied) {
+			t.Errorf("OnReadAheadError got %v, which does not carry the read's error", err)
+		}
 	}
 }

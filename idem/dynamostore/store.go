@@ -32,15 +32,27 @@
 // The read looks at the call's own key only: a repeat whose operation
 // was claimed under the other policy is answered by the transaction.
 //
-// The record's result is a string attribute: a result that is not valid
-// UTF-8 text is refused before any request (DynamoDB would replace the
-// invalid bytes and replay other bytes), and DynamoDB itself refuses, with
-// a ValidationException, a record past its 400 KB item size. Both end the
-// call as idem.Failed with nothing written.
+// # DynamoDB's rules
 //
-// The table needs a string partition key (Attributes.PartitionKey) and
-// TTL on Attributes.ExpiresAt; records can share a table with the
-// caller's own items, told apart by Attributes.Prefix.
+//   - TTL: the table needs a string partition key (Attributes.PartitionKey)
+//     and TTL enabled on Attributes.ExpiresAt (epoch seconds), or expired
+//     records are never deleted. TTL deletes lazily, sometimes days late:
+//     the claim's condition treats an expired record as absent anyway.
+//   - Item size: DynamoDB keeps an item of at most 400 KB, so the
+//     record, its result included, must fit; DynamoDB refuses a larger
+//     one with a ValidationException, and the call is idem.Failed with
+//     nothing written.
+//   - Transaction size: one TransactWriteItems holds at most 100 items,
+//     the claim and the check of the other policy's key being two, so a
+//     Claim carries at most MaxWrites (98) of the caller's; more are
+//     refused before any request (idem.Failed).
+//   - UTF-8 results: the result is stored as a string attribute, so it
+//     must be valid UTF-8 text (JSON text is). DynamoDB would replace
+//     other bytes and replay them changed, so Claim refuses them before
+//     any request (idem.Failed, nothing written).
+//
+// Records can share a table with the caller's own items, told apart by
+// Attributes.Prefix.
 package dynamostore
 
 import (
@@ -101,6 +113,16 @@ type Options struct {
 	// expire (default 1 minute): TTL may delete such a record between the
 	// read and the transaction, and the transaction would then commit.
 	ReadAheadMargin time.Duration
+	// OnReadAheadError, when set, is told of every read-ahead that failed
+	// (denied, throttled, timed out, or a record it could not parse),
+	// with the claim's context (its values; its cancellation removed) and
+	// the read's error, mapped like every error of the store (MapError:
+	// the SDK's error stays in its chain). The failed read is never the
+	// claim's answer: the transaction answers. It is called from the
+	// read's own goroutine, possibly after Claim has returned (Wait waits
+	// for it), so it must be safe for concurrent use. Without it a failed
+	// read is dropped without a trace.
+	OnReadAheadError func(ctx context.Context, err error)
 }
 
 // DefaultCallTimeout is the deadline of each DynamoDB call when
@@ -184,6 +206,9 @@ func (s *Store) Attributes() Attributes { return s.attr }
 // package doc). A transaction conflict is retried with full jitter, at
 // most Options.ConflictRetries times, then answered busy.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.TransactWriteItem, now time.Time) (*idem.Record, error) {
+	if err := rec.Check(now); err != nil {
+		return nil, err
+	}
 	if err := s.attr.check(); err != nil {
 		return nil, err
 	}
@@ -385,6 +410,9 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 	go func() {
 		defer s.behind.add(-1)
 		held, err := s.Get(bg, rec.Key)
+		if err != nil && s.opt.OnReadAheadError != nil {
+			s.opt.OnReadAheadError(bg, err)
+		}
 		read <- answer{held, err}
 	}()
 	select {

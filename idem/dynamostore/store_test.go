@@ -49,11 +49,12 @@ func effectItem(id string) types.TransactWriteItem {
 }
 
 // fixture is the suite's Fixture over store, with effects as EFFECT#
-// items of the same table.
-func fixture(client *dynamodb.Client, tableName string, store *dynamostore.Store, reopen func(t *testing.T) idem.Store[[]types.TransactWriteItem]) idemtest.Fixture[[]types.TransactWriteItem] {
+// items of the same table; the store's client is cc.
+func fixture(client *dynamodb.Client, tableName string, store *dynamostore.Store, cc *cancelling, reopen func(t *testing.T) idem.Store[[]types.TransactWriteItem]) idemtest.Fixture[[]types.TransactWriteItem] {
 	return idemtest.Fixture[[]types.TransactWriteItem]{
-		Store: store,
-		Write: func(id string) []types.TransactWriteItem { return []types.TransactWriteItem{effectItem(id)} },
+		Store:  store,
+		Cancel: cc.items,
+		Write:  func(id string) []types.TransactWriteItem { return []types.TransactWriteItem{effectItem(id)} },
 		// An effect, then a condition check on an item that does not
 		// exist: the transaction is cancelled, the effect not written.
 		Refuse: func() []types.TransactWriteItem {
@@ -94,7 +95,8 @@ func TestConformance(t *testing.T) {
 			idemtest.Run(t, func(t *testing.T, _ func() time.Time) idemtest.Fixture[[]types.TransactWriteItem] {
 				// The store reads no clock of its own: every time comes with the call.
 				client, name := table(t)
-				return fixture(client, name, dynamostore.New(client, name, opt), func(t *testing.T) idem.Store[[]types.TransactWriteItem] {
+				cc := &cancelling{Client: client}
+				return fixture(client, name, dynamostore.New(cc, name, opt), cc, func(t *testing.T) idem.Store[[]types.TransactWriteItem] {
 					return dynamostore.New(testenv.DynamoClient(t, testenv.DynamoDB(t)), name, opt) // a new client: a restart
 				})
 			})
@@ -109,10 +111,10 @@ func TestStoredItem(t *testing.T) {
 	store := dynamostore.New(client, name, dynamostore.Options{})
 	now := time.Date(2026, 3, 1, 12, 0, 0, 500, time.UTC)
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: time.Hour, Now: func() time.Time { return now }}
-	o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{"b":1,"a":"<&>"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(context.Background(), call("alice", "r1", `{"b":1,"a":"<&>"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("o-1")}, nil
 	})
-	idemtest.Want(t, o, idem.Created)
+	wantStatus(t, o, idem.Created)
 	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &name, ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "OP#" + o.Key}}})
 	if err != nil {
@@ -151,10 +153,10 @@ func TestAttributeNames(t *testing.T) {
 	attr.Prefix, attr.State, attr.Result = "IDEM#orders#", "st", "res"
 	custom := dynamostore.New(client, name, dynamostore.Options{Attributes: &attr})
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: custom, Retention: time.Hour}
-	o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"ok":true}`), nil, nil
 	})
-	idemtest.Want(t, o, idem.Created)
+	wantStatus(t, o, idem.Created)
 	rec, err := custom.Get(context.Background(), o.Key)
 	if err != nil || rec == nil || rec.State != idem.StateCompleted || string(rec.Result) != `{"ok":true}` {
 		t.Fatalf("Get = %+v, %v", rec, err)
@@ -177,16 +179,16 @@ func TestTooManyWrites(t *testing.T) {
 		writes[i] = effectItem(fmt.Sprint(i))
 	}
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: time.Hour}
-	o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{}`), writes, nil
 	})
 	if o.Status != idem.Failed || calls.Load() != 0 {
 		t.Fatalf("%d writes: %v (%v) after %d requests, want failed before any", len(writes), o.Status, o.Err, calls.Load())
 	}
-	o = g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o = g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{}`), writes[:dynamostore.MaxWrites], nil
 	})
-	idemtest.Want(t, o, idem.Created)
+	wantStatus(t, o, idem.Created)
 	if n := countItems(t, client, name, "EFFECT#"); n != dynamostore.MaxWrites {
 		t.Fatalf("effects = %d, want %d", n, dynamostore.MaxWrites)
 	}
@@ -198,7 +200,7 @@ func TestTooManyWrites(t *testing.T) {
 // the read's, never a replay.
 func TestUnreadableRecordIsNeverReplayed(t *testing.T) {
 	client, name := table(t)
-	c := idemtest.Call("alice", "r1", `{}`)
+	c := call("alice", "r1", `{}`)
 	k, err := idem.KeyOf(idem.PolicyArguments, c)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +240,7 @@ func TestResultDynamoDBCannotKeep(t *testing.T) {
 			var calls atomic.Int64
 			client, name := table(t, testenv.CountCalls(&calls))
 			g := &idem.Guard[[]types.TransactWriteItem]{Store: dynamostore.New(client, name, dynamostore.Options{}), Retention: time.Hour}
-			o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+			o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
 				return tc.result, []types.TransactWriteItem{effectItem("o-1")}, nil
 			})
 			if o.Status != idem.Failed || calls.Load() != tc.requests {
@@ -266,7 +268,7 @@ func TestRefusedIndexCountsTheCallersWritesOnly(t *testing.T) {
 		Key:                 map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "STOCK#none"}},
 		ConditionExpression: aws.String("attribute_exists(pk)"),
 	}}}
-	c := idemtest.Call("alice", "r1", `{}`)
+	c := call("alice", "r1", `{}`)
 	k, err := idem.KeyOf(idem.PolicyArguments, c)
 	if err != nil {
 		t.Fatal(err)

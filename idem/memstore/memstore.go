@@ -33,8 +33,12 @@ func New() *Store { return &Store{} }
 
 // Claim implements idem.Store, rec.AltKey included (a live record under
 // it with rec's tenant and fingerprint holds the call). A context that
-// has ended answers busy, with nothing written.
+// has ended, before the claim or while writes run (writes then return an
+// error), answers busy, with nothing written.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now time.Time) (*idem.Record, error) {
+	if err := rec.Check(now); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", idem.ErrBusy, err)
 	}
@@ -54,6 +58,9 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 	}
 	if writes != nil {
 		if err := writes(); err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%w: the context ended during the writes: %w", idem.ErrBusy, err)
+			}
 			return nil, &idem.RefusedError{Index: -1, Err: err}
 		}
 	}

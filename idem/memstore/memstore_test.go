@@ -29,7 +29,14 @@ func TestConformance(t *testing.T) {
 					return nil
 				}
 			},
-			Refuse:  func() memstore.Writes { return func() error { return errors.New("out of stock") } },
+			Refuse: func() memstore.Writes { return func() error { return errors.New("out of stock") } },
+			// The writer stops when the context ends, writing nothing.
+			Cancel: func(_ string, cancel context.CancelFunc) memstore.Writes {
+				return func() error {
+					cancel()
+					return errors.New("write not made: the context ended")
+				}
+			},
 			Effects: func(*testing.T) int { mu.Lock(); defer mu.Unlock(); return len(effects) },
 		}
 	})
@@ -40,10 +47,12 @@ func TestZeroValue(t *testing.T) {
 	var s memstore.Store
 	g := &idem.Guard[memstore.Writes]{Store: &s, Retention: time.Hour}
 	for _, want := range []idem.Status{idem.Created, idem.Replayed} {
-		o := g.Do(context.Background(), idemtest.Call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, memstore.Writes, error) {
+		o := g.Do(context.Background(), idem.Call{Tenant: "t", Owner: "alice", RequestID: "r1", Function: "f", Arguments: []byte(`{}`)}, func(idem.OpKey) ([]byte, memstore.Writes, error) {
 			return []byte(`{"ok":true}`), nil, nil
 		})
-		idemtest.Want(t, o, want)
+		if o.Status != want {
+			t.Fatalf("status = %v (%v), want %v", o.Status, o.Err, want)
+		}
 	}
 	if s.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", s.Len())

@@ -85,8 +85,9 @@ type Claimed struct {
 
 // Writes are the caller's statements, run on tx once the key is known to
 // be free and its record written. An error rolls everything back: a busy
-// or locked database is answered busy, any other error is returned in an
-// *idem.RefusedError, and nothing is claimed.
+// or locked database, a transaction that has ended (sql.ErrTxDone) or a
+// context that has ended is answered busy, any other error is returned
+// in an *idem.RefusedError, and nothing is claimed.
 type Writes func(ctx context.Context, tx *sql.Tx, c Claimed) error
 
 // Compile-time check.
@@ -205,6 +206,9 @@ func (s *Store) Close() error {
 // under it, which holds the call while it lives with rec's tenant and
 // fingerprint: then nothing is written and that record is returned.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now time.Time) (held *idem.Record, err error) {
+	if err := rec.Check(now); err != nil {
+		return nil, err
+	}
 	tx, err := s.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -244,6 +248,11 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 		if err := writes(ctx, tx, Claimed{Key: rec.Key, Generation: gen}); err != nil {
 			if mapped := MapError(err); errors.Is(mapped, idem.ErrBusy) {
 				return nil, mapped
+			}
+			if ctx.Err() != nil {
+				// The writes failed because the context ended: the
+				// transaction is rolled back, the outcome busy.
+				return nil, fmt.Errorf("%w: the context ended during the writes: %w", idem.ErrBusy, err)
 			}
 			return nil, &idem.RefusedError{Index: -1, Err: err}
 		}
@@ -361,9 +370,10 @@ func scanClaim(row *sql.Row) (gen int64, rec idem.Record, found bool, err error)
 }
 
 // MapError is the one place SQLite errors become the store's: a lock not
-// obtained within the busy timeout, a cancelled or timed-out context →
-// idem.ErrBusy (wrapped, the driver's error kept in the chain); anything
-// else unchanged.
+// obtained within the busy timeout, a cancelled or timed-out context, a
+// transaction that has already ended (sql.ErrTxDone: database/sql rolls
+// a transaction back when its context ends) → idem.ErrBusy (wrapped, the
+// driver's error kept in the chain); anything else unchanged.
 func MapError(err error) error {
 	if err == nil {
 		return nil
@@ -375,7 +385,7 @@ func MapError(err error) error {
 			return fmt.Errorf("%w: %w", idem.ErrBusy, err)
 		}
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, sql.ErrTxDone) {
 		return fmt.Errorf("%w: %w", idem.ErrBusy, err)
 	}
 	return err

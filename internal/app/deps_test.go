@@ -35,15 +35,17 @@ func deps(t *testing.T, pkg, tags string) map[string]bool {
 
 // TestEachLambdaLinksOnlyWhatItRuns: with the deployed build's tags and
 // without them, the callback function links no helpdesk client, no
-// delivery wiring and no local or operator code; the delivery function
-// links no HTTP door, nonce check, MCP or token code, and no local or
-// operator code. Each also links what it runs, so a wrong package path
+// delivery wiring and no local, operator or test-support code; the
+// delivery function links no HTTP door, nonce check, MCP or token code,
+// and no local, operator or test-support code. Each also links what it runs, so a wrong package path
 // here cannot pass unnoticed.
 func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	local := []string{"internal/app/localserver", "internal/app/localstore", "internal/app/operator", "cmd/"}
+	// Neither links local or operator code, nor test support
+	// (internal/testkit/: the role check's IAM evaluator and recorders).
+	local := []string{"internal/app/localserver", "internal/app/localstore", "internal/app/operator", "cmd/", "internal/testkit/"}
 	rules := []struct {
 		pkg       string
 		forbidden []string // a package is forbidden when it is one of these or under one ending in "/"
@@ -55,7 +57,7 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 		{"functions/delivery",
 			append([]string{"internal/httpapi", "internal/httpapi/", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
 				"internal/usercache", "internal/nonce"}, local...),
-			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/deliverylambda"}},
+			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/helpdesk/linear", "internal/deliverylambda"}},
 	}
 	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
 		for _, r := range rules {

@@ -16,15 +16,17 @@ import (
 // "delivery" block locally, the DELIVERY_* environment in Lambda. This
 // package checks its shape (the kind, which fields belong to which kind,
 // the bounds of the numbers); the URL and the credentials are checked by
-// the destination's constructor (zendesk.New, webhook.New), which runs at
+// the destination's constructor (zendesk.New, webhook.New, linear.New), which runs at
 // start, and Refused names the setting it refused.
 type Destination struct {
-	Kind        string        // "zendesk" or "webhook"
-	URL         string        // https, or http for a loopback host
+	Kind        string        // "zendesk", "webhook" or "linear"
+	URL         string        // https, or http for a loopback host; linear: "" is Linear's API
 	Email       string        // zendesk: the agent the API token belongs to
 	Token       string        // zendesk: the API token; never printed
 	Secret      string        // webhook: the Standard Webhooks secret, whsec_ and base64; never printed
 	Lookup      bool          // webhook: the endpoint answers lookups by idempotency key
+	TeamID      string        // linear: the team the issues are created in
+	APIKey      string        // linear: the personal API key (or OAuth token); never printed
 	MaxAttempts int           // sends per ticket; 0: delivery.DefaultMaxAttempts
 	Timeout     time.Duration // per helpdesk call; 0: the clients' default, delivery.DefaultCallTimeout
 	// SweepConcurrency bounds the tickets the delivery function's
@@ -43,6 +45,7 @@ type Destination struct {
 const (
 	DeliveryZendesk = "zendesk"
 	DeliveryWebhook = "webhook"
+	DeliveryLinear  = "linear"
 	DeliveryNone    = "none"
 )
 
@@ -56,25 +59,36 @@ const (
 	MaxDeliverySweepConcurrency = 256
 )
 
-// Validate checks the destination's shape: kind zendesk or webhook, the
-// credentials of the one kind and none of the other's, max_attempts 1..100
+// Validate checks the destination's shape: kind zendesk, webhook or
+// linear, the settings of that kind and none of the others', max_attempts 1..100
 // and timeout 100ms..20s (zero: the default). Errors name the file's field
 // and never show a credential. The URL and the credentials themselves are
 // the constructor's to check (see Refused).
 func (d Destination) Validate() error {
+	linearSet := d.TeamID != "" || d.APIKey != ""
 	switch d.Kind {
 	case DeliveryZendesk:
 		if d.Secret != "" || d.Lookup {
 			return errors.New("config: delivery: secret and lookup are for kind webhook, not zendesk (zendesk is always looked up)")
 		}
+		if linearSet {
+			return errors.New("config: delivery: team_id and api_key are for kind linear, not zendesk")
+		}
 	case DeliveryWebhook:
 		if d.Email != "" || d.Token != "" {
 			return errors.New("config: delivery: email and token are for kind zendesk, not webhook")
 		}
+		if linearSet {
+			return errors.New("config: delivery: team_id and api_key are for kind linear, not webhook")
+		}
+	case DeliveryLinear:
+		if d.Email != "" || d.Token != "" || d.Secret != "" || d.Lookup {
+			return errors.New("config: delivery: email, token, secret and lookup are not for kind linear (it takes team_id and api_key)")
+		}
 	case "":
-		return errors.New("config: delivery.kind: required, zendesk or webhook")
+		return errors.New("config: delivery.kind: required, zendesk, webhook or linear")
 	default:
-		return fmt.Errorf("config: delivery.kind: %q is neither zendesk nor webhook", d.Kind)
+		return fmt.Errorf("config: delivery.kind: %q is not zendesk, webhook or linear", d.Kind)
 	}
 	if d.MaxAttempts != 0 && (d.MaxAttempts < 1 || d.MaxAttempts > MaxDeliveryAttempts) {
 		return fmt.Errorf("config: delivery.max_attempts: %d is not from 1 to %d", d.MaxAttempts, MaxDeliveryAttempts)
@@ -90,17 +104,17 @@ func (d Destination) Validate() error {
 
 // Refused is the one-line start error for a setting the destination's
 // constructor refused: field is the constructor's name for it ("url",
-// "email", "token", "secret"), and err, which already names the field in
+// "email", "token", "secret", "team_id", "api_key"), and err, which already names the field in
 // the constructor's words and shows no credential, says why. The error
 // names the setting as this configuration calls it: delivery.url in the
-// file; DELIVERY_URL, or the credentials' DELIVERY_SECRET or
-// DELIVERY_SECRET_PARAMETER, in the environment.
+// file; DELIVERY_URL or DELIVERY_TEAM_ID, or the credentials'
+// DELIVERY_SECRET or DELIVERY_SECRET_PARAMETER, in the environment.
 func (d Destination) Refused(field string, err error) error {
 	if !d.env {
 		return fmt.Errorf("config: delivery.%w", err)
 	}
 	name := "DELIVERY_" + strings.ToUpper(field)
-	if field == "email" || field == "token" || field == "secret" {
+	if field == "email" || field == "token" || field == "secret" || field == "api_key" {
 		name = d.secretFrom
 	}
 	return fmt.Errorf("config: %s: %w", name, err)
@@ -110,8 +124,8 @@ func (d Destination) Refused(field string, err error) error {
 // the host (a query or user part may hold a credential). The clients log
 // their URL through redact.RawURL.
 func (d Destination) String() string {
-	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t max_attempts=%d timeout=%s}",
-		d.Kind, origin(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.MaxAttempts, d.Timeout)
+	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t team_id=%s api_key=%s max_attempts=%d timeout=%s}",
+		d.Kind, origin(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.TeamID, redacted(d.APIKey), d.MaxAttempts, d.Timeout)
 }
 
 // GoString is String, so that %#v does not print credentials either.
@@ -120,7 +134,7 @@ func (d Destination) GoString() string { return d.String() }
 // LogValue logs the destination without its credentials.
 func (d Destination) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("kind", d.Kind), slog.String("url", origin(d.URL)),
-		slog.Bool("lookup", d.Lookup), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
+		slog.Bool("lookup", d.Lookup), slog.String("team_id", d.TeamID), slog.Int("max_attempts", d.MaxAttempts), slog.Duration("timeout", d.Timeout))
 }
 
 // origin is the scheme and host of the URL raw, the redaction the
@@ -151,12 +165,14 @@ type deliveryFile struct {
 	Token       string      `json:"token"`
 	Secret      string      `json:"secret"`
 	Lookup      bool        `json:"lookup"`
+	TeamID      string      `json:"team_id"`
+	APIKey      string      `json:"api_key"`
 	MaxAttempts json.Number `json:"max_attempts"`
 	Timeout     string      `json:"timeout"`
 }
 
 // UnmarshalJSON reads the config file's "delivery" block:
-// {"kind","url","email","token","secret","lookup","max_attempts","timeout"},
+// {"kind","url","email","token","secret","lookup","team_id","api_key","max_attempts","timeout"},
 // timeout a Go duration such as "10s". Unknown fields are errors. Absent
 // max_attempts and timeout are zero, the defaults; Validate checks the
 // rest.
@@ -168,7 +184,8 @@ func (d *Destination) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&f); err != nil {
 		return fmt.Errorf("delivery: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	out := Destination{Kind: f.Kind, URL: f.URL, Email: f.Email, Token: f.Token, Secret: f.Secret, Lookup: f.Lookup}
+	out := Destination{Kind: f.Kind, URL: f.URL, Email: f.Email, Token: f.Token, Secret: f.Secret, Lookup: f.Lookup,
+		TeamID: f.TeamID, APIKey: f.APIKey}
 	var err error
 	if out.MaxAttempts, err = integer(f.MaxAttempts.String(), 0, 1, MaxDeliveryAttempts); err != nil {
 		return fmt.Errorf("delivery.max_attempts: %w", err)
@@ -185,10 +202,10 @@ func deliveryKind(k string) (bool, error) {
 	switch k {
 	case "", DeliveryNone:
 		return false, nil
-	case DeliveryZendesk, DeliveryWebhook:
+	case DeliveryZendesk, DeliveryWebhook, DeliveryLinear:
 		return true, nil
 	default:
-		return false, fmt.Errorf("%q is not zendesk, webhook or none", k)
+		return false, fmt.Errorf("%q is not zendesk, webhook, linear or none", k)
 	}
 }
 
@@ -206,11 +223,12 @@ type DeliveryLambda struct {
 
 // DeliveryFromEnv reads the delivery function's configuration through
 // getenv: TABLE_NAME, METRICS_NAMESPACE and the destination, DELIVERY_KIND,
-// DELIVERY_URL, DELIVERY_SECRET_PARAMETER (its name; the composition root
-// reads it) or DELIVERY_SECRET, DELIVERY_MAX_ATTEMPTS, DELIVERY_TIMEOUT,
-// DELIVERY_LOOKUP, DELIVERY_SWEEP_CONCURRENCY (the scheduled sweep's sends
-// at once). The secret is the JSON {"email","token"} (zendesk) or
-// {"secret"} (webhook). A DELIVERY_KIND that is empty or none is an error:
+// DELIVERY_URL, DELIVERY_TEAM_ID (linear), DELIVERY_SECRET_PARAMETER (its
+// name; the composition root reads it) or DELIVERY_SECRET,
+// DELIVERY_MAX_ATTEMPTS, DELIVERY_TIMEOUT, DELIVERY_LOOKUP,
+// DELIVERY_SWEEP_CONCURRENCY (the scheduled sweep's sends at once). The
+// secret is the JSON {"email","token"} (zendesk), {"secret"} (webhook) or
+// {"api_key"} (linear). A DELIVERY_KIND that is empty or none is an error:
 // the function would have nothing to deliver to.
 func DeliveryFromEnv(getenv func(string) string) (DeliveryLambda, error) {
 	c := DeliveryLambda{Destination: Destination{env: true}}
@@ -239,6 +257,10 @@ var deliverySettings = append(tableSettings(func(c *DeliveryLambda) (*string, *s
 	}},
 	{key{env: "DELIVERY_URL"}, func(c *DeliveryLambda, v string) error {
 		c.Destination.URL = v
+		return nil
+	}},
+	{key{env: "DELIVERY_TEAM_ID"}, func(c *DeliveryLambda, v string) error {
+		c.Destination.TeamID = v
 		return nil
 	}},
 	{key{env: "DELIVERY_MAX_ATTEMPTS"}, func(c *DeliveryLambda, v string) (err error) {
@@ -280,7 +302,7 @@ var deliverySettings = append(tableSettings(func(c *DeliveryLambda) (*string, *s
 }...)
 
 // WithSecret is d with the credentials of secret, the JSON {"email","token"}
-// (zendesk) or {"secret"} (webhook) read from DELIVERY_SECRET or from the
+// (zendesk), {"secret"} (webhook) or {"api_key"} (linear) read from DELIVERY_SECRET or from the
 // SSM parameter DELIVERY_SECRET_PARAMETER names. Its errors name that
 // setting and never quote the secret: a JSON syntax error would show the
 // character it stopped at.
@@ -302,22 +324,27 @@ func (d Destination) credentials(secret string) (Destination, error) {
 		Email  string `json:"email"`
 		Token  string `json:"token"`
 		Secret string `json:"secret"`
+		APIKey string `json:"api_key"`
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(strings.TrimSpace(secret))))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil || dec.More() {
-		return d, errors.New(`not a JSON object {"email","token"} or {"secret"} (value not shown)`)
+		return d, errors.New(`not a JSON object {"email","token"}, {"secret"} or {"api_key"} (value not shown)`)
 	}
 	switch d.Kind {
 	case DeliveryZendesk:
-		if c.Email == "" || c.Token == "" || c.Secret != "" {
+		if c.Email == "" || c.Token == "" || c.Secret != "" || c.APIKey != "" {
 			return d, errors.New(`zendesk needs the JSON {"email","token"} (value not shown)`)
 		}
 	case DeliveryWebhook:
-		if c.Secret == "" || c.Email != "" || c.Token != "" {
+		if c.Secret == "" || c.Email != "" || c.Token != "" || c.APIKey != "" {
 			return d, errors.New(`webhook needs the JSON {"secret"} (value not shown)`)
 		}
+	case DeliveryLinear:
+		if c.APIKey == "" || c.Email != "" || c.Token != "" || c.Secret != "" {
+			return d, errors.New(`linear needs the JSON {"api_key"} (value not shown)`)
+		}
 	}
-	d.Email, d.Token, d.Secret = c.Email, c.Token, c.Secret
+	d.Email, d.Token, d.Secret, d.APIKey = c.Email, c.Token, c.Secret, c.APIKey
 	return d, nil
 }

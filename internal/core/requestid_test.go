@@ -85,3 +85,29 @@ func TestBlankIsJavaScriptTrim(t *testing.T) {
 		t.Errorf("title with a BOM around text refused: %v", err)
 	}
 }
+
+// Each request_id rejection names the place the call's door reads the
+// request_id from: metadata.request_id by default, the door's own place
+// when the call names one, and never the other door's.
+func TestRequestIDRejectionsNameTheDoorsPlace(t *testing.T) {
+	svc, _ := newService(memstore.Users{"user-a": {TenantID: "t", UserID: "u"}})
+	const mcpPlace = `params._meta["io.example/request_id"]`
+	for _, c := range []core.Call{
+		{},                         // missing
+		{RequestIDNotString: true}, // not a string
+		{RequestID: "a\xffb"},      // not UTF-8
+		{RequestID: "r\u0007"},     // control character
+		{RequestID: strings.Repeat("r", core.MaxRequestIDLen+1)},
+	} {
+		c.Function, c.Content, c.ExternalUserID = core.CreateTicket, json.RawMessage(`{"title":"t"}`), "user-a"
+		o := svc.Answer(context.Background(), c)
+		if o.Kind != core.KindRejected || !strings.Contains(o.Message, core.RequestIDField) {
+			t.Errorf("%+v: %v %q; want a rejection naming %s", c, o.Kind, o.Message, core.RequestIDField)
+		}
+		c.RequestIDAt = mcpPlace
+		o = svc.Answer(context.Background(), c)
+		if o.Kind != core.KindRejected || !strings.Contains(o.Message, mcpPlace) || strings.Contains(o.Message, core.RequestIDField) {
+			t.Errorf("%+v: %v %q; want a rejection naming %s only", c, o.Kind, o.Message, mcpPlace)
+		}
+	}
+}

@@ -17,6 +17,11 @@ import (
 // MaxRequestIDLen is the longest metadata.request_id accepted, in characters.
 const MaxRequestIDLen = 128
 
+// RequestIDField is where the callback's body carries the request_id: the
+// place the request_id rejections name unless the call says another
+// (Call.RequestIDAt).
+const RequestIDField = "metadata.request_id"
+
 // MaxExternalUserIDLen is the longest externalUserId that can name a user,
 // in bytes. A user record's key is "USER#" plus the id, and DynamoDB refuses
 // a partition key over 2048 bytes with a ValidationException; a longer id
@@ -40,6 +45,10 @@ type Call struct {
 	// invalid UTF-8 or a lone surrogate escape. A decoder that replaced them
 	// with U+FFFD would give two different request_ids one key.
 	RequestIDMalformed bool
+	// RequestIDAt is where the door's caller puts the request_id, as the
+	// request_id rejections name it (each door has its own place);
+	// RequestIDField when empty.
+	RequestIDAt string
 	// User is the record of ExternalUserID when the door has read it from
 	// the service's Users for this request (the MCP door does, before the
 	// body is parsed); Answer reads it from Users when nil.
@@ -161,18 +170,22 @@ func invalidArgumentsMessage(fn *Function, err error) string {
 }
 
 func checkRequestID(c Call) (Outcome, bool) {
-	const fix = " The application must set metadata.request_id; do not retry, tell the user the request could not be completed."
+	at := c.RequestIDAt
+	if at == "" {
+		at = RequestIDField
+	}
+	fix := " The application must set " + at + "; do not retry, tell the user the request could not be completed."
 	switch {
 	case c.RequestIDNotString:
-		return Reject(CodeInvalidRequestID, "metadata.request_id must be a string."+fix), true
+		return Reject(CodeInvalidRequestID, at+" must be a string."+fix), true
 	case c.RequestID == "":
-		return Reject(CodeMissingRequestID, "The call carries no metadata.request_id, so it cannot be made safe to repeat."+fix), true
+		return Reject(CodeMissingRequestID, "The call carries no "+at+", so it cannot be made safe to repeat."+fix), true
 	case c.RequestIDMalformed || !utf8.ValidString(c.RequestID):
-		return Reject(CodeInvalidRequestID, "metadata.request_id must be well-formed Unicode text."+fix), true
+		return Reject(CodeInvalidRequestID, at+" must be well-formed Unicode text."+fix), true
 	case utf8.RuneCountInString(c.RequestID) > MaxRequestIDLen ||
 		strings.IndexFunc(c.RequestID, unicode.IsControl) >= 0:
 		return Reject(CodeInvalidRequestID, fmt.Sprintf(
-			"metadata.request_id must be at most %d characters without control characters.", MaxRequestIDLen)+fix), true
+			"%s must be at most %d characters without control characters.", at, MaxRequestIDLen)+fix), true
 	}
 	return Outcome{}, false
 }

@@ -8,6 +8,13 @@ import (
 	"fmt"
 )
 
+// Checker is a destination with a check of its own, made without
+// creating anything: it says in one line what it found, for a person, and
+// whether the destination will accept our tickets.
+type Checker interface {
+	CheckDestination(ctx context.Context) (line string, ok bool)
+}
+
 // CheckKeyPrefix starts the delivery key a Check looks up: no ticket id
 // has it, so the helpdesk holds nothing under it.
 const CheckKeyPrefix = "deliveries-check-"
@@ -17,7 +24,13 @@ const CheckKeyPrefix = "deliveries-check-"
 // ok is false when the lookup was refused (401 or 403: the credentials may
 // not list tickets) or failed. A destination that cannot be queried is
 // ok: its tickets are resent with the same key instead.
+//
+// A destination that is a Checker checks itself instead (Linear verifies
+// its key and team, creating nothing).
 func Check(ctx context.Context, d Destination) (line string, ok bool) {
+	if c, is := d.(Checker); is {
+		return c.CheckDestination(ctx)
+	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	id := CheckKeyPrefix + hex.EncodeToString(b[:])

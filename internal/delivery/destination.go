@@ -42,6 +42,29 @@ type Destination interface {
 	Lookup(ctx context.Context, id string) (Receipt, bool, error)
 }
 
+// KeyedCreator is implemented by a destination whose create takes the
+// delivery key as the created record's own identity (Linear's issueCreate
+// with id = the ticket id): the helpdesk can hold at most one record under
+// it, however often or however late a create with it arrives, and a
+// lookup by it reads that record by its primary key, with no index lag.
+// For such a destination a resend needs no outcome window: after a send
+// whose outcome is unknown the engine looks the ticket up once the backoff
+// is over and, if absent, resends at once with the same key, which cannot
+// make a second record. The window still comes before the verdict that no
+// send created the ticket (a failed ticket): only a lookup past it rules
+// an unknown send out.
+type KeyedCreator interface {
+	// CreatesKeyedByID reports whether creates are keyed by the delivery
+	// key as above.
+	CreatesKeyedByID() bool
+}
+
+// keyedByID reports whether d's creates are keyed by the delivery key.
+func keyedByID(d Destination) bool {
+	k, ok := d.(KeyedCreator)
+	return ok && k.CreatesKeyedByID()
+}
+
 // ErrNoLookup: the destination cannot be queried by delivery key.
 var ErrNoLookup = errors.New("destination has no lookup")
 

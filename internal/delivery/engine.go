@@ -221,12 +221,21 @@ func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
 	return u.State, err
 }
 
-// deliver is Deliver returning the whole update recorded.
-func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
+// deliver is Deliver returning the whole update recorded, under the
+// ticket's span (tracing.go).
+func (e *Engine) deliver(ctx context.Context, id string) (u Update, err error) {
+	ctx, span := startTicketSpan(ctx, id)
+	defer func() { endTicketSpan(span, u, err) }()
+	return e.deliverStep(ctx, id)
+}
+
+// deliverStep is deliver's step, under the ticket's span in ctx.
+func (e *Engine) deliverStep(ctx context.Context, id string) (Update, error) {
 	owner := e.owner()
 	now := e.now()
 	leaseUntil := CeilSecond(now.Add(e.lease()))
 	c, err := e.Store.Claim(ctx, id, owner, now, leaseUntil)
+	linkClaimed(ctx, c)
 	var u Update
 	held := false
 	switch {
@@ -237,7 +246,7 @@ func (e *Engine) deliver(ctx context.Context, id string) (Update, error) {
 	default:
 		u, held = e.step(ctx, c, leaseUntil)
 	}
-	if err := e.Store.Record(ctx, id, owner, u); err != nil {
+	if err := e.settle(ctx, id, owner, u); err != nil {
 		return Update{}, err
 	}
 	if e.Observer != nil {
@@ -364,11 +373,22 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 			// unknown send, a takeover after a lapsed lease or a person's
 			// resend alike, look (or send) again once the window has
 			// closed; no send is made or counted.
-			if end := e.windowEnd(u.SentAt); lookedAt.Before(end) {
-				u.DueAt = CeilSecond(end)
-				return u, false
-			}
-			if err == nil {
+			//
+			// A destination whose creates are keyed by the delivery key
+			// (KeyedCreator) needs no window before a resend: a late
+			// commit of the earlier send and the resend are one record,
+			// so absent lets the resend go at once. The earlier send is
+			// not ruled out by it, though: only a lookup past the window
+			// rules it out, so that a create still committing (or a
+			// lookup that lagged) never lets the ticket end failed while
+			// the helpdesk holds it.
+			end := e.windowEnd(u.SentAt)
+			if lookedAt.Before(end) {
+				if !keyedByID(e.Destination) || err != nil {
+					u.DueAt = CeilSecond(end)
+					return u, false
+				}
+			} else if err == nil {
 				u.SentUnknown, u.SentAt = false, time.Time{} // ruled out
 			}
 		default:
@@ -401,7 +421,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 
 	sentAt := e.now()
 	u.Attempts++
-	r, err := e.Destination.Send(ctx, c.Ticket)
+	r, err := e.Destination.Send(sendContext(ctx, u.Attempts), c.Ticket)
 	if err == nil {
 		e.accepted()
 		return e.delivered(u, r), false
@@ -443,9 +463,11 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 		return e.exhausted(u, true), false
 	}
 	due := now.Add(e.backoff(u.Attempts, se.RetryAfter))
-	if u.SentUnknown {
+	if u.SentUnknown && !keyedByID(e.Destination) {
 		// No resend (and no lookup that could rule a send out) before
-		// the window of the last unknown send has closed.
+		// the window of the last unknown send has closed. A destination
+		// whose creates are keyed by the delivery key is looked up after
+		// the backoff alone, and resent at once if absent.
 		due = later(due, e.windowEnd(u.SentAt))
 	}
 	return e.release(u, due), false

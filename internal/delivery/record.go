@@ -42,6 +42,10 @@ type Record struct {
 	Update
 	LeaseUntil time.Time // while delivering
 	LeaseOwner string    // the claiming worker's token, while delivering
+	// Traceparent is the W3C traceparent of the span that created the
+	// ticket, written with it ("" when it had none); the delivery's span
+	// links to it. Updates never change it.
+	Traceparent string
 }
 
 // Core is the record as core shows it (get_ticket's delivery).

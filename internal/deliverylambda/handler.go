@@ -16,10 +16,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // DefaultConcurrency bounds the tickets of one stream batch delivered at
@@ -117,12 +119,17 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	}
 	switch {
 	case env.DetailType == scheduledEvent:
+		ctx, span := tracing.Tracer().Start(ctx, tracing.SpanSweep)
+		defer span.End()
 		res, err := h.Sweep(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return res, nil
 	case env.Records != nil:
+		ctx, span := tracing.Tracer().Start(ctx, tracing.SpanStreamBatch,
+			trace.WithAttributes(tracing.AttrBatchSize.Int(len(env.Records))))
+		defer span.End()
 		return h.Stream(ctx, env.Records), nil
 	}
 	return nil, fmt.Errorf(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": %q)`, scheduledEvent)

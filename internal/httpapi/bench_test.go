@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
@@ -18,6 +21,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // BenchmarkHandlerOverhead: create_ticket through the whole handler
@@ -125,5 +129,36 @@ func TestHandlerAllocationBudget(t *testing.T) {
 			t.Errorf("%s: %.0f allocations per callback (request building included), budget %d", tc.name, allocs, budget)
 		}
 		t.Logf("%s: %.0f allocations per callback, request building included", tc.name, allocs)
+	}
+}
+
+// BenchmarkHandlerOverheadTracing: new_key and repeat_key (as in
+// BenchmarkHandlerOverhead) with the tracing the programs wire. noexport_:
+// as shipped when nothing exports (the log handler that copies the
+// callback line to the request's span, the door unwrapped). door_noop_:
+// the door wrapped in its server span too, on the no-op provider, what a
+// never-recording provider costs per request.
+func BenchmarkHandlerOverheadTracing(b *testing.B) {
+	logged := func() http.Handler {
+		return newHandler(memtest.New(), nonce.Off{}, 24*time.Hour,
+			slog.New(tracing.LogHandler(slog.NewJSONHandler(io.Discard, nil))))
+	}
+	otel.SetTracerProvider(tracenoop.NewTracerProvider())
+	for _, v := range []struct {
+		prefix string
+		door   bool
+	}{{"noexport_", false}, {"door_noop_", true}} {
+		tracing.SetExporting(v.door)
+		h := tracing.Door(logged())
+		tracing.SetExporting(false)
+		benchmarkNewKey(b, v.prefix+"new_key", h, "trace-"+v.prefix)
+		b.Run(v.prefix+"repeat_key", func(b *testing.B) {
+			body := callBody(core.CreateTicket, "user-a", "bench-repeat-"+v.prefix, callbacktest.Arguments)
+			serveOK(b, h, body)
+			b.ReportAllocs()
+			for b.Loop() {
+				serveOK(b, h, body)
+			}
+		})
 	}
 }

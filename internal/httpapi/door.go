@@ -30,6 +30,20 @@ func Answer(o core.Outcome) (Response, []byte) {
 // the short JSON body {"error":r.Name}, and the callback's headers.
 func WriteRefusal(w http.ResponseWriter, r Response) { write(w, refuse(r, nil)) }
 
+// WriteRefusalMessage writes r as WriteRefusal does, with message (what
+// the request lacks, for the client's developer) as the body's "message"
+// when not empty: {"error":r.Name,"message":message}.
+func WriteRefusalMessage(w http.ResponseWriter, r Response, message string) {
+	if message == "" {
+		WriteRefusal(w, r)
+		return
+	}
+	write(w, reply{response: r, body: struct {
+		Error   string `json:"error"`
+		Message string `json:"message"`
+	}{r.Name, message}})
+}
+
 // SetRequestID decodes raw, a JSON value that carries a request_id, with
 // the callback's strict decoding of metadata.request_id: a string with
 // invalid UTF-8 or a lone surrogate escape is malformed, a value of another

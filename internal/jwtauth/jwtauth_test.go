@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -210,5 +211,87 @@ func TestCachedKidDoesNotWaitForRefetch(t *testing.T) {
 	close(release)
 	if err := <-done; !errors.Is(err, jwtauth.ErrInvalid) {
 		t.Errorf("unknown kid after the refetch: %v; want ErrInvalid", err)
+	}
+}
+
+// recording is a transport that notes every URL it is asked for.
+type recording struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	urls []string
+}
+
+func (r *recording) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.urls = append(r.urls, req.URL.String())
+	r.mu.Unlock()
+	return r.next.RoundTrip(req)
+}
+
+// TestJWKSRedirects: an https JWK Set URL that redirects to plain http off
+// loopback is refused on the redirect's URL itself, before any connection
+// to it: no key, an error naming the rule (the door logs it and answers
+// 500), and the transport asked for the https URL only. A redirect to
+// https, or to http on loopback, is followed; more than MaxRedirects hops
+// are refused.
+func TestJWKSRedirects(t *testing.T) {
+	dev, err := jwtauth.LoadDevIssuer(filepath.Join(t.TempDir(), "k.pem"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(w http.ResponseWriter) {
+		j, _ := jwkset.NewJWKFromKey(&dev.Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: dev.KID, ALG: jwkset.AlgES256}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
+	}
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { set(w) }))
+	t.Cleanup(plain.Close)
+	var tls *httptest.Server
+	tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/keys":
+			set(w)
+		case "/to-https":
+			http.Redirect(w, r, tls.URL+"/keys", http.StatusFound)
+		case "/to-loopback-http":
+			http.Redirect(w, r, plain.URL+"/keys", http.StatusMovedPermanently)
+		case "/to-plain-http":
+			// A host that is not loopback: the redirect must be refused
+			// on its URL, since nothing here could answer it.
+			http.Redirect(w, r, "http://jwks.example.invalid/keys", http.StatusFound)
+		case "/loop":
+			http.Redirect(w, r, tls.URL+"/loop", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(tls.Close)
+	for _, c := range []struct {
+		path, refused string // refused: the error's text; "" when the key is had
+	}{
+		{"/keys", ""},
+		{"/to-https", ""},
+		{"/to-loopback-http", ""},
+		{"/to-plain-http", "https is required except on loopback"},
+		{"/loop", "more than 3 redirects"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			tr := &recording{next: tls.Client().Transport}
+			k := &jwtauth.Keys{JWKSURL: tls.URL + c.path, Transport: tr}
+			key, err := k.Key(context.Background(), dev.KID, "ES256")
+			if c.refused == "" {
+				if err != nil || key == nil {
+					t.Fatalf("Key = %v, %v; want the key through the redirect", key, err)
+				}
+				return
+			}
+			if err == nil || errors.Is(err, jwtauth.ErrInvalid) || !strings.Contains(err.Error(), c.refused) {
+				t.Fatalf("Key error %v; want a load error saying %q", err, c.refused)
+			}
+			for _, u := range tr.urls {
+				if !strings.HasPrefix(u, tls.URL) {
+					t.Errorf("the transport was asked for %s; the refused hop must not be requested", u)
+				}
+			}
+		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/MicahParks/jwkset"
+
+	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 )
 
 // RefetchEvery is the least time between two fetches of the JWK Set: after
@@ -35,8 +37,11 @@ type Keys struct {
 	// /.well-known/oauth-authorization-server, field jwks_uri.
 	Issuer  string
 	JWKSURL string
-	Client  *http.Client     // http.DefaultClient when nil
-	Now     func() time.Time // time.Now when nil
+	// Transport carries the fetches (http.DefaultTransport when nil). The
+	// client around it is Keys' own (see FetchClient): a caller's client
+	// could follow a redirect anywhere.
+	Transport http.RoundTripper
+	Now       func() time.Time // time.Now when nil
 	// Timeout bounds one fetch (discovery and the set); 5 s when zero.
 	Timeout time.Duration
 
@@ -101,11 +106,47 @@ func (k *Keys) now() time.Time {
 	return time.Now()
 }
 
-func (k *Keys) fetch(ctx context.Context) error {
-	timeout := k.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
+func (k *Keys) timeout() time.Duration {
+	if k.Timeout <= 0 {
+		return 5 * time.Second
 	}
+	return k.Timeout
+}
+
+// MaxRedirects is the most redirects one fetch of a metadata document or
+// JWK Set follows.
+const MaxRedirects = 3
+
+// FetchClient is the client of the discovery and JWK Set fetches: through
+// transport (http.DefaultTransport when nil), bounded by timeout, and
+// following a redirect only to a URL that CheckURL accepts (https, or http
+// on loopback) and, from a host that is not loopback, never to one that
+// is, at most MaxRedirects times. A refused hop fails the fetch before any
+// connection to its URL; the error names the URL and the rule. Following
+// such redirects (rather than none) keeps an issuer whose documents moved
+// behind a redirect working, and checking every hop keeps a plain-http
+// hop from serving its own key.
+func FetchClient(transport http.RoundTripper, timeout time.Duration) *http.Client {
+	return &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: checkRedirect}
+}
+
+// checkRedirect is FetchClient's rule for one redirect to req, via the
+// requests made so far.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > MaxRedirects {
+		return fmt.Errorf("redirect to %q: more than %d redirects", req.URL.Redacted(), MaxRedirects)
+	}
+	if err := CheckURL(req.URL.String()); err != nil {
+		return fmt.Errorf("redirect refused: %w", err)
+	}
+	if prev := via[len(via)-1].URL; !loopback.Host(prev.Hostname()) && loopback.Host(req.URL.Hostname()) {
+		return fmt.Errorf("redirect refused: %q leads from %s to loopback", req.URL.Redacted(), prev.Hostname())
+	}
+	return nil
+}
+
+func (k *Keys) fetch(ctx context.Context) error {
+	timeout := k.timeout()
 	// The fetch serves every request waiting for the lock, so one
 	// request's cancellation must not cut it short; the timeout bounds it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
@@ -195,11 +236,7 @@ func (k *Keys) getJSON(ctx context.Context, u string, v any) error {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	c := k.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
+	resp, err := FetchClient(k.Transport, k.timeout()).Do(req)
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,26 @@ import (
 // the request_id the application minted for the operation.
 const RequestIDMeta = "io.github.aivax-examples/request_id"
 
+// RequestIDPlace is where an MCP caller puts the request_id, as the
+// request_id rejections name it.
+const RequestIDPlace = `params._meta["` + RequestIDMeta + `"]`
+
+// Revisions are the MCP revisions the door serves, newest first: the ones
+// its tests drive with the Go and TypeScript SDKs' clients. initialize
+// offering another is answered with 2025-11-25 (the lifecycle's version
+// negotiation), and a request whose MCP-Protocol-Version names another is
+// refused with 400.
+var Revisions = []string{"2026-07-28", "2025-11-25"}
+
+// modernRevision is the first revision without initialize, whose
+// protocol errors carry their own HTTP status.
+const modernRevision = "2026-07-28"
+
+// methodListen opens a stream of change notifications (2026-07-28). The
+// door has none to send and holds no request open: it answers at once
+// that it does not implement the method.
+const methodListen = "subscriptions/listen"
+
 // The paths the door serves.
 const (
 	Path             = "/mcp"
@@ -118,6 +138,12 @@ func New(cfg Config) (*Door, error) {
 
 	server := mcp.NewServer(&mcp.Implementation{Name: serverName, Version: cfg.Version}, &mcp.ServerOptions{
 		Logger: discard,
+		// Tools, without listChanged: the door is stateless and has no
+		// notification to send, so a client has no reason to open
+		// subscriptions/listen. No logging either: the door sends no log
+		// messages.
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SupportedProtocolVersions: Revisions,
 	})
 	for _, fn := range cfg.Service.Functions() {
 		f, _ := cfg.Service.Lookup(fn.Name)
@@ -197,9 +223,24 @@ type call struct {
 	user    string          // the token's user, once verified
 	record  core.User       // user's record, once read
 	rpc     rpcRequest
-	mu      sync.Mutex
-	ran     bool // a tool handler took the call: it logs the line
 	timeout time.Time
+
+	mu sync.Mutex
+	// ran: a tool handler took the call, and its outcome goes in the line.
+	ran bool
+	// answered: the tool handler's outcome, once it has one and serveMCP
+	// has not finished; serveMCP logs it with the status it wrote.
+	answered *toolAnswer
+	// finished: serveMCP returned, and status is what the client was
+	// sent; a tool handler still running then logs its line itself.
+	finished bool
+	status   int
+}
+
+// toolAnswer is a tool handler's outcome, for its log line.
+type toolAnswer struct {
+	o    core.Outcome
+	resp httpapi.Response
 }
 
 // rpcRequest is what the door reads of the JSON-RPC body itself: the
@@ -264,12 +305,18 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 			httpapi.WriteRefusal(w, rep)
 		}
 		c.mu.Lock()
-		ran := c.ran
+		ran, answered := c.ran, c.answered
 		c.ran = true // a tool handler starting after this point logs nothing twice
+		c.finished, c.status = true, rep.Status
 		c.mu.Unlock()
-		if !ran {
+		switch {
+		case answered != nil:
+			d.logTool(c, answered.o, answered.resp, rep.Status)
+		case !ran:
 			d.logRequest(c, rep)
 		}
+		// Otherwise a tool handler is still running (its client went
+		// away): it logs its line when done.
 	}()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -289,19 +336,27 @@ func (d *Door) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	aw := &authWriter{ResponseWriter: w}
 	d.mcp.ServeHTTP(aw, r)
+	aw.flush()
 	switch {
 	case aw.refused != (httpapi.Response{}):
 		rep = aw.refused
 	case aw.refusedAfter != (httpapi.Response{}):
 		rep = aw.refusedAfter
 	default:
+		// The SDK's answer, with the status it wrote: 200, 202 for a
+		// notification, 400 or 404 for a protocol error of 2026-07-28.
+		// net/http sends 200 when nothing was written.
 		rep = rpcAnswer
+		if aw.status != 0 {
+			rep.Status = aw.status
+		}
 	}
 }
 
 // rpcAnswer names, in the log line, a JSON-RPC answer the SDK gave to a
 // request no tool handled (initialize, tools/list, server/discover, a
-// notification); such lines are not counted in the metrics.
+// notification); such lines are not counted in the metrics. Its status is
+// the one written.
 var rpcAnswer = httpapi.Response{Status: http.StatusOK, Name: "rpc"}
 
 type readCloser struct{ *bytes.Reader }
@@ -363,8 +418,43 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		return
 	}
 	c.rpc = rr
+	if rr.Method == methodListen && noListen(aw, r, c.body) {
+		return
+	}
 	ti.Extra = map[string]any{extraCall: c}
 	sdk.ServeHTTP(aw, r)
+}
+
+// noListen answers a subscriptions/listen request at once, as a server
+// answers a method it does not implement: JSON-RPC -32601 (Method not
+// found), with HTTP 404 on 2026-07-28 (its Streamable HTTP transport
+// requires that status for an unimplemented method) and 200 on the
+// revisions before it, which carry JSON-RPC errors in a 200 answer and
+// have no such method. The SDK would instead hold the request open as an
+// event stream until the client leaves; the door has no notification to
+// send on it. ok is false, and nothing written, for a body that is not a
+// request (a notification by that name goes to the SDK: 202).
+func noListen(aw *authWriter, r *http.Request, body []byte) (ok bool) {
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, isReq := msg.(*jsonrpc.Request)
+	if err != nil || !isReq || !req.IsCall() {
+		return false
+	}
+	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+		Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + methodListen + " (this server sends no change notifications)"}})
+	if err != nil {
+		return false
+	}
+	status := http.StatusOK
+	if r.Header.Get("Mcp-Protocol-Version") >= modernRevision {
+		status = http.StatusNotFound
+	}
+	h := aw.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	aw.WriteHeader(status)
+	_, _ = aw.Write(out)
+	return true
 }
 
 // busyRefusal answers a user lookup the store could not make: the client
@@ -391,7 +481,8 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		c.mu.Unlock()
 
 		// The record afterToken read: the service does not read it again.
-		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user, User: &c.record}
+		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user, User: &c.record,
+			RequestIDAt: RequestIDPlace}
 		if len(call.Content) == 0 || string(call.Content) == "null" {
 			call.Content = []byte("{}") // arguments are optional in MCP
 		}
@@ -413,7 +504,18 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		o := d.cfg.Service.Answer(opCtx, call)
 		resp, body := httpapi.Answer(o)
 		if logs {
-			d.logTool(c, o, resp)
+			// serveMCP logs the line with the status it writes; if it has
+			// already returned (the client went away), the line is this
+			// handler's, with the status that was sent.
+			c.mu.Lock()
+			finished, status := c.finished, c.status
+			if !finished {
+				c.answered = &toolAnswer{o, resp}
+			}
+			c.mu.Unlock()
+			if finished {
+				d.logTool(c, o, resp, status)
+			}
 		}
 		switch o.Kind {
 		case core.KindInternal, core.KindForbidden:
@@ -434,15 +536,22 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 // the middleware's refusals (401, 403, and 500 when no key can be had)
 // go out as the door's short JSON bodies, and a 403 for missing scopes
 // carries error="insufficient_scope" as RFC 6750 has it. Once the token
-// passed, writes go straight through.
+// passed, writes go straight through, except the SDK's plain-text
+// refusals, which go out as the door's JSON with the SDK's reason as the
+// message. It notes the status written.
 type authWriter struct {
 	http.ResponseWriter
 	passed       bool
 	refused      httpapi.Response // a refusal of the middleware
 	refusedAfter httpapi.Response // a refusal after the token (user, or the SDK's)
 	wrote        bool
-	swallow      bool // the SDK's plain-text body is replaced
+	swallow      bool             // the SDK's plain-text body is replaced
+	pending      httpapi.Response // an SDK refusal waiting for its reason
+	status       int              // the status written; 0 before any
 }
+
+// maxMessage bounds the reason an SDK refusal carries in its message.
+const maxMessage = 200
 
 // sdkRefusal names an SDK refusal by its status.
 func sdkRefusal(code int) httpapi.Response {
@@ -464,13 +573,15 @@ func (a *authWriter) WriteHeader(code int) {
 	if a.passed {
 		if code >= 400 && strings.HasPrefix(a.Header().Get("Content-Type"), "text/plain") {
 			// The SDK's own refusals (a body that is not JSON-RPC, a
-			// wrong Accept or Content-Type) are plain text: every answer
-			// of the door is JSON.
-			a.refusedAfter = sdkRefusal(code)
-			a.Header().Del("X-Content-Type-Options")
-			httpapi.WriteRefusal(a.ResponseWriter, a.refusedAfter)
+			// wrong Accept or Content-Type, an unsupported revision) are
+			// plain text: every answer of the door is JSON. The body the
+			// SDK writes next is its reason.
+			a.pending = sdkRefusal(code)
 			a.swallow = true
 			return
+		}
+		if a.status == 0 {
+			a.status = code
 		}
 		a.ResponseWriter.WriteHeader(code)
 		return
@@ -491,14 +602,22 @@ func (a *authWriter) WriteHeader(code int) {
 	}
 	a.Header().Del("X-Content-Type-Options")
 	httpapi.WriteRefusal(a.ResponseWriter, a.refused)
+	a.status = a.refused.Status
 	a.wrote = true
 }
 
 func (a *authWriter) Write(b []byte) (int, error) {
+	if a.pending != (httpapi.Response{}) {
+		a.writePending(string(b))
+		return len(b), nil
+	}
 	if a.swallow {
 		return len(b), nil
 	}
 	if a.passed {
+		if a.status == 0 {
+			a.status = http.StatusOK
+		}
 		return a.ResponseWriter.Write(b)
 	}
 	if !a.wrote {
@@ -507,8 +626,31 @@ func (a *authWriter) Write(b []byte) (int, error) {
 	return len(b), nil // the middleware's plain-text body is replaced
 }
 
+// writePending sends the SDK refusal waiting in pending, with reason (the
+// SDK's text, cut to maxMessage bytes) as its message when not empty.
+func (a *authWriter) writePending(reason string) {
+	r := a.pending
+	a.pending = httpapi.Response{}
+	a.refusedAfter = r
+	a.status = r.Status
+	a.Header().Del("X-Content-Type-Options")
+	reason = strings.ToValidUTF8(strings.TrimSpace(reason), "\uFFFD")
+	if len(reason) > maxMessage {
+		reason = strings.ToValidUTF8(reason[:maxMessage], "") + "…"
+	}
+	httpapi.WriteRefusalMessage(a.ResponseWriter, r, reason)
+}
+
+// flush sends an SDK refusal that never got its reason.
+func (a *authWriter) flush() {
+	if a.pending != (httpapi.Response{}) {
+		a.writePending("")
+	}
+}
+
 func (a *authWriter) refuseAfter(r httpapi.Response) {
 	a.refusedAfter = r
+	a.status = r.Status
 	httpapi.WriteRefusal(a.ResponseWriter, r)
 }
 
@@ -518,9 +660,9 @@ func (a *authWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 // logTool writes the line of one tool call: the callback's line (section
 // Logs and metrics of docs/contract.md) with door mcp. Never the
 // arguments, the token or the body.
-func (d *Door) logTool(c *call, o core.Outcome, resp httpapi.Response) {
+func (d *Door) logTool(c *call, o core.Outcome, resp httpapi.Response, status int) {
 	dur := time.Since(c.start)
-	attrs := httpapi.AppendCallbackAttrs(make([]slog.Attr, 0, httpapi.LineAttrs), Path, httpapi.DoorMCP, o, resp.Name, http.StatusOK, dur)
+	attrs := httpapi.AppendCallbackAttrs(make([]slog.Attr, 0, httpapi.LineAttrs), Path, httpapi.DoorMCP, o, resp.Name, status, dur)
 	level := slog.LevelInfo
 	if o.Kind == core.KindInternal {
 		level = slog.LevelError
@@ -547,7 +689,7 @@ func (d *Door) logRequest(c *call, rep httpapi.Response) {
 		slog.String("rpc_method", httpapi.ClipLogged(c.rpc.Method)),
 	}
 	var fn, code string
-	if c.rpc.Method == "tools/call" && rep.Status == http.StatusOK {
+	if c.rpc.Method == "tools/call" && rep.Name == rpcAnswer.Name {
 		// A tools/call no handler took: the SDK answered a JSON-RPC error
 		// and nothing was written. Either the tool does not exist, or the
 		// call's params were not the shape the SDK reads.
@@ -568,7 +710,7 @@ func (d *Door) logRequest(c *call, rep httpapi.Response) {
 	if rep.Status >= 500 {
 		level = slog.LevelError
 	}
-	counted := rep != rpcAnswer || name != rep.Name
+	counted := rep.Name != rpcAnswer.Name || name != rep.Name
 	if d.cfg.Metrics != nil && counted {
 		attrs = append(attrs, d.cfg.Metrics.Callback(c.ctx, metrics.Callback{
 			Door: httpapi.DoorMCP, Function: fn, Outcome: name, Code: code, Duration: dur}))

@@ -113,13 +113,15 @@ type env struct {
 	keys     *jwtauth.Keys
 	logs     *testenv.Buffer
 	clock    *testenv.Clock
+	handler  http.Handler // the test server's: the door and the callback
 }
 
 type envOptions struct {
 	scopes  []string
 	maxBody int64
 	rec     metrics.Recorder
-	tools   *core.Tools // the service's tools; nil: the product's
+	tools   *core.Tools   // the service's tools; nil: the product's
+	keys    *jwtauth.Keys // the door's keys; nil: the test issuer's, discovered
 }
 
 var testUsers = memstore.Users{
@@ -136,6 +138,9 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	e := &env{t: t, iss: iss, store: &countingStore{Store: store}, users: &countingUsers{Users: testUsers},
 		logs: &testenv.Buffer{}, clock: clock}
 	e.keys = &jwtauth.Keys{Issuer: iss.srv.URL, Now: clock.Now}
+	if opt.keys != nil {
+		e.keys = opt.keys
+	}
 	// The listener exists before the server starts: the door's audience
 	// names it, and the handler is in place before any request.
 	srv := httptest.NewUnstartedServer(nil)
@@ -158,13 +163,14 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 		t.Fatal(err)
 	}
 	callback := &httpapi.Handler{Service: svc, Auth: verifier, MaxBody: opt.maxBody, Logger: logger, Metrics: opt.rec}
-	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if mcpdoor.Handles(r.URL.Path) {
 			door.ServeHTTP(w, r)
 			return
 		}
 		callback.ServeHTTP(w, r)
 	})
+	srv.Config.Handler = e.handler
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return e

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,12 @@ const (
 	// deliveries: by the scheduled sweep once per run (Lambda), after the
 	// worker's sweeps (local server).
 	TicketsWaiting = "tickets_waiting"
+	// ReadAheadErrors counts the claim read-aheads that failed, by class
+	// (ReadAheadClasses). A failed read is not an answer (the claim's
+	// transaction answers), but a repeat is then answered at a
+	// transaction's latency, and a role that denies the read makes every
+	// claim fail it.
+	ReadAheadErrors = "read_ahead_errors_total"
 )
 
 // Label (dimension) names.
@@ -58,7 +65,19 @@ const (
 	LabelOutcome  = "outcome"
 	LabelCode     = "code"
 	LabelState    = "state"
+	// LabelClass is a failed read-ahead's class: ReadAheadClasses.
+	LabelClass = "class"
 )
+
+// ReadAheadClasses are the values of the class label of ReadAheadErrors:
+// the read was refused for its permissions (access_denied), throttled,
+// timed out, or failed otherwise (other, the value of any class outside
+// this set).
+var ReadAheadClasses = []string{"access_denied", "throttled", "timeout", "other"}
+
+// ReadAheadClass is class when it is one of ReadAheadClasses, else
+// "other".
+func ReadAheadClass(class string) string { return closed(class, ReadAheadClasses, "other") }
 
 // CallbackLabels are the closed sets a callback's labels take their
 // values from: the composition root gives them from the catalogue, the
@@ -163,6 +182,43 @@ type Recorder interface {
 	Delivery(ctx context.Context, d DeliveryStep) slog.Attr
 	// TicketsWaiting records how many tickets wait to be delivered.
 	TicketsWaiting(ctx context.Context, n int) slog.Attr
+	// ReadAheadError records one failed read-ahead of class (one of
+	// ReadAheadClasses).
+	ReadAheadError(ctx context.Context, class string) slog.Attr
+}
+
+// ReadAheadReporter returns the hook a DynamoDB store calls with each
+// read-ahead that failed (dynamo.Options.OnReadAheadError): it counts the
+// failure on rec() (nil: counted nowhere) under classify(err)'s class,
+// and logs the first failure of the hook's life, one per process since
+// each composition root builds one, at WARN with its class and error.
+// Later failures write a line only when the recorder has metric members
+// for it (EMF, whose metrics ride on log lines): that line carries the
+// class and the count, not the error again. Nothing is dropped silently:
+// every failure is counted, and the first is explained.
+func ReadAheadReporter(rec func() Recorder, logger *slog.Logger, classify func(error) string) func(context.Context, error) {
+	var logged atomic.Bool
+	return func(ctx context.Context, err error) {
+		class := ReadAheadClass(classify(err))
+		var attr slog.Attr
+		if r := rec(); r != nil {
+			attr = r.ReadAheadError(ctx, class)
+		}
+		// A recorder's members name the class themselves (EMF writes its
+		// dimension as a member); otherwise the line names it.
+		members := !attr.Equal(slog.Attr{})
+		if !members {
+			attr = slog.String(LabelClass, class)
+		}
+		if !logged.Swap(true) {
+			logger.LogAttrs(ctx, slog.LevelWarn, "read-ahead failed: repeats are answered by the transaction instead; logged once per process, counted in "+ReadAheadErrors,
+				attr, slog.String("error", err.Error()))
+			return
+		}
+		if members {
+			logger.LogAttrs(ctx, slog.LevelInfo, "read-ahead failed", attr)
+		}
+	}
 }
 
 // Request collects what a request's store calls took, for the line that

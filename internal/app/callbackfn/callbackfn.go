@@ -17,9 +17,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
@@ -34,6 +37,7 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	otelsetup.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per AWS request
 	hookKey := cfg.HookKey
 	if cfg.HookKeyParameter != "" {
 		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {
@@ -52,6 +56,7 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 // DELIVERY_KIND set, the service writes each new ticket pending in the
 // same transaction (the outbox).
 func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
+	logger = slog.New(tracing.LogHandler(logger.Handler())) // the callback line's attributes on the door's span
 	names := config.SettingEnvNames
 	if cfg.HookKeyParameter != "" {
 		names.HookKey = "HOOK_KEY_PARAMETER " + cfg.HookKeyParameter
@@ -67,7 +72,10 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
-	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout)
+	// A failed read-ahead is counted in the EMF metrics and logged once
+	// per process (metrics.ReadAheadReporter).
+	store := dynamo.Product(client, cfg.TableName, cfg.CallTimeout,
+		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass))
 	h, err := doors.Build(doors.Config{
 		Store:    core.TimedStore{Store: store, Observe: rec.StoreCall},
 		Users:    usercache.New(core.TimedUsers{Users: store, Observe: rec.StoreCall}, cfg.UserCacheTTL, cfg.UserCacheSize),
@@ -82,7 +90,7 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	return httpapi.Collect(h), nil
+	return tracing.Door(httpapi.Collect(h)), nil
 }
 
 // readParameter reads the hook key's SSM parameter (ssmparam.Read: one

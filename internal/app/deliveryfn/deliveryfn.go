@@ -21,6 +21,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 // Handler builds the delivery function's graph once, at cold
@@ -38,6 +39,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	otelsetup.AWS(&awsCfg, "") // a span per AWS request
 	d := cfg.Destination
 	if cfg.SecretParameter != "" {
 		secret, err := ssmparam.Read(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
@@ -60,7 +62,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	engine.Log = logger
 	return deliverylambda.Options{
 		Engine:           engine,
-		Store:            dynamo.Product(dynamodb.NewFromConfig(awsCfg), cfg.TableName, 0),
+		Store:            dynamo.Product(dynamodb.NewFromConfig(awsCfg), cfg.TableName, 0, nil),
 		Destination:      dst,
 		Log:              logger,
 		Metrics:          rec,

@@ -12,6 +12,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 )
@@ -36,6 +37,12 @@ func New(d config.Destination) (delivery.Destination, error) {
 		return c, nil
 	case config.DeliveryWebhook:
 		c, err := webhook.New(webhook.Config{URL: d.URL, Secret: d.Secret, Lookup: d.Lookup, Timeout: d.Timeout})
+		if err != nil {
+			return nil, refused(d, err)
+		}
+		return c, nil
+	case config.DeliveryLinear:
+		c, err := linear.New(linear.Config{URL: d.URL, TeamID: d.TeamID, APIKey: d.APIKey, Timeout: d.Timeout})
 		if err != nil {
 			return nil, refused(d, err)
 		}

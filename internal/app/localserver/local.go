@@ -27,7 +27,10 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 // Mode is what the local server's command line asks of Main besides
@@ -77,6 +80,14 @@ func Main(cfg config.Local, m Mode) int {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Spans go over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set;
+	// without it nothing is recorded and no collector is needed.
+	tp, err := otelsetup.Setup(ctx, otelsetup.Options{Getenv: os.Getenv, Service: "idempotent-callback-local"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
 	h, closer, err := LocalServer(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -107,6 +118,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	if err := CheckSettings(&cfg); err != nil {
 		return nil, nil, err
 	}
+	logger = slog.New(tracing.LogHandler(logger.Handler())) // the callback line's attributes on the door's span
 	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
 		return nil, nil, err
@@ -117,12 +129,16 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 			return nil, nil, err
 		}
 	}
-	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger)
+	// rec is set below, before any request is served: a failed read-ahead
+	// (DynamoDB) is counted in Prometheus when it serves, and logged
+	// once per process in any case.
+	var rec metrics.Recorder
+	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger,
+		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass))
 	if err != nil {
 		return nil, nil, err
 	}
 	var cs closers
-	var rec metrics.Recorder
 	if cfg.MetricsListen != "" {
 		// The metrics server closes first: after the callback server, so
 		// the last requests are counted.
@@ -170,7 +186,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	if rec != nil {
 		h = httpapi.Collect(h)
 	}
-	return h, cs, nil
+	return tracing.Door(h), cs, nil
 }
 
 // CheckSettings checks the file's settings that belong to the packages

@@ -90,9 +90,11 @@ func FilePath(field, p, dir string) (string, error) {
 }
 
 // Open opens the local configuration's store (SQLite or DynamoDB), checked
-// by CheckSettings. The closer closes it.
-func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, error) {
-	s, closer, _, err := OpenNamed(ctx, cfg, logger)
+// by CheckSettings. The closer closes it. On DynamoDB, onReadAheadError
+// (nil: none) is told of each claim read-ahead that failed
+// (dynamo.Options.OnReadAheadError).
+func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error)) (core.Store, io.Closer, error) {
+	s, closer, _, err := openNamed(ctx, cfg, logger, onReadAheadError)
 	return s, closer, err
 }
 
@@ -100,6 +102,10 @@ func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (c
 // operator: the SQLite file, or the DynamoDB table with the region its
 // AWS configuration resolved (and the endpoint when not AWS's own).
 func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
+	return openNamed(ctx, cfg, logger, nil) // the operator makes no claims
+}
+
+func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error)) (core.Store, io.Closer, string, error) {
 	if err := CheckSettings(&cfg, ""); err != nil {
 		return nil, nil, "", err
 	}
@@ -116,7 +122,7 @@ func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 	if cfg.Endpoint != "" {
 		name += " at " + redact.RawURL(cfg.Endpoint)
 	}
-	return dynamo.Product(client, cfg.Table, 0), nopCloser{}, name, nil
+	return dynamo.Product(client, cfg.Table, 0, onReadAheadError), nopCloser{}, name, nil
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default

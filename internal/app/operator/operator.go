@@ -24,6 +24,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // DeliveriesUsage is the operator's command's synopsis.
@@ -369,6 +370,7 @@ func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Wr
 		{"due_at", stamp(r.DueAt)},
 		{"lease_until", stamp(r.LeaseUntil)},
 		{"delivered_at", stamp(r.DeliveredAt)},
+		{"trace_id", dash(tracing.TraceID(r.Traceparent))}, // the trace of the call that created it
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

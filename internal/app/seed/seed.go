@@ -63,7 +63,7 @@ func Run(cfg config.Local, o Options) error {
 		fmt.Printf("table %s already exists\n", o.Table)
 	}
 
-	store := dynamo.Product(client, o.Table, 10*time.Second)
+	store := dynamo.Product(client, o.Table, 10*time.Second, nil)
 	ids := make([]string, 0, len(cfg.Users))
 	for id := range cfg.Users {
 		ids = append(ids, id)

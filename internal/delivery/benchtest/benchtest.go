@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 )
 
@@ -84,14 +85,42 @@ func ReportFigures(b *testing.B, tickets int, elapsed time.Duration, lat []time.
 // HelpdeskDelay. Reports tickets delivered per second, the latency
 // from commit to delivered (p50, p99), and helpdesk calls per ticket.
 func LocalWorker(b *testing.B, s deliverytest.Adapter) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
 	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.WebhookCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: HelpdeskDelay}})
 	dest, err := webhook.New(webhook.Config{URL: fake.WebhookURL(), Secret: fake.Config().Secret, Lookup: true})
 	if err != nil {
 		b.Fatal(err)
 	}
+	localWorker(b, s, fake, dest, fakehelpdesk.WebhookCreate, fakehelpdesk.WebhookLookup)
+}
+
+// LocalWorkerLinear is LocalWorker through the real Linear adapter to the
+// fake's Linear API. With faults, the first tenth of the creates commit
+// and then lose their answer (looked up, found), the next tenth are
+// dropped before committing (looked up, absent, resent at once) and the
+// next tenth are refused with RATELIMITED for a second (resent after the
+// reset); the rest answer after HelpdeskDelay. helpdesk-calls/ticket counts
+// creates and lookups: 1.00 without faults.
+func LocalWorkerLinear(b *testing.B, s deliverytest.Adapter, faults bool) {
+	fake := fakehelpdesk.New(b, fakehelpdesk.Config{})
+	if tenth := b.N / 10; faults && tenth > 0 {
+		fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearCreate, Times: tenth, Fault: fakehelpdesk.CommitThenDrop()})
+		fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearCreate, Times: tenth, Fault: fakehelpdesk.Drop()})
+		fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearCreate, Times: tenth, Fault: fakehelpdesk.LinearRateLimited(400, "Requests", time.Second)})
+	}
+	fake.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearCreate, Times: 1 << 30, Fault: fakehelpdesk.Fault{Delay: HelpdeskDelay}})
+	dest, err := linear.New(linear.Config{URL: fake.LinearURL(), TeamID: fake.Config().LinearTeamID, APIKey: fake.Config().LinearKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	localWorker(b, s, fake, dest, fakehelpdesk.LinearCreate, fakehelpdesk.LinearLookup)
+}
+
+// localWorker runs the local worker benchmark against dest, the fake's
+// create and lookup kinds counting its helpdesk calls.
+func localWorker(b *testing.B, s deliverytest.Adapter, fake *fakehelpdesk.Server, dest delivery.Destination, create, lookup fakehelpdesk.Kind) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	ts := NewDeliveryTimer(s)
 	w := &delivery.Worker{Engine: &delivery.Engine{Store: ts, Destination: dest}, Concurrency: 32}
 	stopped := make(chan struct{})
@@ -122,7 +151,12 @@ func LocalWorker(b *testing.B, s deliverytest.Adapter) {
 	if fake.Total() != b.N {
 		b.Fatalf("the fake holds %d tickets for %d callbacks", fake.Total(), b.N)
 	}
-	ts.Report(b, committed, elapsed, fake.Requests(fakehelpdesk.WebhookCreate)+fake.Requests(fakehelpdesk.WebhookLookup))
+	for id := range committed {
+		if h := fake.Held(id); h != 1 {
+			b.Fatalf("the fake holds %d tickets for %s, want 1", h, id)
+		}
+	}
+	ts.Report(b, committed, elapsed, fake.Requests(create)+fake.Requests(lookup))
 }
 
 // Latencies returns, for each ticket of committed (id to commit time),

@@ -21,6 +21,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 )
@@ -37,9 +38,10 @@ const (
 	destZendesk  = "zendesk"
 	destWebhook  = "webhook"           // with lookup
 	destNoLookup = "webhook-no-lookup" // the endpoint cannot be queried
+	destLinear   = "linear"            // creates keyed by the ticket id
 )
 
-var matrixDests = []string{destZendesk, destWebhook, destNoLookup}
+var matrixDests = []string{destZendesk, destWebhook, destNoLookup, destLinear}
 
 // expect is a failure mode's outcome for one destination.
 type expect struct {
@@ -143,29 +145,29 @@ func dueNotBefore(d time.Duration) func(*testing.T, time.Time, []delivery.Record
 var failureModes = []failureMode{
 	{name: "no failure",
 		setup: func(*fakehelpdesk.Server, fakehelpdesk.Kind, fakehelpdesk.Kind) {},
-		want:  map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(1)}},
+		want:  map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(1)}},
 	{name: "commit then drop the connection",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenDrop()}),
 		// Looked up and found; without lookup, resent under the same key
 		// and answered from the helpdesk's idempotency record.
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+		want: map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
 	{name: "commit then 5xx",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenStatus(502)}),
-		want:  map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+		want:  map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
 	{name: "commit then answer past the client timeout",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenSlow(5 * time.Second)}),
 		// Without lookup the resend may meet the first request still in
 		// progress (409), then be answered from the idempotency record.
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: {delivery.StateDelivered, 1, -1, 0}}},
+		want: map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: {delivery.StateDelivered, 1, -1, 0}}},
 	{name: "429 with Retry-After",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.TooManyRequests("7")}),
 		check: dueNotBefore(7 * time.Second),
-		want:  map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
+		want:  map[string]expect{destLinear: delivered(2), destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
 	{name: "503 with Retry-After",
 		setup: onCreate(fakehelpdesk.Rule{Times: 2, Fault: fakehelpdesk.Unavailable("30")}),
 		// A 5xx: the outcome is unknown, so each resend follows a lookup.
 		check: dueNotBefore(30 * time.Second),
-		want:  map[string]expect{destZendesk: delivered(3), destWebhook: delivered(3), destNoLookup: delivered(3)}},
+		want:  map[string]expect{destLinear: delivered(3), destZendesk: delivered(3), destWebhook: delivered(3), destNoLookup: delivered(3)}},
 	{name: "idempotency key expired before the retry",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.CommitThenDrop()}),
 		between: func(f *fakehelpdesk.Server, n int) {
@@ -177,7 +179,7 @@ var failureModes = []failureMode{
 		// ticket, which is why it is never made where a lookup exists.
 		// Without lookup, exactly once rests on the helpdesk keeping the
 		// key longer than the retries last: not applicable.
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1)}},
+		want: map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1)}},
 	{name: "lookups lag behind writes",
 		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
 			f.SetLookupLag(1, 0)
@@ -185,7 +187,7 @@ var failureModes = []failureMode{
 		},
 		// The lagging lookup says absent; the resend carries the same key
 		// and the helpdesk answers it from its idempotency record.
-		want: map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2)}},
+		want: map[string]expect{destLinear: delivered(2), destZendesk: delivered(2), destWebhook: delivered(2)}},
 	{name: "400 IdempotentRequestError",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.IdempotentRequestError()}),
 		// Zendesk's answer for a reused key: outcome unknown, looked up,
@@ -193,7 +195,7 @@ var failureModes = []failureMode{
 		want: map[string]expect{destZendesk: delivered(2)}},
 	{name: "409 in progress",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.InProgress()}),
-		want:  map[string]expect{destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
+		want:  map[string]expect{destLinear: delivered(2), destZendesk: delivered(2), destWebhook: delivered(2), destNoLookup: delivered(2)}},
 	{name: "permanent 422",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Refuse(422)}),
 		check: func(t *testing.T, _ time.Time, steps []delivery.Record) {
@@ -201,24 +203,24 @@ var failureModes = []failureMode{
 				t.Fatalf("records %+v; want failed after one attempt", steps)
 			}
 		},
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, 1, 0}, destWebhook: {delivery.StateFailed, 0, 1, 0}, destNoLookup: {delivery.StateFailed, 0, 1, 0}}},
+		want: map[string]expect{destLinear: {delivery.StateFailed, 0, 1, 0}, destZendesk: {delivery.StateFailed, 0, 1, 0}, destWebhook: {delivery.StateFailed, 0, 1, 0}, destNoLookup: {delivery.StateFailed, 0, 1, 0}}},
 	{name: "outage: 429 on every send",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.TooManyRequests("1")}),
 		// Every outcome known not created: failed after max_attempts sends,
 		// with or without lookup.
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
+		want: map[string]expect{destLinear: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
 			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destNoLookup: {delivery.StateFailed, 0, matrixMaxAttempts, 0}}},
 	{name: "outage: 503 on every send",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Unavailable("1")}),
 		// A 5xx may have created it: with lookup, the lookups rule each send
 		// out (failed); without, a person must decide (unknown).
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
+		want: map[string]expect{destLinear: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
 			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts, 0}}},
 	{name: "outage: every connection dropped, nothing created",
 		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.Drop()}),
 		// With lookup, the final lookup rules every send out: failed.
 		// Without, any send may have created it: unknown, for a person.
-		want: map[string]expect{destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
+		want: map[string]expect{destLinear: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destZendesk: {delivery.StateFailed, 0, matrixMaxAttempts, 0},
 			destWebhook: {delivery.StateFailed, 0, matrixMaxAttempts, 0}, destNoLookup: {delivery.StateUnknown, 0, matrixMaxAttempts, 0}}},
 	{name: "outage: committed, then the connection and every lookup fail",
 		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
@@ -227,13 +229,13 @@ var failureModes = []failureMode{
 		},
 		// Never resent blindly: no send while no lookup answers; unknown
 		// once the lookups run out.
-		want: map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
+		want: map[string]expect{destLinear: {delivery.StateUnknown, 1, 1, 0}, destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
 	{name: "late commit after the client timeout",
 		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.LateCommit(lateCommit)}),
 		// Looked up once the send's outcome window has closed: found.
 		// Without lookup, the resend after the window is answered from
 		// the idempotency record.
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
+		want: map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1), destNoLookup: delivered(2)}},
 	{name: "late commit after the client timeout, on the final attempt",
 		setup: func(f *fakehelpdesk.Server, c, _ fakehelpdesk.Kind) {
 			lastOf(f, c, fakehelpdesk.LateCommit(lateCommit))
@@ -242,11 +244,11 @@ var failureModes = []failureMode{
 		// ticket waits for the window, then is found. Without lookup, the
 		// last send may have created it: unknown, and the helpdesk holds
 		// it once.
-		want: map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
+		want: map[string]expect{destLinear: delivered(matrixMaxAttempts), destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
 			destNoLookup: {delivery.StateUnknown, 1, matrixMaxAttempts, 0}}},
 	{name: "lookups lag, on the final attempt",
 		setup: lagLookupsDropLast,
-		want: map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
+		want: map[string]expect{destLinear: delivered(matrixMaxAttempts), destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts),
 			destNoLookup: {delivery.StateUnknown, 1, matrixMaxAttempts, 0}}},
 	{name: "lookups lag, on the final attempt, then an operator retry",
 		setup: lagLookupsDropLast,
@@ -256,7 +258,7 @@ var failureModes = []failureMode{
 		// resends an unknown ticket the helpdesk holds makes the second
 		// one: not applicable.)
 		operator: retryFailed,
-		want:     map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts)}},
+		want:     map[string]expect{destLinear: delivered(matrixMaxAttempts), destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts)}},
 	{name: "final lookups fail, then an operator resend after the key window",
 		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
 			lastOf(f, c, fakehelpdesk.CommitThenDrop())
@@ -265,7 +267,7 @@ var failureModes = []failureMode{
 		// Unknown once the lookups ran out; the person's resend still
 		// looks up first, and finds it.
 		operator: resendUnknown,
-		want:     map[string]expect{destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts)}},
+		want:     map[string]expect{destLinear: delivered(matrixMaxAttempts), destZendesk: delivered(matrixMaxAttempts), destWebhook: delivered(matrixMaxAttempts)}},
 	{name: "rate-limited lookups",
 		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
 			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
@@ -278,14 +280,14 @@ var failureModes = []failureMode{
 				t.Fatalf("after a lookup answered 429: %+v; want due no earlier than %v (Retry-After 7 s)", r, steps[0].DueAt.Add(7*time.Second))
 			}
 		},
-		want: map[string]expect{destZendesk: delivered(1), destWebhook: delivered(1)}},
+		want: map[string]expect{destLinear: delivered(1), destZendesk: delivered(1), destWebhook: delivered(1)}},
 	{name: "rate-limited lookups for good",
 		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
 			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
 			f.Script(fakehelpdesk.Rule{Kind: l, Times: 100, Fault: fakehelpdesk.TooManyRequests("1")})
 		},
 		check: errorSays("lookups ran out"),
-		want:  map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
+		want:  map[string]expect{destLinear: {delivery.StateUnknown, 1, 1, 0}, destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
 	{name: "lookups refused (403), sends accepted",
 		setup: func(f *fakehelpdesk.Server, c, l fakehelpdesk.Kind) {
 			f.Script(fakehelpdesk.Rule{Kind: c, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
@@ -303,7 +305,7 @@ var failureModes = []failureMode{
 				}
 			}
 		},
-		want: map[string]expect{destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
+		want: map[string]expect{destLinear: {delivery.StateUnknown, 1, 1, 0}, destZendesk: {delivery.StateUnknown, 1, 1, 0}, destWebhook: {delivery.StateUnknown, 1, 1, 0}}},
 	{name: "revoked token, then restored",
 		setup: func(f *fakehelpdesk.Server, _, _ fakehelpdesk.Kind) { f.SetRevoked(true) },
 		between: func(f *fakehelpdesk.Server, n int) {
@@ -319,8 +321,57 @@ var failureModes = []failureMode{
 				}
 			}
 		},
-		want: map[string]expect{destZendesk: {delivery.StateDelivered, 1, 3, 2}, destWebhook: {delivery.StateDelivered, 1, 3, 2},
+		want: map[string]expect{destLinear: {delivery.StateDelivered, 1, 3, 2}, destZendesk: {delivery.StateDelivered, 1, 3, 2}, destWebhook: {delivery.StateDelivered, 1, 3, 2},
 			destNoLookup: {delivery.StateDelivered, 1, 3, 2}}},
+	// Linear's own failures, as its GraphQL API answers them.
+	{name: "GraphQL error in a 200: wrong teamId",
+		setup: onCreate(fakehelpdesk.Rule{Times: 100, Fault: fakehelpdesk.LinearError(200, "invalid input", "Entity not found: Team - Could not find referenced Team.")}),
+		// Refused for good after one send, once the lookup of the id
+		// (what a duplicate id could also look like) found nothing.
+		check: errorSays("no issue has the ticket's id"),
+		want:  map[string]expect{destLinear: {delivery.StateFailed, 0, 1, 0}}},
+	{name: "RATELIMITED in a 400, requests budget spent",
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.LinearRateLimited(400, "Requests", 90*time.Second)}),
+		check: dueNotBefore(90 * time.Second),
+		want:  map[string]expect{destLinear: delivered(2)}},
+	{name: "RATELIMITED in a 429, complexity budget spent",
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.LinearRateLimited(429, "Complexity", 40*time.Second)}),
+		check: dueNotBefore(40 * time.Second),
+		want:  map[string]expect{destLinear: delivered(2)}},
+	{name: "dropped before the commit, then resent at once",
+		setup: onCreate(fakehelpdesk.Rule{N: 1, Fault: fakehelpdesk.Drop()}),
+		// Looked up after the backoff alone (no outcome window), absent,
+		// resent in the same step.
+		check: func(t *testing.T, t0 time.Time, steps []delivery.Record) {
+			t.Helper()
+			if end := t0.Add(delivery.OutcomeWindow(matrixTimeout)); !steps[0].DueAt.Before(end) {
+				t.Fatalf("after the dropped send: due %v, want before the outcome window's end %v", steps[0].DueAt, end)
+			}
+			if len(steps) != 2 {
+				t.Fatalf("%d steps, want 2 (the send, then the lookup and the resend)", len(steps))
+			}
+		},
+		want: map[string]expect{destLinear: delivered(2)}},
+	{name: "duplicate id answered as invalid input",
+		setup: duplicateAfterLag(fakehelpdesk.DuplicateInvalidInput),
+		want:  map[string]expect{destLinear: delivered(2)}},
+	{name: "duplicate id answered as a conflict",
+		setup: duplicateAfterLag(fakehelpdesk.DuplicateConflict),
+		want:  map[string]expect{destLinear: delivered(2)}},
+	{name: "duplicate id answered with the existing issue",
+		setup: duplicateAfterLag(fakehelpdesk.DuplicateExisting),
+		want:  map[string]expect{destLinear: delivered(2)}},
+}
+
+// duplicateAfterLag makes the first create commit and drop its answer and
+// the first lookup miss it, so that the resend meets the existing id,
+// answered as d says.
+func duplicateAfterLag(d fakehelpdesk.Duplicate) func(f *fakehelpdesk.Server, create, lookup fakehelpdesk.Kind) {
+	return func(f *fakehelpdesk.Server, create, _ fakehelpdesk.Kind) {
+		f.SetLinearDuplicate(d)
+		f.SetLookupLag(1, 0)
+		f.Script(fakehelpdesk.Rule{Kind: create, N: 1, Fault: fakehelpdesk.CommitThenDrop()})
+	}
 }
 
 // settle waits (on the real clock, at most a few seconds) until the fake
@@ -354,6 +405,9 @@ func newDestTimeout(t *testing.T, f *fakehelpdesk.Server, kind string, timeout t
 	case destZendesk:
 		create, lookup = fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup
 		d, err = zendesk.New(zendesk.Config{URL: f.URL(), Email: fc.Email, Token: fc.Token, Timeout: timeout})
+	case destLinear:
+		create, lookup = fakehelpdesk.LinearCreate, fakehelpdesk.LinearLookup
+		d, err = linear.New(linear.Config{URL: f.LinearURL(), TeamID: fc.LinearTeamID, APIKey: fc.LinearKey, Timeout: timeout, Now: f.Now})
 	default:
 		d, err = webhook.New(webhook.Config{URL: f.WebhookURL(), Secret: fc.Secret, Lookup: kind == destWebhook, Timeout: timeout, Now: f.Now})
 	}
@@ -678,7 +732,14 @@ func takeover(t *testing.T, s deliverytest.Adapter, kind string) figure {
 		t.Fatalf("ended %s after %d steps (%d creates, %d lookups); the receiver holds %d tickets under the key, %d in all; want delivered, 1\nrecords: %+v",
 			final.State, len(steps), creates, lookups, f.Held(id), f.Total(), steps)
 	}
-	if first := steps[0]; first.State != delivery.StatePending || first.DueAt.Before(lease.Add(window)) || first.Attempts != 1 {
+	if kind == destLinear {
+		// Creates keyed by the ticket id: B looks up, finds nothing yet,
+		// and resends at once; A's create, committing later, meets the
+		// id B's resend created and makes nothing.
+		if first := steps[0]; first.State != delivery.StateDelivered || first.Attempts != 2 || creates != 2 {
+			t.Fatalf("after the takeover: %+v after %d creates; want delivered by B's resend, A's send and B's counted", first, creates)
+		}
+	} else if first := steps[0]; first.State != delivery.StatePending || first.DueAt.Before(lease.Add(window)) || first.Attempts != 1 {
 		t.Fatalf("after the takeover: %+v; want pending, A's send counted, due no earlier than its window's end %v", first, lease.Add(window))
 	}
 	return figure{takeoverMode, kind, final.State, creates, lookups, len(steps)}

@@ -25,6 +25,18 @@
 // webhook-id X, and answers 200 with the ticket or 404. The shape of the 2xx
 // body is chosen with SetWebhookReply.
 //
+// Linear side (LinearURL): POST /graphql takes the Authorization header's
+// whole value as the key (401 AUTHENTICATION_ERROR otherwise, or while
+// revoked) and answers three documents: issueCreate (the input's id is the
+// issue's primary key, so an id can be at most one issue, even for a
+// create committed late; a wrong teamId is an INVALID_INPUT error in a
+// 200; a duplicate id is answered as SetLinearDuplicate says, since Linear
+// does not publish its answer), issue(id:) (the issue, or "Entity not
+// found" as Linear's SDK tests expect) and viewer/team(id:). LinearError
+// and LinearRateLimited script its GraphQL errors and its RATELIMITED
+// answer with the X-RateLimit-* headers; the other faults apply as on the
+// other sides.
+//
 // The fake's clock (Now) is the real clock plus whatever Advance added, so
 // a client signing on the real clock is accepted until a test advances the
 // fake; such a test gives its client the fake's Now as its clock. No fixed

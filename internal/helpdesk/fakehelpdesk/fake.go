@@ -29,6 +29,9 @@ const (
 	ZendeskLookup Kind = "zendesk_lookup" // GET /api/v2/tickets?external_id=
 	WebhookCreate Kind = "webhook_create" // POST {webhook}
 	WebhookLookup Kind = "webhook_lookup" // GET {webhook}?idempotency_key=
+	LinearCreate  Kind = "linear_create"  // POST /graphql, issueCreate
+	LinearLookup  Kind = "linear_lookup"  // POST /graphql, issue(id:)
+	LinearQuery   Kind = "linear_query"   // POST /graphql, viewer and team(id:)
 	Other         Kind = "other"          // anything else (answered 404)
 )
 
@@ -51,6 +54,9 @@ type Config struct {
 	Secret       string        // the webhook's Standard Webhooks secret (whsec_ and base64)
 	KeyTTL       time.Duration // how long an idempotency key is remembered
 	WebhookPath  string        // path of the webhook endpoint
+	// LinearKey is the Linear API key it accepts (the Authorization
+	// header's whole value), LinearTeamID and LinearTeamKey its one team.
+	LinearKey, LinearTeamID, LinearTeamKey string
 	// RejectReplays answers 409 to an exact replay of a webhook request
 	// (the same id, timestamp and signature seen before); without it a
 	// replay is only counted (Replays). Off by default because signatures
@@ -103,6 +109,9 @@ type Fault struct {
 	// handled as if this one had not arrived (no 409), and this one still
 	// stores its own ticket when it commits. It overrides the fields above.
 	CommitUnlockedAfter time.Duration
+	// RateLimit, with Status, answers Linear's RATELIMITED error with its
+	// X-RateLimit-* headers instead of Body (see LinearRateLimited).
+	RateLimit *RateLimit
 }
 
 // LateCommit holds a create and commits it d after it arrived, even when
@@ -252,6 +261,9 @@ type Server struct {
 	wNextID  int
 	wTickets []*wTicket
 	wKeys    map[string]*idem
+	lNextNum int
+	lIssues  []*lIssue
+	lDup     Duplicate
 }
 
 // New starts a fake helpdesk on a loopback port; it is closed when tb
@@ -274,6 +286,15 @@ func New(tb testing.TB, cfg Config) *Server {
 	}
 	if cfg.WebhookPath == "" {
 		cfg.WebhookPath = DefaultWebhookPath
+	}
+	if cfg.LinearKey == "" {
+		cfg.LinearKey = DefaultLinearKey
+	}
+	if cfg.LinearTeamID == "" {
+		cfg.LinearTeamID = DefaultLinearTeamID
+	}
+	if cfg.LinearTeamKey == "" {
+		cfg.LinearTeamKey = DefaultLinearTeamKey
 	}
 	verifier, err := standardwebhooks.NewWebhook(cfg.Secret)
 	if err != nil {
@@ -362,6 +383,8 @@ func (s *Server) commitDue() {
 			s.zendeskCreate(h.ctype, h.key, h.body, true)
 		case WebhookCreate:
 			s.webhookCreate(h.key, h.body, true)
+		case LinearCreate:
+			s.linearCreate(h.body, true)
 		}
 	}
 }
@@ -378,6 +401,9 @@ func (s *Server) holdUnlocked(w http.ResponseWriter, r *http.Request, kind Kind,
 		keys = s.wKeys
 	}
 	_, known := s.liveKey(keys, key, s.nowLocked())
+	if kind == LinearCreate {
+		known = s.linearIssue(key) != nil
+	}
 	if !known {
 		s.unlocked = append(s.unlocked, heldCreate{kind: kind, ctype: ctype, key: key, body: body, at: s.nowLocked().Add(d)})
 	}
@@ -453,6 +479,11 @@ func (s *Server) Held(key string) int {
 			n++
 		}
 	}
+	for _, i := range s.lIssues {
+		if i.id == key {
+			n++
+		}
+	}
 	return n
 }
 
@@ -461,7 +492,7 @@ func (s *Server) Total() int {
 	s.commitDue()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.zTickets) + len(s.wTickets)
+	return len(s.zTickets) + len(s.wTickets) + len(s.lIssues)
 }
 
 // Requests is the number of requests of kind received.
@@ -506,8 +537,10 @@ func (s *Server) AddZendeskTicket(externalID string, createdAt time.Time) int64 
 	return s.zNextID
 }
 
-func (s *Server) kindOf(r *http.Request) Kind {
+func (s *Server) kindOf(r *http.Request, body []byte) Kind {
 	switch {
+	case r.URL.Path == "/graphql" && r.Method == http.MethodPost:
+		return linearKind(body)
 	case r.URL.Path == "/api/v2/tickets" && r.Method == http.MethodPost:
 		return ZendeskCreate
 	case r.URL.Path == "/api/v2/tickets" && r.Method == http.MethodGet:
@@ -520,8 +553,10 @@ func (s *Server) kindOf(r *http.Request) Kind {
 	return Other
 }
 
-func keyOf(kind Kind, r *http.Request) string {
+func keyOf(kind Kind, r *http.Request, body []byte) string {
 	switch kind {
+	case LinearCreate, LinearLookup:
+		return linearKey(kind, body)
 	case ZendeskCreate, WebhookCreate:
 		return r.Header.Get("Idempotency-Key")
 	case ZendeskLookup:
@@ -536,6 +571,7 @@ func keyOf(kind Kind, r *http.Request) string {
 type answer struct {
 	status     int
 	retryAfter string
+	header     http.Header // more headers, nil for none
 	ctype      string
 	body       []byte
 }
@@ -550,8 +586,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away mid-request
 	}
-	kind := s.kindOf(r)
-	key := keyOf(kind, r)
+	kind := s.kindOf(r, body)
+	key := keyOf(kind, r, body)
 
 	s.mu.Lock()
 	s.counts[kind]++
@@ -572,13 +608,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.commitDue()
 	s.mu.Lock()
 	fault, scripted := s.match(kind, n, key)
-	if scripted && fault.CommitUnlockedAfter > 0 && key != "" && (kind == ZendeskCreate || kind == WebhookCreate) {
+	if scripted && fault.CommitUnlockedAfter > 0 && key != "" && (kind == ZendeskCreate || kind == WebhookCreate || kind == LinearCreate) {
 		s.mu.Unlock()
 		s.holdUnlocked(w, r, kind, key, body, fault.CommitUnlockedAfter)
 		return
 	}
 	// Only creates are exclusive per key; lookups run side by side.
-	exclusive := key != "" && (kind == ZendeskCreate || kind == WebhookCreate)
+	exclusive := key != "" && (kind == ZendeskCreate || kind == WebhookCreate || kind == LinearCreate)
 	busy := exclusive && s.inflight[string(kind)+" "+key]
 	if exclusive && !busy {
 		s.inflight[string(kind)+" "+key] = true
@@ -635,6 +671,12 @@ func (s *Server) handle(kind Kind, ctype, key string, body []byte) answer {
 		return s.webhookCreate(key, body, false)
 	case WebhookLookup:
 		return s.webhookLookup(key)
+	case LinearCreate:
+		return s.linearCreate(body, false)
+	case LinearLookup:
+		return s.linearLookup(key)
+	case LinearQuery:
+		return s.linearQuery(body)
 	}
 	return jsonAnswer(http.StatusNotFound, `{"error":"InvalidEndpoint"}`)
 }
@@ -696,6 +738,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, f Fault, normal an
 	if f.Status != 0 {
 		a := jsonAnswer(f.Status, f.Body)
 		a.retryAfter = f.RetryAfter
+		if f.RateLimit != nil {
+			a = s.rateLimited(f.Status, *f.RateLimit)
+		}
 		write(w, a)
 		return
 	}
@@ -724,6 +769,9 @@ func write(w http.ResponseWriter, a answer) {
 	if a.retryAfter != "" {
 		w.Header().Set("Retry-After", a.retryAfter)
 	}
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body) // a client that left is the client's problem
 }
@@ -736,6 +784,8 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 	switch {
 	case revoked && (kind == ZendeskCreate || kind == ZendeskLookup):
 		return jsonAnswer(http.StatusUnauthorized, `{"error":"Couldn't authenticate you"}`), false
+	case revoked && isLinear(kind):
+		return linearUnauthenticated(), false
 	case revoked:
 		return jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature"}`), false
 	}
@@ -751,6 +801,10 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 		}
 		if k := r.Header.Get("Idempotency-Key"); k != "" && k != r.Header.Get("webhook-id") {
 			return jsonAnswer(http.StatusBadRequest, `{"error":"Idempotency-Key differs from the signed webhook-id"}`), false
+		}
+	case LinearCreate, LinearLookup, LinearQuery:
+		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte(s.cfg.LinearKey)) {
+			return linearUnauthenticated(), false
 		}
 	case WebhookLookup:
 		keys := r.URL.Query()["idempotency_key"]

@@ -20,6 +20,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // DefaultTimeout bounds every call when Options.Timeout is zero.
@@ -65,7 +66,7 @@ func New(o Options) *Client {
 	}
 	return &Client{
 		hc: &http.Client{
-			Transport: tr,
+			Transport: tracing.Transport(tr), // a span per call, and its traceparent
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // TestHTTP1OnlyOverTLS: against a TLS server that offers HTTP/2, the client
@@ -27,7 +29,7 @@ func TestHTTP1OnlyOverTLS(t *testing.T) {
 	}
 
 	c := New(Options{})
-	tr := c.hc.Transport.(*http.Transport)
+	tr := c.hc.Transport.(*tracing.RoundTripper).Base.(*http.Transport)
 	tr.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	u, _ := url.Parse(srv.URL)
 	for range 2 {

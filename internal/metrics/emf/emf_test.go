@@ -440,3 +440,37 @@ func BenchmarkCallbackLine(b *testing.B) {
 		}
 	})
 }
+
+// A failed read-ahead through metrics.ReadAheadReporter on the EMF
+// recorder: every failure is one read_ahead_errors_total by class, the
+// first line WARN with the error, the next a short INFO line; each line
+// names its class once, and a class outside the set is "other".
+func TestReadAheadErrorLines(t *testing.T) {
+	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	hook := metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, func(err error) string { return err.Error() })
+	hook(context.Background(), errors.New("access_denied"))
+	hook(context.Background(), errors.New("no such class"))
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if len(lines) != 2 {
+		t.Fatalf("%d lines for two failures, want 2:\n%s", len(lines), buf.String())
+	}
+	for i, want := range []struct{ level, class string }{{"WARN", "access_denied"}, {"INFO", "other"}} {
+		l := lines[i]
+		if n := bytes.Count(l, []byte(`"class":`)); n != 1 {
+			t.Errorf("line %d names its class %d times, want once: %s", i, n, l)
+		}
+		if !bytes.Contains(l, []byte(`"level":"`+want.level+`"`)) || bytes.Contains(l, []byte(`"error":`)) != (i == 0) {
+			t.Errorf("line %d: want level %s, the error only on the first: %s", i, want.level, l)
+		}
+		data, err := emftest.Parse(l)
+		if err != nil {
+			t.Fatalf("line %d is not valid EMF: %v\n%s", i, err, l)
+		}
+		if len(data) != 1 || data[0].Name != metrics.ReadAheadErrors || data[0].Dimensions[metrics.LabelClass] != want.class ||
+			len(data[0].Values) != 1 || data[0].Values[0] != 1 {
+			t.Errorf("line %d: %+v, want one %s{class=%s} of 1", i, data, metrics.ReadAheadErrors, want.class)
+		}
+	}
+}

@@ -218,6 +218,18 @@ func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
 	return r.attr(r.waitingEvent(n))
 }
 
+// ReadAheadError returns read_ahead_errors_total by class; it writes the
+// "class" member itself.
+func (r *Recorder) ReadAheadError(_ context.Context, class string) slog.Attr {
+	return r.attr(readAheadEvent(class))
+}
+
+func readAheadEvent(class string) Event {
+	return Event{Directives: []Directive{{Dimensions: [][]string{{metrics.LabelClass}},
+		Metrics: []Metric{{Name: metrics.ReadAheadErrors, Unit: Count, Values: []float64{1}}}}},
+		Dimensions: []Dimension{{metrics.LabelClass, metrics.ReadAheadClass(class)}}}
+}
+
 func (r *Recorder) waitingEvent(n int) Event {
 	return Event{Directives: []Directive{{Dimensions: noDimensions,
 		Metrics: []Metric{{Name: metrics.TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}}
@@ -282,6 +294,7 @@ func Emitted(d metrics.DeliveryLabels) map[string][][]string {
 		add(r.deliveryEvent(metrics.DeliveryStep{State: s}))
 	}
 	add(r.waitingEvent(0))
+	add(readAheadEvent(metrics.ReadAheadClasses[0]))
 	return out
 }
 

@@ -28,6 +28,7 @@ type Recorder struct {
 	delivered *prometheus.CounterVec
 	lag       prometheus.Histogram
 	waiting   prometheus.Gauge
+	readAhead *prometheus.CounterVec
 	served    atomic.Bool
 	cl        metrics.CallbackLabels
 	dl        metrics.DeliveryLabels
@@ -68,7 +69,13 @@ func New(c metrics.CallbackLabels, d metrics.DeliveryLabels) *Recorder {
 			Help: "Tickets waiting to be delivered when the worker last counted: pending (due, or backing off before a retry) or being delivered under a lease; not the failed or unknown ones.",
 		}),
 	}
-	r.reg.MustRegister(r.callbacks, r.duration, r.store, r.cold, r.delivered, r.lag, r.waiting,
+	r.readAhead = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metrics.ReadAheadErrors, Help: "Claim read-aheads that failed, by class: access_denied, throttled, timeout, other (the transaction answered instead).",
+	}, []string{metrics.LabelClass})
+	for _, c := range metrics.ReadAheadClasses {
+		r.readAhead.WithLabelValues(c)
+	}
+	r.reg.MustRegister(r.callbacks, r.duration, r.store, r.cold, r.delivered, r.lag, r.waiting, r.readAhead,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every state shows from the start, at zero, so a rate or an alert on
 	// "unknown" has a series before the first one happens.
@@ -119,5 +126,11 @@ func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr
 // TicketsWaiting sets the gauge.
 func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
 	r.waiting.Set(float64(n))
+	return slog.Attr{}
+}
+
+// ReadAheadError counts one failed read-ahead by class.
+func (r *Recorder) ReadAheadError(_ context.Context, class string) slog.Attr {
+	r.readAhead.WithLabelValues(metrics.ReadAheadClass(class)).Inc()
 	return slog.Attr{}
 }

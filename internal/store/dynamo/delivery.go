@@ -99,6 +99,7 @@ func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error
 		rec.LeaseUntil = time.Unix(r.num(attrLeaseUntil), 0)
 	}
 	rec.LeaseOwner, _ = r.optStr(attrLeaseOwner)
+	rec.Traceparent, _ = r.optStr(attrTraceparent)
 	rec.Error, _ = r.optStr(attrError)
 	rec.ExternalID, _ = r.optStr(attrExternalID)
 	rec.ExternalURL, _ = r.optStr(attrExternalURL)

@@ -46,6 +46,11 @@ type Options struct {
 	// transaction's p50 is about three times a read's. The read costs one
 	// request and one read unit more per claim, new operation or repeat.
 	NoReadAhead bool
+	// OnReadAheadError is told of every read-ahead that failed
+	// (dynamostore.Options.OnReadAheadError; ReadAheadClass classifies
+	// its error). The composition roots count and log it
+	// (metrics.ReadAheadReporter).
+	OnReadAheadError func(ctx context.Context, err error)
 }
 
 // DefaultCallTimeout is the deadline of each DynamoDB call when
@@ -83,6 +88,7 @@ func New(client Client, table string, opt Options) *Store {
 	return &Store{client: client, table: table, opt: opt, claims: dynamostore.New(client, table, dynamostore.Options{
 		Attributes: &operationAttributes, CallTimeout: opt.CallTimeout, ConflictRetries: opt.ConflictRetries,
 		ConflictBackoff: opt.ConflictBackoff, ConflictBackoffMax: opt.ConflictBackoffMax, ReadAhead: !opt.NoReadAhead,
+		OnReadAheadError: opt.OnReadAheadError,
 	})}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Create implements core.Store through package idem's DynamoDB store:
@@ -34,7 +35,7 @@ import (
 func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	ticket := types.TransactWriteItem{Put: &types.Put{
 		TableName:           &s.table,
-		Item:                ticketItem(t),
+		Item:                withTraceparent(ticketItem(t), t, tracing.Traceparent(ctx)),
 		ConditionExpression: aws.String("attribute_not_exists(pk)"),
 	}}
 	held, err := s.claims.Claim(ctx, op.Record(), []types.TransactWriteItem{ticket}, now)

@@ -19,11 +19,13 @@ var (
 
 // addDelivery records t's delivery when the service asked for one. The
 // caller holds s.mu.
-func (s *Store) addDelivery(t core.Ticket) {
+// traceparent is the creating span's (tracing.Traceparent), kept for
+// the delivery's link.
+func (s *Store) addDelivery(t core.Ticket, traceparent string) {
 	if t.Delivery == nil {
 		return
 	}
-	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID,
+	s.deliveries[t.ID] = &delivery.Record{TicketID: t.ID, Traceparent: traceparent,
 		Update: delivery.Update{State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}}
 }
 
@@ -115,7 +117,7 @@ func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) e
 	if !ok || r.State != delivery.StateDelivering || r.LeaseOwner != owner {
 		return delivery.ErrLeaseLost
 	}
-	*r = recorded(id, u)
+	*r = recorded(id, u, r.Traceparent)
 	return nil
 }
 
@@ -157,14 +159,14 @@ func (s *Store) Settle(_ context.Context, id string, read delivery.Record, u del
 	if !delivery.SameAsRead(*r, read) {
 		return delivery.Refusal(id, *r, read)
 	}
-	*r = recorded(id, u)
+	*r = recorded(id, u, r.Traceparent)
 	return nil
 }
 
 // recorded is the record u leaves on ticket id: no lease, and a due time
 // only while pending.
-func recorded(id string, u delivery.Update) delivery.Record {
-	r := delivery.Record{TicketID: id, Update: u}
+func recorded(id string, u delivery.Update, traceparent string) delivery.Record {
+	r := delivery.Record{TicketID: id, Update: u, Traceparent: traceparent}
 	if u.State != delivery.StatePending {
 		r.DueAt = time.Time{}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Compile-time check: the domain's store.
@@ -37,7 +38,7 @@ func New() *Store {
 }
 
 // Create implements core.Store, op.AltKey included.
-func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -57,7 +58,7 @@ func (s *Store) Create(_ context.Context, op core.Operation, t core.Ticket, now 
 	}
 	s.ops[op.Key] = op
 	s.tickets[t.ID] = t
-	s.addDelivery(t)
+	s.addDelivery(t, tracing.Traceparent(ctx))
 	return nil, nil
 }
 

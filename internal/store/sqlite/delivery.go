@@ -9,6 +9,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // deliverySchema is the outbox: one row per ticket that is to be
@@ -20,7 +21,9 @@ import (
 // final; the partial index holds only live rows. deliveries_state serves the
 // operator's listing by state. sent_at (epoch milliseconds) is the start of
 // the last send whose outcome is unknown, NULL when none is; a database
-// made before it existed gains the column at open (migrateDeliveries).
+// made before it existed gains the column at open (migrateDeliveries), as
+// it gains traceparent: the W3C traceparent of the span that created the
+// ticket, which the delivery's span links to (NULL when there was none).
 const deliverySchema = `
 CREATE TABLE IF NOT EXISTS deliveries (
 	ticket_id       TEXT PRIMARY KEY REFERENCES tickets (ticket_id),
@@ -35,7 +38,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	error           TEXT,
 	external_id     TEXT,
 	external_url    TEXT,
-	delivered_at    TEXT
+	delivered_at    TEXT,
+	traceparent     TEXT
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
@@ -51,13 +55,15 @@ func migrateDeliveries(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('deliveries') WHERE name = 'sent_at'`).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		if _, err := tx.ExecContext(ctx, `ALTER TABLE deliveries ADD COLUMN sent_at INTEGER`); err != nil {
+	for _, col := range []struct{ name, decl string }{{"sent_at", "INTEGER"}, {"traceparent", "TEXT"}} {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('deliveries') WHERE name = ?`, col.name).Scan(&n); err != nil {
 			return err
+		}
+		if n == 0 {
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE deliveries ADD COLUMN `+col.name+` `+col.decl); err != nil {
+				return err
+			}
 		}
 	}
 	return tx.Commit()
@@ -74,13 +80,13 @@ func insertDelivery(ctx context.Context, tx *sql.Tx, t core.Ticket) error {
 	if t.Delivery == nil {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (ticket_id, state, due_at) VALUES (?, ?, ?)`,
-		t.ID, t.Delivery.State, t.Delivery.DueAt.Unix())
+	_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (ticket_id, state, due_at, traceparent) VALUES (?, ?, ?, ?)`,
+		t.ID, t.Delivery.State, t.Delivery.DueAt.Unix(), nullString(tracing.Traceparent(ctx)))
 	return mapError(err)
 }
 
 const deliveryColumns = `d.ticket_id, d.state, d.attempts, d.lookup_failures, d.sent_unknown, d.sent_at, d.due_at,
-	d.lease_until, d.lease_owner, d.error, d.external_id, d.external_url, d.delivered_at`
+	d.lease_until, d.lease_owner, d.error, d.external_id, d.external_url, d.delivered_at, d.traceparent`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -91,14 +97,16 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 		unknown                              bool
 		sentAt, due, lease                   sql.NullInt64
 		owner, msg, extID, extURL, delivered sql.NullString
+		traceparent                          sql.NullString
 	)
 	dest := append([]any{&r.TicketID, &state, &r.Attempts, &r.LookupFailures, &unknown, &sentAt, &due,
-		&lease, &owner, &msg, &extID, &extURL, &delivered}, extra...)
+		&lease, &owner, &msg, &extID, &extURL, &delivered, &traceparent}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return delivery.Record{}, err
 	}
 	r.State, r.SentUnknown = delivery.State(state), unknown
 	r.LeaseOwner, r.Error, r.ExternalID, r.ExternalURL = owner.String, msg.String, extID.String, extURL.String
+	r.Traceparent = traceparent.String
 	if sentAt.Valid {
 		r.SentAt = time.UnixMilli(sentAt.Int64)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
@@ -22,15 +21,12 @@ func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) erro
 // DB exposes the database to the tests.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// endOfTime is a clock at which every operation has expired.
-var endOfTime = time.Unix(1<<40, 0)
-
-// PutOperation writes an operation as is, under a claim of its own,
-// whatever the key holds (a claim judged at endOfTime replaces any
-// record): for tests that need a pending or an expired
-// record.
+// PutOperation writes an operation as is, under a claim of its own judged
+// at the operation's CreatedAt: for tests that need a pending record on a
+// free key. The store refuses a record that could not hold its key
+// (idem.Record.Check), an expired one included.
 func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
-	_, err := s.claims.Claim(ctx, op.Record(), nil, endOfTime)
+	_, err := s.claims.Claim(ctx, op.Record(), nil, op.CreatedAt)
 	return err
 }
 

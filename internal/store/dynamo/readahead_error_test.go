@@ -1,0 +1,161 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
+	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
+)
+
+// denyReadAhead is DynamoDB Local behind a proxy that answers every
+// GetItem of an operation item (the claim's read-ahead) as DynamoDB does
+// when the role does not allow it: 400 AccessDeniedException. Every other
+// request reaches DynamoDB Local. denied counts the refusals.
+func denyReadAhead(t *testing.T, endpoint string, denied *atomic.Int64) string {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forward := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".GetItem") && bytes.Contains(body, []byte(`"S":"OP#`)) {
+			denied.Add(1)
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"__type":"com.amazon.coral.service#AccessDeniedException","message":"User: arn:aws:sts::123456789012:assumed-role/callback/fn is not authorized to perform: dynamodb:GetItem because no identity-based policy allows the dynamodb:GetItem action"}`)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A read-ahead the role denies is counted with its class
+// (read_ahead_errors_total{class="access_denied"}, once per claim) and
+// logged once per process however many fail, with its error; the
+// transaction still answers: the call is created, its repeat
+// deduplicated with the same ticket.
+func TestDeniedReadAheadIsCountedAndLoggedOnce(t *testing.T) {
+	endpoint := testenv.DynamoDB(t)
+	table := testenv.CreateTable(t, endpoint)
+	var denied atomic.Int64
+	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
+	var logs testenv.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	hook := metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass)
+	store := dynamo.New(testenv.DynamoClient(t, denyReadAhead(t, endpoint, &denied)), table, dynamo.Options{OnReadAheadError: hook, CallTimeout: 10 * time.Second})
+	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	var seq atomic.Int64
+	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: opkey.PolicyArguments,
+		Retention: time.Hour, NewID: func() string { return fmt.Sprintf("denied-%d-%d", time.Now().UnixNano(), seq.Add(1)) }}
+	call := core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"Denied read"}`),
+		ExternalUserID: "user-a", RequestID: "r-denied"}
+
+	first := svc.Answer(context.Background(), call)
+	store.Wait()
+	again := svc.Answer(context.Background(), call)
+	store.Wait()
+	if first.Kind != core.KindCreated || again.Kind != core.KindDuplicate || first.Result == nil || again.Result == nil ||
+		first.Result.TicketID == "" || again.Result.TicketID != first.Result.TicketID {
+		t.Fatalf("first %v (%+v), repeat %v (%+v); want created, then deduplicated with the same ticket",
+			first.Kind, first.Result, again.Kind, again.Result)
+	}
+	if denied.Load() != 2 {
+		t.Fatalf("%d read-aheads denied, want 2 (one per claim)", denied.Load())
+	}
+	if got := counter(t, rec, metrics.ReadAheadErrors, metrics.LabelClass, "access_denied"); got != 2 {
+		t.Errorf("%s{class=access_denied} = %v, want 2", metrics.ReadAheadErrors, got)
+	}
+	if got := counter(t, rec, metrics.ReadAheadErrors, metrics.LabelClass, "other"); got != 0 {
+		t.Errorf("%s{class=other} = %v, want 0", metrics.ReadAheadErrors, got)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err == nil && strings.HasPrefix(fmt.Sprint(m["msg"]), "read-ahead failed") {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("%d read-ahead log lines for two failures, want 1 (once per process):\n%s", len(lines), logs.String())
+	}
+	if l := lines[0]; l["level"] != "WARN" || l["class"] != "access_denied" || !strings.Contains(fmt.Sprint(l["error"]), "AccessDeniedException") {
+		t.Errorf("the read-ahead log line is %v; want WARN, class access_denied and the error", l)
+	}
+}
+
+// counter is the value of the counter name with label=value in rec's
+// registry (0 when absent).
+func counter(t *testing.T, rec *prom.Recorder, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := rec.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestReadAheadClass: the error classes of a failed read-ahead.
+func TestReadAheadClass(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&smithy.GenericAPIError{Code: "AccessDeniedException"}, "access_denied"},
+		{fmt.Errorf("wrapped: %w", &smithy.GenericAPIError{Code: "ThrottlingException"}), "throttled"},
+		{&smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}, "throttled"},
+		{&smithy.GenericAPIError{Code: "RequestLimitExceeded"}, "throttled"},
+		{fmt.Errorf("busy: %w", context.DeadlineExceeded), "timeout"},
+		{&smithy.GenericAPIError{Code: "ResourceNotFoundException"}, "other"},
+		{errors.New("anything"), "other"},
+	} {
+		if got := dynamo.ReadAheadClass(c.err); got != c.want {
+			t.Errorf("ReadAheadClass(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

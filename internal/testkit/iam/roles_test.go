@@ -1,0 +1,378 @@
+//go:build linux
+
+package iam_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/iam"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// The fixed account the template's intrinsics and the recorded requests
+// resolve to.
+var acct = iam.Account{Partition: "aws", Region: testenv.Region, ID: "123456789012"}
+
+const (
+	hookKeyParam  = "/aivax/callback/hook-key" // the template's defaults
+	deliveryParam = "/aivax/callback/delivery"
+	hookKey       = "roles-test-hook-key"
+	zdEmail       = "agent@acme.com"
+	zdToken       = "ROLES-TEST-TOKEN"
+)
+
+// TestRolesAllowWhatTheFunctionsSend runs the built callback and delivery
+// bootstraps under the Lambda emulator against DynamoDB Local, each
+// through its own recording proxy (and its own recording fake SSM), along
+// the product's paths: the callback reads its hook key from SSM, creates
+// a ticket (the claim's transaction and its read-ahead), repeats it
+// (answered by the read-ahead), reads users, reads a ticket (get_ticket)
+// and misses one; the stream is read as Lambda's event source mapping
+// reads it, with the delivery function's role (ListStreams,
+// DescribeStream, GetShardIterator, GetRecords), and the delivery
+// function reads its secret from SSM, delivers the stream's tickets
+// (claim, settle) and sweeps one the stream did not carry. Every request
+// recorded is then authorized against its function's role as
+// template.yaml writes it (package iam: the statements with their
+// intrinsics resolved for a fixed partition, region and account, and
+// DeliveryKind zendesk so that the delivery resources exist), one
+// transaction item at a time. Each denied request fails the test.
+//
+// The operator's command (cmd/deliveries) is not covered: the README
+// documents no permissions for it, and it runs with the operator's own
+// credentials.
+//
+// It fails on a template whose callback role allows dynamodb:GetItem only
+// on USER# and TICKET# items, as the read-ahead's GetItem of the
+// operation item is then denied:
+//
+//	CallbackFunctionRole: dynamodb:GetItem on arn:aws:dynamodb:us-east-1:123456789012:table/<table>
+//	with dynamodb:LeadingKeys=OP#*: denied by default (no statement allows it)
+func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds both bootstraps and starts DynamoDB Local and the RIE")
+	}
+	endpoint := testenv.DynamoDB(t)
+	client := testenv.DynamoClient(t, endpoint)
+	table := testenv.CreateTable(t, endpoint)
+	desc, err := client.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: &table})
+	if err != nil || desc.Table.LatestStreamArn == nil {
+		t.Fatalf("table %s has no stream: %v", table, err)
+	}
+	store := dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
+	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	keys := iam.Keys{Tables: map[string]string{"": tableschema.PartitionKey},
+		Indexes: map[string]string{dynamo.DeliveryDueIndex: "delivery_shard"}}
+	cbDDB, dlDDB := iam.NewRecorder(t, endpoint, acct, keys), iam.NewRecorder(t, endpoint, acct, keys)
+	cbSSM := iam.NewSSM(t, acct, map[string]string{hookKeyParam: hookKey})
+	secret, _ := json.Marshal(map[string]string{"email": zdEmail, "token": zdToken})
+	dlSSM := iam.NewSSM(t, acct, map[string]string{deliveryParam: string(secret)})
+	fake := fakehelpdesk.New(t, fakehelpdesk.Config{Email: zdEmail, Token: zdToken})
+
+	dir := t.TempDir()
+	cbBin, dlBin := filepath.Join(dir, "callback"), filepath.Join(dir, "delivery")
+	testenv.BuildFunction(t, "./functions/callback", "lambda.norpc,nosqlite", runtime.GOARCH, cbBin)
+	testenv.BuildFunction(t, "./functions/delivery", "lambda.norpc,nosqlite", runtime.GOARCH, dlBin)
+	cbURL, _, _ := testenv.StartRIE(t, cbBin, map[string]string{
+		"TABLE_NAME": table, "HOOK_KEY_PARAMETER": hookKeyParam, "DELIVERY_KIND": "zendesk",
+		"AWS_ENDPOINT_URL_DYNAMODB": cbDDB.URL(), "AWS_ENDPOINT_URL_SSM": cbSSM.URL(),
+	})
+	dlURL, _, _ := testenv.StartRIE(t, dlBin, map[string]string{
+		"TABLE_NAME": table, "DELIVERY_KIND": "zendesk", "DELIVERY_URL": fake.URL(),
+		"DELIVERY_SECRET_PARAMETER": deliveryParam, "DELIVERY_TIMEOUT": "3s", "AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
+		"AWS_ENDPOINT_URL_DYNAMODB": dlDDB.URL(), "AWS_ENDPOINT_URL_SSM": dlSSM.URL(),
+	})
+
+	// The callback: a new call, its repeat, a ticket read, a miss, an
+	// unknown user.
+	reqID := fmt.Sprintf("roles-%d", time.Now().UnixNano())
+	create := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Role check"}},` +
+		`"context":{"externalUserId":"user-a","metadata":{"request_id":"` + reqID + `"}}}`
+	first := callback(t, cbURL, create)
+	if first.Status != "created" || first.Deduplicated || first.TicketID == "" {
+		t.Fatalf("create_ticket: %+v", first)
+	}
+	if again := callback(t, cbURL, create); again.TicketID != first.TicketID || !again.Deduplicated {
+		t.Fatalf("repeat: %+v, want ticket %s deduplicated", again, first.TicketID)
+	}
+	get := func(id string) string {
+		return `{"type":"tool_call","function":{"name":"get_ticket","content":{"ticket_id":"` + id + `"}},` +
+			`"context":{"externalUserId":"user-a","metadata":null}}`
+	}
+	if got := callback(t, cbURL, get(first.TicketID)); got.Status != "found" {
+		t.Fatalf("get_ticket: %+v", got)
+	}
+	if got := callback(t, cbURL, get("00000000-0000-4000-8000-000000000000")); got.Status != "rejected" {
+		t.Fatalf("get_ticket of a missing ticket: %+v", got)
+	}
+	callback(t, cbURL, strings.Replace(create, "user-a", "user-nobody", 1))
+
+	// The stream, read with the delivery role as the event source mapping
+	// reads it, then delivered.
+	ev := streamEvent(t, dlDDB.URL(), table, first.TicketID)
+	if f := invoke(t, dlURL, ev); !strings.Contains(f, `"batchItemFailures":[]`) {
+		t.Errorf("stream batch: %s, want no failures", f)
+	}
+	if fake.Held(first.TicketID) != 1 {
+		t.Errorf("the helpdesk holds %d of %s, want 1", fake.Held(first.TicketID), first.TicketID)
+	}
+	// A ticket the stream did not carry: the scheduled sweep delivers it.
+	left := callback(t, cbURL, strings.Replace(create, reqID, reqID+"-left", 1))
+	schedule, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "events", "delivery-schedule.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoke(t, dlURL, schedule)
+	if fake.Held(left.TicketID) != 1 {
+		t.Errorf("the helpdesk holds %d of %s after the sweep, want 1", fake.Held(left.TicketID), left.TicketID)
+	}
+	store.Wait()
+
+	tmpl := testenv.Template(t)
+	streamARN, err := dlDDB.Stream(*desc.Table.LatestStreamArn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := iam.Stack{
+		Partition: acct.Partition, Region: acct.Region, Account: acct.ID, StackName: "roles-test",
+		Parameters: map[string]string{"DeliveryKind": "zendesk"},
+		Attributes: map[string]string{
+			"TicketsTable.Arn":            "arn:aws:dynamodb:" + acct.Region + ":" + acct.ID + ":table/" + table,
+			"TicketsTable.StreamArn":      streamARN,
+			"CallbackLogGroup.Arn":        "arn:aws:logs:" + acct.Region + ":" + acct.ID + ":log-group:/aws/lambda/roles-test-callback:*",
+			"DeliveryLogGroup.Arn":        "arn:aws:logs:" + acct.Region + ":" + acct.ID + ":log-group:/aws/lambda/roles-test-delivery:*",
+			"DeliveryDeadLetterQueue.Arn": "arn:aws:sqs:" + acct.Region + ":" + acct.ID + ":roles-test-dlq",
+		},
+	}
+	for _, fn := range []struct {
+		role     string
+		requests []iam.Request
+		errs     []string
+		// must is what the runs above must have sent (each a substring of
+		// a request kind), so that the check cannot pass on a path not
+		// taken.
+		must []string
+	}{
+		{"CallbackFunctionRole", append(cbSSM.Requests(), cbDDB.Requests()...), cbDDB.Errors(), []string{
+			"ssm:GetParameter on arn:aws:ssm:us-east-1:123456789012:parameter" + hookKeyParam,
+			"kms:Decrypt on arn:aws:kms:",
+			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=USER#*",
+			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=OP#*",
+			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
+			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=OP#*",
+			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
+		}},
+		{"DeliveryFunctionRole", append(dlSSM.Requests(), dlDDB.Requests()...), dlDDB.Errors(), []string{
+			"ssm:GetParameter on arn:aws:ssm:us-east-1:123456789012:parameter" + deliveryParam,
+			"kms:Decrypt on arn:aws:kms:",
+			"dynamodb:ListStreams on " + stack.Attributes["TicketsTable.Arn"] + "/stream/*",
+			"dynamodb:DescribeStream on " + streamARN,
+			"dynamodb:GetShardIterator on " + streamARN,
+			"dynamodb:GetRecords on " + streamARN,
+			"dynamodb:UpdateItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
+			"dynamodb:Query on " + stack.Attributes["TicketsTable.Arn"] + "/index/" + dynamo.DeliveryDueIndex,
+		}},
+	} {
+		stmts, err := iam.RoleStatements(tmpl, fn.role, stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range fn.errs {
+			t.Errorf("%s: a request the recorder could not read: %s", fn.role, e)
+		}
+		kinds := map[string]bool{}
+		for _, q := range fn.requests {
+			k := iam.Kind(q)
+			if kinds[k] {
+				continue
+			}
+			kinds[k] = true
+			d, by, err := iam.Evaluate(stmts, q)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %s: %v", fn.role, k, err)
+			case d != iam.Allowed:
+				t.Errorf("%s: %s: %s", fn.role, k, d)
+			default:
+				t.Logf("%s: %s: allowed by %s", fn.role, k, by)
+			}
+		}
+		list := slices.Sorted(func(yield func(string) bool) {
+			for k := range kinds {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		for _, m := range fn.must {
+			if !slices.ContainsFunc(list, func(k string) bool { return strings.Contains(k, m) }) {
+				t.Errorf("%s: no request %q was recorded; the kinds recorded:\n%s", fn.role, m, strings.Join(list, "\n"))
+			}
+		}
+	}
+}
+
+// answer is the part of a callback's answer the test reads.
+type answer struct {
+	Status       string `json:"status"`
+	TicketID     string `json:"ticket_id"`
+	Deduplicated bool   `json:"deduplicated"`
+}
+
+// callback sends body to the callback function as AIVAX does (a function
+// URL event with a fresh nonce of the hook key) and returns its answer.
+func callback(t *testing.T, url, body string) answer {
+	t.Helper()
+	nc, err := nonce.Generate(hookKey, nonce.DefaultMinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := json.Marshal(events.LambdaFunctionURLRequest{
+		Version: "2.0", RawPath: "/callback", Body: body,
+		Headers: map[string]string{strings.ToLower(httpapi.NonceHeader): nc, "content-type": "application/json"},
+		RequestContext: events.LambdaFunctionURLRequestContext{
+			HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: http.MethodPost, Path: "/callback"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.LambdaFunctionURLResponse
+	if err := json.Unmarshal(testenv.Invoke(t, url, ev), &resp); err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	_ = json.Unmarshal([]byte(resp.Body), &a)
+	return a
+}
+
+func invoke(t *testing.T, url string, ev []byte) string {
+	t.Helper()
+	return string(testenv.Invoke(t, url, ev))
+}
+
+// streamEvent reads the table's stream through endpoint (the delivery
+// function's recorder) as Lambda's event source mapping does: ListStreams
+// of the table, DescribeStream, GetShardIterator and GetRecords on each
+// shard, until the INSERT of ticket's item is read; it returns the
+// events.DynamoDBEvent of the records template.yaml's filter passes.
+func streamEvent(t *testing.T, endpoint, table, ticket string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	sc := dynamodbstreams.New(dynamodbstreams.Options{
+		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list, err := sc.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: &table})
+		if err != nil || len(list.Streams) != 1 {
+			t.Fatalf("ListStreams: %v, %d streams", err, len(list.Streams))
+		}
+		arn := list.Streams[0].StreamArn
+		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
+		if err != nil {
+			t.Fatalf("DescribeStream: %v", err)
+		}
+		var ev events.DynamoDBEvent
+		found := false
+		for _, sh := range desc.StreamDescription.Shards {
+			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn,
+				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				t.Fatalf("GetShardIterator: %v", err)
+			}
+			for iter := it.ShardIterator; iter != nil; {
+				out, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+				if err != nil {
+					t.Fatalf("GetRecords: %v", err)
+				}
+				for _, r := range out.Records {
+					if rec, ok := lambdaRecord(t, r, *arn); ok {
+						ev.Records = append(ev.Records, rec)
+						found = found || rec.Change.Keys[tableschema.PartitionKey].String() == "TICKET#"+ticket
+					}
+				}
+				if len(out.Records) == 0 {
+					break // caught up with an open shard
+				}
+				iter = out.NextShardIterator
+			}
+		}
+		if found {
+			b, err := json.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream has no insert of ticket %s after 30s", ticket)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// lambdaRecord is r as Lambda delivers it, when template.yaml's filter
+// passes it (an INSERT of a TICKET# item written pending).
+func lambdaRecord(t *testing.T, r streamtypes.Record, arn string) (events.DynamoDBEventRecord, bool) {
+	t.Helper()
+	image := func(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+		av, err := attributevalue.FromDynamoDBStreamsMap(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := attributevalue.MarshalMapJSON(av)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]events.DynamoDBAttributeValue
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	c := r.Dynamodb
+	rec := events.DynamoDBEventRecord{
+		AWSRegion: testenv.Region, EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
+		EventSource: "aws:dynamodb", EventVersion: aws.ToString(r.EventVersion), EventSourceArn: arn,
+		Change: events.DynamoDBStreamRecord{
+			ApproximateCreationDateTime: events.SecondsEpochTime{Time: aws.ToTime(c.ApproximateCreationDateTime)},
+			Keys:                        image(c.Keys), NewImage: image(c.NewImage),
+			SequenceNumber: aws.ToString(c.SequenceNumber), SizeBytes: aws.ToInt64(c.SizeBytes),
+			StreamViewType: string(c.StreamViewType),
+		},
+	}
+	pk, st := rec.Change.Keys[tableschema.PartitionKey], rec.Change.NewImage["delivery_state"]
+	ok := rec.EventName == "INSERT" && pk.DataType() == events.DataTypeString && strings.HasPrefix(pk.String(), "TICKET#") &&
+		st.DataType() == events.DataTypeString && st.String() == "pending"
+	return rec, ok
+}
