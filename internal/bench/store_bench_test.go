@@ -34,12 +34,13 @@ var canonicalArgs = func() string {
 func storeCall(requestID string) (core.Operation, core.Ticket, time.Time) {
 	now := time.Now()
 	key, fp := opkey.Key(opkey.PolicyArguments, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
+	alt, _ := opkey.Key(opkey.PolicyRequest, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
 	id := uuid.NewString()
 	result, err := json.Marshal(core.Result{Status: "created", TicketID: id})
 	if err != nil {
 		panic(err)
 	}
-	op := core.Operation{Key: key, State: core.StateCompleted, TenantID: benchUser.TenantID, UserID: benchUser.UserID,
+	op := core.Operation{Key: key, AltKey: alt, State: core.StateCompleted, TenantID: benchUser.TenantID, UserID: benchUser.UserID,
 		Function: core.CreateTicket, Fingerprint: fp, Result: result,
 		CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour).Truncate(time.Second)}
 	t := core.Ticket{ID: id, TenantID: benchUser.TenantID, UserID: benchUser.UserID, OperationKey: key,

@@ -148,7 +148,10 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	}
 	var fingerprint string
 	key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
-	return s.write(ctx, fn, r, key, fingerprint)
+	// The call's key under the other policy: an operation claimed there
+	// before key_policy changed still answers its repeats.
+	alt, _ := opkey.Key(s.Policy.Other(), user.TenantID, c.RequestID, fn.Name, canonical)
+	return s.write(ctx, fn, r, key, alt, fingerprint)
 }
 
 // user is the record of c's user: the door's, or read from Users.
@@ -189,10 +192,10 @@ func checkRequestID(c Call) (Outcome, bool) {
 
 // write claims key and writes the tool's items in one transaction (step
 // 8), or answers from the operation that already holds the key.
-func (s *Service) write(ctx context.Context, fn *Function, r Request, key, fingerprint string) Outcome {
+func (s *Service) write(ctx context.Context, fn *Function, r Request, key, alt, fingerprint string) Outcome {
 	r.Now = s.now()
 	op := Operation{
-		Key: key, State: StateCompleted, TenantID: r.User.TenantID, UserID: r.User.UserID,
+		Key: key, AltKey: alt, State: StateCompleted, TenantID: r.User.TenantID, UserID: r.User.UserID,
 		Function: fn.Name, Fingerprint: fingerprint,
 		CreatedAt: r.Now, ExpiresAt: r.Now.Add(s.Retention).Truncate(time.Second),
 	}

@@ -40,6 +40,12 @@ type Operation struct {
 	Result      []byte // JSON text of the stored Result, deduplicated false
 	CreatedAt   time.Time
 	ExpiresAt   time.Time // second precision: stored as epoch seconds
+	// AltKey is the key the same call has under the other key policy
+	// (idem.Record.AltKey): a live operation under it with this one's
+	// tenant and fingerprint holds the call, so that a change of
+	// key_policy re-keys no live operation. Create's input only; never
+	// stored.
+	AltKey string
 }
 
 // Live reports whether the operation still holds its key at now. An
@@ -51,7 +57,8 @@ func (o Operation) Live(now time.Time) bool { return o.Record().Live(now) }
 // the record's owner within the tenant.
 func (o Operation) Record() idem.Record {
 	return idem.Record{Key: o.Key, State: idem.State(o.State), Tenant: o.TenantID, Owner: o.UserID,
-		Function: o.Function, Fingerprint: o.Fingerprint, Result: o.Result, CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt}
+		Function: o.Function, Fingerprint: o.Fingerprint, Result: o.Result, CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt,
+		AltKey: o.AltKey}
 }
 
 // OperationOf is the operation a record of package idem holds.
@@ -122,8 +129,10 @@ const (
 type Store interface {
 	// Create claims op.Key and writes op and t in one transaction, or writes
 	// nothing. If a live operation (see Operation.Live) already holds the
-	// key, Create writes nothing and returns it. An operation that is
-	// present but expired is replaced: its old ticket stays.
+	// key, or holds op.AltKey with op's tenant and fingerprint (the call's
+	// operation claimed under the other key policy), Create writes nothing
+	// and returns it. An operation that is present but expired is
+	// replaced: its old ticket stays.
 	Create(ctx context.Context, op Operation, t Ticket, now time.Time) (existing *Operation, err error)
 	// Ticket reads one ticket by id, or returns ErrNotFound.
 	Ticket(ctx context.Context, id string) (Ticket, error)

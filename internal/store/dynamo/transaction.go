@@ -16,14 +16,19 @@ import (
 
 // Create implements core.Store through package idem's DynamoDB store:
 // ONE TransactWriteItems puts the operation (completed, with its result)
-// if the key is free, and the ticket, with its delivery record, if its id
-// is new. Either both items are written or neither.
+// if the key is free, checks that the key the call has under the other
+// key policy (op.AltKey) holds no live operation of the call's tenant and
+// arguments (one that does answers the call, as a repeat), and puts the
+// ticket, with its delivery record, if its id is new. Either both items
+// are written or neither.
 //
 // A strongly consistent GetItem of the operation goes out beside the
 // transaction (unless Options.NoReadAhead), so a repeat is answered by
 // the read, at one read's latency, when it finds a live operation other
-// than the one this call writes and not about to expire; otherwise the
-// transaction answers, its failed claim carrying the stored operation. A
+// than the one this call writes and not about to expire; otherwise (an
+// operation under op.AltKey included: the read is of op.Key only) the
+// transaction answers, its failed condition carrying the stored
+// operation. A
 // new operation or a repeat thus costs two requests and waits for one
 // round trip. A TransactionConflict is retried with full jitter, at most
 // Options.ConflictRetries times, then answered busy.

@@ -37,14 +37,22 @@ func New() *Store {
 		deliveries: map[string]*delivery.Record{}}
 }
 
-// Create implements core.Store.
+// Create implements core.Store, op.AltKey included.
 func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	if old, ok := s.ops[op.Key]; ok && old.Live(now) {
-		return &old, nil
+	own, held := s.ops[op.Key]
+	held = held && own.Live(now)
+	if alt, ok := s.ops[op.AltKey]; ok && op.AltKey != op.Key && alt.Live(now) &&
+		alt.TenantID == op.TenantID && alt.Fingerprint == op.Fingerprint &&
+		(!held || own.TenantID != op.TenantID || own.Fingerprint != op.Fingerprint) {
+		return &alt, nil // the call's operation, claimed under the other key policy
 	}
+	if held {
+		return &own, nil
+	}
+	op.AltKey = "" // an input, not stored
 	if _, ok := s.tickets[t.ID]; ok {
 		return nil, errDuplicateTicket
 	}
