@@ -13,7 +13,12 @@ import (
 //
 // It holds the record, not an answer: a repeat it holds is judged by
 // Verdict like one the store answered, so another owner is still a
-// Conflict and other arguments under PolicyRequest still a Mismatch. It
+// Conflict. It finds a call's record under the call's key or, with the
+// call's tenant and arguments, under the key the call has under the other
+// policy (OpKey.AltID), as the store does. A record of other arguments
+// under the call's key (under PolicyRequest, a Mismatch) is left to the
+// store, which answers with the call's own operation when the other
+// policy's key holds it. It
 // keeps only completed records (after Created or Replayed), never a
 // pending one, and an entry never outlives its record: it is dropped once
 // the record's ExpiresAt has passed by the Guard's clock (Record.Live). It
@@ -33,6 +38,30 @@ type Cache struct {
 // of fewer than one entry fails Guard.Check.
 func NewCache(maxEntries int) *Cache {
 	return &Cache{max: maxEntries, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+// lookup returns the cached record that answers the call whose record is
+// call, by the rule a Store follows for call.AltKey (see Store): a record
+// under call.Key with the call's tenant and fingerprint answers; failing
+// that, one under call.AltKey with the call's tenant and fingerprint (the
+// call's operation, claimed under the other policy). A record under
+// call.Key of another tenant or other arguments answers only when the
+// call names no AltKey: otherwise the store may hold the call's own
+// operation under call.AltKey, which would answer first, so the call goes
+// to the store.
+func (c *Cache) lookup(call Record, now time.Time) (Record, bool) {
+	own, ok := c.get(call.Key, now)
+	mine := func(r Record) bool { return r.Tenant == call.Tenant && r.Fingerprint == call.Fingerprint }
+	if ok && (mine(own) || call.AltKey == "" || call.AltKey == call.Key) {
+		return own, true
+	}
+	if call.AltKey == "" || call.AltKey == call.Key {
+		return Record{}, false
+	}
+	if alt, ok := c.get(call.AltKey, now); ok && mine(alt) {
+		return alt, true
+	}
+	return Record{}, false
 }
 
 // get returns a copy of the live record of key, if the cache holds one.
@@ -66,6 +95,7 @@ func (c *Cache) put(rec Record, now time.Time) {
 		return
 	}
 	rec.Result = append([]byte(nil), rec.Result...)
+	rec.AltKey = "" // an input of Claim, not part of the record
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byKey[rec.Key]; ok {

@@ -211,18 +211,95 @@ func TestCacheKeepsReplayedRecords(t *testing.T) {
 }
 
 // A cached record is judged on every hit: another owner is a Conflict,
-// other arguments under PolicyRequest a Mismatch, neither disclosing the
-// result nor reaching the store; the owner's original call still replays.
+// disclosing nothing and not reaching the store; the owner's original
+// call still replays. Other arguments under PolicyRequest are a Mismatch
+// without disclosing the result, but the store answers it: the call's
+// own operation may be held under its key of the other policy, which
+// answers first (TestCacheFindsTheOperationUnderEitherPolicysKey).
 func TestCacheStillJudges(t *testing.T) {
 	store := &counting{Store: memstore.New()}
 	g := &idem.Guard[memstore.Writes]{Store: store, Policy: idem.PolicyRequest, Retention: time.Hour, Cache: idem.NewCache(16)}
 	p := &planned{}
 	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r1", `{"qty":1}`), p.plan), idem.Created, `{"order":1}`)
 	wantOutcome(t, g.Do(context.Background(), orderCall("c-8", "r1", `{"qty":1}`), p.plan), idem.Conflict, "")
-	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r1", `{"qty":2}`), p.plan), idem.Mismatch, "")
-	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r1", `{"qty":1}`), p.plan), idem.Replayed, `{"order":1}`)
 	if store.Claims() != 1 || p.n != 1 {
-		t.Fatalf("%d claims and %d plans, want 1 and 1", store.Claims(), p.n)
+		t.Fatalf("another owner: %d claims and %d plans, want 1 and 1", store.Claims(), p.n)
+	}
+	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r1", `{"qty":2}`), p.plan), idem.Mismatch, "")
+	if store.Claims() != 2 {
+		t.Fatalf("other arguments: %d claims, want 2 (the store answers them)", store.Claims())
+	}
+	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r1", `{"qty":1}`), p.plan), idem.Replayed, `{"order":1}`)
+	if store.Claims() != 2 {
+		t.Fatalf("%d claims, want 2", store.Claims())
+	}
+}
+
+// The cache finds a call's operation as the store does after a change of
+// Guard.Policy: under the call's key, or under its key of the other
+// policy (OpKey.AltID) with the call's tenant and arguments. A record of
+// other arguments under either key answers nothing from the cache: the
+// store does, and it answers with the call's own operation when one
+// holds the other key.
+func TestCacheFindsTheOperationUnderEitherPolicysKey(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	p := &planned{}
+	qty1, qty2 := orderCall("c-7", "r1", `{"qty":1}`), orderCall("c-7", "r1", `{"qty":2}`)
+	before := &idem.Guard[memstore.Writes]{Store: mem, Policy: idem.PolicyArguments, Retention: time.Hour}
+	wantOutcome(t, before.Do(ctx, qty1, p.plan), idem.Created, `{"order":1}`) // under its arguments key
+
+	// After the switch: the store answers with the record under the other
+	// key, which the cache keeps and then answers from.
+	store := &counting{Store: mem}
+	after := &idem.Guard[memstore.Writes]{Store: store, Policy: idem.PolicyRequest, Retention: time.Hour, Cache: idem.NewCache(16)}
+	for i := range 3 {
+		o := after.Do(ctx, qty1, p.plan)
+		wantOutcome(t, o, idem.Replayed, `{"order":1}`)
+		if k, _ := idem.KeyOf(idem.PolicyArguments, qty1); o.Key != k.ID {
+			t.Fatalf("repeat %d replayed from key %s, want the arguments key %s", i, o.Key, k.ID)
+		}
+	}
+	if store.Claims() != 1 {
+		t.Fatalf("%d claims for a call and 2 repeats after the switch, want 1", store.Claims())
+	}
+
+	// The same request with other arguments is claimed under the request
+	// key; the first arguments then meet a cached record of other
+	// arguments under their own key, and their own operation, also
+	// cached, under the other key: that one answers, with no claim.
+	second := after.Do(ctx, qty2, p.plan)
+	wantOutcome(t, second, idem.Created, fmt.Sprintf(`{"order":%d}`, p.n))
+	claims := store.Claims()
+	wantOutcome(t, after.Do(ctx, qty1, p.plan), idem.Replayed, `{"order":1}`)
+	wantOutcome(t, after.Do(ctx, qty2, p.plan), idem.Replayed, string(second.Result))
+	if store.Claims() != claims {
+		t.Fatalf("%d claims for repeats both cached, want 0", store.Claims()-claims)
+	}
+
+	// A cold cache that holds only the record of other arguments under
+	// the request key leaves the call to the store, which replays the
+	// call's own operation instead of answering Mismatch.
+	cold := &counting{Store: mem}
+	fresh := &idem.Guard[memstore.Writes]{Store: cold, Policy: idem.PolicyRequest, Retention: time.Hour, Cache: idem.NewCache(16)}
+	wantOutcome(t, fresh.Do(ctx, qty2, p.plan), idem.Replayed, string(second.Result))
+	wantOutcome(t, fresh.Do(ctx, qty1, p.plan), idem.Replayed, `{"order":1}`)
+	if cold.Claims() != 2 {
+		t.Fatalf("%d claims, want 2 (the second past the cache)", cold.Claims())
+	}
+
+	// Back to PolicyArguments on a cache that holds the request key's
+	// record of qty2: a call of other arguments is not answered by it.
+	back := &idem.Guard[memstore.Writes]{Store: cold, Policy: idem.PolicyArguments, Retention: time.Hour, Cache: fresh.Cache}
+	third := back.Do(ctx, orderCall("c-7", "r1", `{"qty":3}`), p.plan)
+	wantOutcome(t, third, idem.Created, fmt.Sprintf(`{"order":%d}`, p.n))
+	if cold.Claims() != 3 {
+		t.Fatalf("%d claims, want 3 (other arguments reach the store)", cold.Claims())
+	}
+	// qty2's own operation is under the request key, cached: no claim.
+	wantOutcome(t, back.Do(ctx, qty2, p.plan), idem.Replayed, string(second.Result))
+	if cold.Claims() != 3 {
+		t.Fatalf("%d claims, want 3 (qty2 answered from the cache under the other key)", cold.Claims())
 	}
 }
 

@@ -40,16 +40,39 @@
 // transaction, or nothing:
 //
 //   - dynamostore: one DynamoDB TransactWriteItems holding the claim (a
-//     Put conditioned on the key being free) and the caller's items. One
-//     request per new operation and one per repeat: the failed condition
-//     returns the stored record. Its package doc says DynamoDB's rules
-//     (the TTL attribute, the item and transaction limits, UTF-8 results).
+//     Put conditioned on the key being free), the check of the call's key
+//     under the other policy (see Changing the policy) and the caller's
+//     items. One request per new operation and one per repeat: the failed
+//     condition returns the stored record. Its package doc says DynamoDB's
+//     rules (the TTL attribute, the item and transaction limits, UTF-8
+//     results).
 //   - sqlitestore: the claim and the caller's statements in one BEGIN
 //     IMMEDIATE transaction.
 //   - memstore: in memory, for tests.
 //
 // A store refuses a record that could never hold its key (Record.Check):
 // the call is Invalid and nothing is written.
+//
+// # Changing the policy
+//
+// Guard.Policy can be changed while records of the other policy live, and
+// while processes with either policy share a store: a repeat finds its
+// operation under either. Every claim names, as Record.AltKey, the key
+// the same call has under the other policy (OpKey.AltID), and the store
+// looks at it in the claim's transaction: a live record there with the
+// call's tenant and fingerprint (the same canonical arguments) holds the
+// call, and is returned, judged and replayed like a record under the
+// call's own key; nothing is written. A record there with other
+// arguments, or expired, does not hold the call. So after a switch from
+// PolicyRequest to PolicyArguments the same request with other arguments
+// is a new operation, as PolicyArguments defines it; after a switch from
+// PolicyArguments to PolicyRequest an operation claimed before the switch
+// still answers its own arguments, even once the request has been made
+// with others since (the record of the call's own arguments answers
+// before a record of other arguments under the call's key). The cost is
+// one more item in dynamostore's transaction (2 write units by
+// DynamoDB's pricing of transactions, and one of its 100 items) and one
+// more read in sqlitestore's.
 //
 // # Outcomes
 //
@@ -117,8 +140,10 @@
 //
 // Guard.Cache (NewCache) keeps completed records in process: a repeat on
 // a process that has seen its key costs no store call, and is still
-// judged by Verdict (owner, then fingerprint). An entry never outlives
-// its record. Guard.Wait (WaitPolicy) turns a short InProgress into the
+// judged by Verdict (owner, then fingerprint). It finds the call's record
+// under either policy's key, as the store does (see Changing the policy),
+// and leaves a record of other arguments under the call's key to the
+// store. An entry never outlives its record. Guard.Wait (WaitPolicy) turns a short InProgress into the
 // answer that follows it, by claiming again with backoff for a bounded
 // time.
 //

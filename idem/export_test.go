@@ -61,3 +61,6 @@ func referenceDepth(raw []byte) error {
 
 // AppendString exposes the JSON string writer of Key to the tests.
 var AppendString = appendString
+
+// Judge exposes the judgement of a Store.Claim's answer to the tests.
+var Judge = judge

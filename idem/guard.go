@@ -33,6 +33,7 @@ type Call struct {
 // OpKey is a call's operation key.
 type OpKey struct {
 	ID          string // lower-case hex SHA-256 (see Key)
+	AltID       string // the key the same call has under the other policy (Policy.Other); see Record.AltKey
 	Fingerprint string // SHA-256 hex of Canonical
 	Canonical   string // RFC 8785 text of the arguments
 }
@@ -53,7 +54,8 @@ func KeyOf(policy Policy, c Call) (OpKey, error) {
 		return OpKey{}, err
 	}
 	id, fp := Key(policy, c.Tenant, c.RequestID, c.Function, canonical)
-	return OpKey{ID: id, Fingerprint: fp, Canonical: canonical}, nil
+	alt := keyOnly(policy.Other(), c.Tenant, c.RequestID, c.Function, canonical)
+	return OpKey{ID: id, AltID: alt, Fingerprint: fp, Canonical: canonical}, nil
 }
 
 // Plan builds, for a call whose key is free, the result to store and the
@@ -130,7 +132,10 @@ func (g *Guard[W]) check() error {
 // Outcome is what became of a call.
 type Outcome struct {
 	Status Status // what became of the call; the package doc says what to do next
-	Key    string // the operation key, once derived
+	// Key is the operation key, once derived; when a record answered the
+	// call, that record's key, which is the call's key under the other
+	// policy when the record was claimed before a policy switch.
+	Key string
 	// Result is the result written (Created) or the stored result byte
 	// for byte (Replayed); nil otherwise.
 	Result []byte
@@ -166,8 +171,8 @@ func (g *Guard[W]) Do(ctx context.Context, c Call, plan Plan[W]) Outcome {
 		return Outcome{Status: Failed, Key: k.ID, Err: errors.New("idem: the plan is nil")}
 	}
 	now := g.now()
-	call := Record{Key: k.ID, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function, Fingerprint: k.Fingerprint}
-	if held, ok := g.Cache.get(k.ID, now); ok {
+	call := Record{Key: k.ID, AltKey: k.AltID, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function, Fingerprint: k.Fingerprint}
+	if held, ok := g.Cache.lookup(call, now); ok {
 		return judge(policy, call, &held, nil)
 	}
 	result, writes, err := plan(k)
@@ -213,7 +218,8 @@ func (g *Guard[W]) now() time.Time {
 }
 
 // judge turns a Store.Claim's answer for rec into an Outcome. The record
-// held is checked by Verdict, and must carry rec's key.
+// held is checked by Verdict, and must carry rec's key or, when rec has
+// one, its AltKey; the outcome then carries the held record's key.
 func judge(policy Policy, rec Record, held *Record, err error) Outcome {
 	var refused *RefusedError
 	switch {
@@ -227,15 +233,20 @@ func judge(policy Policy, rec Record, held *Record, err error) Outcome {
 		return Outcome{Status: Failed, Key: rec.Key, Err: err}
 	case held == nil:
 		return Outcome{Status: Created, Key: rec.Key, Result: rec.Result}
-	case held.Key != rec.Key:
+	case held.Key != rec.Key && (rec.AltKey == "" || held.Key != rec.AltKey):
 		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: the store answered for key %q, not %q", held.Key, rec.Key)}
+	case held.Key != rec.Key && (held.Tenant != rec.Tenant || held.Fingerprint != rec.Fingerprint):
+		// A record under the other key holds the call only with its
+		// tenant and arguments; a store that answers with another is
+		// wrong, and replaying it would hand out another call's result.
+		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: the store answered with record %q of another tenant or other arguments", held.Key)}
 	}
 	switch s := Verdict(held, policy, rec.Tenant, rec.Owner, rec.Fingerprint); s {
 	case Replayed:
-		return Outcome{Status: Replayed, Key: rec.Key, Result: held.Result}
+		return Outcome{Status: Replayed, Key: held.Key, Result: held.Result}
 	case Failed:
-		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: record %s is %q without a result", held.Key, held.State)}
+		return Outcome{Status: Failed, Key: held.Key, Err: fmt.Errorf("idem: record %s is %q without a result", held.Key, held.State)}
 	default:
-		return Outcome{Status: s, Key: rec.Key}
+		return Outcome{Status: s, Key: held.Key}
 	}
 }

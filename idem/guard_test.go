@@ -68,3 +68,72 @@ func TestEmptyPolicyIsPolicyArguments(t *testing.T) {
 		}
 	}
 }
+
+// Judge accepts a held record under the call's own key or under its
+// AltKey, and only one of those: a record under another key, or one under
+// the AltKey of another tenant or other arguments (which a store must not
+// return), is Failed, never replayed.
+func TestJudgeOfARecordUnderTheOtherKey(t *testing.T) {
+	c := idem.Call{Tenant: "shop-1", Owner: "c-7", RequestID: "req-1", Function: "create_order", Arguments: []byte(`{"qty":1}`)}
+	k, err := idem.KeyOf(idem.PolicyArguments, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec := idem.Record{Key: k.ID, AltKey: k.AltID, State: idem.StateCompleted, Tenant: c.Tenant, Owner: c.Owner,
+		Function: c.Function, Fingerprint: k.Fingerprint, Result: []byte(`{"new":1}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	held := func(edit func(*idem.Record)) *idem.Record {
+		h := rec
+		h.AltKey, h.Key, h.Result = "", k.AltID, []byte(`{"old":1}`)
+		edit(&h)
+		return &h
+	}
+	for _, tc := range []struct {
+		name string
+		held *idem.Record
+		want idem.Status
+		key  string
+	}{
+		{"under the other key", held(func(*idem.Record) {}), idem.Replayed, k.AltID},
+		{"under the other key, another owner", held(func(h *idem.Record) { h.Owner = "c-8" }), idem.Conflict, k.AltID},
+		{"under the other key, pending", held(func(h *idem.Record) { h.State, h.Result = idem.StatePending, nil }), idem.InProgress, k.AltID},
+		{"under a third key", held(func(h *idem.Record) { h.Key = "other" }), idem.Failed, k.ID},
+		{"under the other key, other arguments", held(func(h *idem.Record) { h.Fingerprint = "0" }), idem.Failed, k.ID},
+		{"under the other key, another tenant", held(func(h *idem.Record) { h.Tenant = "shop-2" }), idem.Failed, k.ID},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := idem.Judge(idem.PolicyArguments, rec, tc.held, nil)
+			if o.Status != tc.want || o.Key != tc.key {
+				t.Fatalf("Judge = %v from key %s (%v), want %v from %s", o.Status, o.Key, o.Err, tc.want, tc.key)
+			}
+			if tc.want == idem.Replayed && string(o.Result) != `{"old":1}` {
+				t.Fatalf("replayed %s, want the held record's result", o.Result)
+			}
+		})
+	}
+	// Without an AltKey the same record is not this call's.
+	noAlt := rec
+	noAlt.AltKey = ""
+	if o := idem.Judge(idem.PolicyArguments, noAlt, held(func(*idem.Record) {}), nil); o.Status != idem.Failed {
+		t.Fatalf("Judge without AltKey = %v, want failed", o.Status)
+	}
+}
+
+// KeyOf's AltID is the key Key derives under the other policy, and Other
+// pairs the two policies (the empty default is PolicyArguments).
+func TestAltIDIsTheOtherPolicysKey(t *testing.T) {
+	c := idem.Call{Tenant: "shop-1", Owner: "c-7", RequestID: "req-1", Function: "create_order", Arguments: []byte(`{"b":1,"a":2}`)}
+	for _, p := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest, ""} {
+		k, err := idem.KeyOf(p, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := idem.Key(p.Other(), c.Tenant, c.RequestID, c.Function, k.Canonical)
+		if k.AltID != want || k.AltID == k.ID || p.Other().Other() == p.Other() {
+			t.Fatalf("policy %q: AltID %s, want %s (ID %s, Other %q)", p, k.AltID, want, k.ID, p.Other())
+		}
+	}
+	if idem.PolicyArguments.Other() != idem.PolicyRequest || idem.PolicyRequest.Other() != idem.PolicyArguments || idem.Policy("").Other() != idem.PolicyRequest {
+		t.Fatal("Other does not pair the two policies")
+	}
+}

@@ -39,6 +39,17 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("key policy %q: want %q or %q", s, PolicyArguments, PolicyRequest)
 }
 
+// Other is the policy p is not: PolicyRequest for PolicyArguments (and for
+// the empty default), PolicyArguments otherwise. A store checks the key a
+// call has under it (Record.AltKey), so that switching the policy of a
+// live stack re-keys no live operation.
+func (p Policy) Other() Policy {
+	if p == PolicyRequest {
+		return PolicyArguments
+	}
+	return PolicyRequest
+}
+
 // ErrInvalid marks a call that cannot be keyed: arguments that cannot be
 // canonicalized (Canonical) and, from KeyOf, a missing or non-UTF-8
 // tenant, owner, request id or function name. It also marks a record a
@@ -155,7 +166,11 @@ func isDelim(c byte) bool {
 // PolicyArguments the fingerprint is the SHA-256 of canonical as well (it
 // is what the stored item carries either way).
 func Key(policy Policy, tenantID, requestID, function, canonical string) (key, fingerprint string) {
-	fingerprint = hashHex([]byte(canonical))
+	return keyOnly(policy, tenantID, requestID, function, canonical), hashHex([]byte(canonical))
+}
+
+// keyOnly is Key's key, without the fingerprint.
+func keyOnly(policy Policy, tenantID, requestID, function, canonical string) string {
 	// Sized for the common case: a string grows when escaped (a control
 	// character becomes six bytes), append handles the rest.
 	size := 16 + len(tenantID) + len(requestID) + len(function)
@@ -174,7 +189,7 @@ func Key(policy Policy, tenantID, requestID, function, canonical string) (key, f
 		buf = appendString(buf, canonical)
 	}
 	buf = append(buf, ']')
-	return hashHex(buf), fingerprint
+	return hashHex(buf)
 }
 
 func hashHex(b []byte) string {

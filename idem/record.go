@@ -32,6 +32,14 @@ type Record struct {
 	Result      []byte    // the stored result, returned byte for byte; nil while pending
 	CreatedAt   time.Time // when the record was claimed, by the Guard's clock
 	ExpiresAt   time.Time // whole seconds; the record is treated as absent after it
+
+	// AltKey is the key the same call has under the other policy
+	// (OpKey.AltID): a live record under it with this record's tenant and
+	// fingerprint holds this call, so that a repeat finds its operation
+	// whichever policy claimed it (see Store). It is an input of Claim,
+	// never stored nor returned; empty, or equal to Key, checks no other
+	// key.
+	AltKey string
 }
 
 // Live reports whether the record still holds its key at now. A record
@@ -73,6 +81,17 @@ type Store[W any] interface {
 	// (see Record.Live, at now) holds rec.Key, and returns nil. If a live
 	// record holds it, Claim writes nothing and returns that record. A
 	// record that is present but expired is replaced.
+	//
+	// When rec.AltKey is set, the same transaction also reads (or, on
+	// DynamoDB, checks as a condition) the record under rec.AltKey: if it
+	// is live and has rec's Tenant and Fingerprint, it holds this call,
+	// and Claim writes nothing and returns it, as for a record under
+	// rec.Key. When both keys hold a live record, the one under rec.Key
+	// answers unless it has another fingerprint (other arguments: under
+	// PolicyRequest, a Mismatch) and the one under rec.AltKey has rec's:
+	// the call's own operation answers before another's. A record under
+	// rec.AltKey with another tenant or fingerprint, or expired, does not
+	// hold the call and is left as it is.
 	//
 	// A record that cannot hold its key (Record.Check at now) is refused
 	// with Check's error, which wraps ErrInvalid, and nothing is written.

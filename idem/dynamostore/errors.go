@@ -25,10 +25,12 @@ const reasonNone = "None"
 // jitter; busy when the retries run out.
 var errConflict = errors.New("dynamostore: transaction conflict")
 
-// claimHeld carries the item of the record that holds the key, as the
-// failed claim condition returned it.
+// claimHeld carries the items of the records that may hold the call, as
+// the failed conditions of the store's own items returned them: items[i]
+// for the store's item i (0 the claim, 1 the check of the other policy's
+// key), nil where that item's condition held.
 type claimHeld struct {
-	item map[string]types.AttributeValue
+	items []map[string]types.AttributeValue
 }
 
 func (claimHeld) Error() string { return "dynamostore: operation key already claimed" }
@@ -46,13 +48,24 @@ func (claimHeld) Error() string { return "dynamostore: operation key already cla
 //   - anything else is returned unchanged.
 //
 // The SDK's error stays in the chain (%w), for the log and errors.As.
-func MapError(err error) error {
+//
+// A Claim's own transaction holds one item more ahead of the caller's
+// when its record names an AltKey (the check of the other policy's key):
+// the store maps it by the same rules with that item as the claim's
+// (claimHeld) and the caller's indices counted after it.
+func MapError(err error) error { return mapError(err, 1) }
+
+// mapError is MapError for a transaction whose first lead items are the
+// store's own: a failed condition of any of them is claimHeld, with the
+// items of all of them that failed, before anything of the caller's; of
+// the caller's item lead+i a RefusedError with Index i.
+func mapError(err error, lead int) error {
 	if err == nil {
 		return nil
 	}
 	var cancelled *types.TransactionCanceledException
 	if errors.As(err, &cancelled) {
-		return mapCancellation(cancelled)
+		return mapCancellation(cancelled, lead)
 	}
 	var (
 		conflict   *types.TransactionConflictException
@@ -87,7 +100,19 @@ func serverFault(err error) bool {
 	return errors.As(err, &api) && api.ErrorFault() == smithy.FaultServer
 }
 
-func mapCancellation(e *types.TransactionCanceledException) error {
+func mapCancellation(e *types.TransactionCanceledException, lead int) error {
+	var held claimHeld
+	for i, r := range e.CancellationReasons {
+		if i < lead && r.Code != nil && *r.Code == string(types.BatchStatementErrorCodeEnumConditionalCheckFailed) {
+			if held.items == nil {
+				held.items = make([]map[string]types.AttributeValue, lead)
+			}
+			held.items[i] = r.Item
+		}
+	}
+	if held.items != nil {
+		return held
+	}
 	conflict := false
 	for i, r := range e.CancellationReasons {
 		code := ""
@@ -97,10 +122,7 @@ func mapCancellation(e *types.TransactionCanceledException) error {
 		switch types.BatchStatementErrorCodeEnum(code) {
 		case reasonNone, "":
 		case types.BatchStatementErrorCodeEnumConditionalCheckFailed:
-			if i == 0 {
-				return claimHeld{item: r.Item}
-			}
-			return &idem.RefusedError{Index: i - 1, Err: fmt.Errorf("dynamostore: condition of item %d failed: %w", i-1, e)}
+			return &idem.RefusedError{Index: i - lead, Err: fmt.Errorf("dynamostore: condition of item %d failed: %w", i-lead, e)}
 		case types.BatchStatementErrorCodeEnumTransactionConflict:
 			conflict = true
 		case types.BatchStatementErrorCodeEnumThrottlingError, types.BatchStatementErrorCodeEnumProvisionedThroughputExceeded:

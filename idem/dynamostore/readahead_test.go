@@ -152,16 +152,6 @@ func TestReadAheadAnswersFromTheRead(t *testing.T) {
 			t.Fatalf("disclosed %s", o.Result)
 		}
 	})
-	t.Run("policy request, other arguments: mismatch", func(t *testing.T) {
-		e := newReadAheadEnv(t)
-		e.plain.Policy = idem.PolicyRequest
-		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
-		g := newGated(e.client)
-		g.hold = make(chan struct{})
-		o := do(e.guard(g, idem.PolicyRequest), call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
-		close(g.hold)
-		wantStatus(t, o, idem.Mismatch)
-	})
 }
 
 // What the read finds but may not answer: the transaction decides.
@@ -174,6 +164,32 @@ func TestReadAheadDefersToTheTransaction(t *testing.T) {
 		wantStatus(t, o, idem.Created)
 		if string(o.Result) != `{"order_id":"mine"}` {
 			t.Fatalf("result %s", o.Result)
+		}
+	})
+	// A record of other arguments under the call's key may not be the
+	// answer: the call's own operation may be held under the other
+	// policy's key, which only the transaction checks.
+	t.Run("policy request, other arguments: the transaction answers mismatch", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		e.plain.Policy = idem.PolicyRequest
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		g := newGated(e.client)
+		g.afterRead = true
+		o := do(e.guard(g, idem.PolicyRequest), call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
+		wantStatus(t, o, idem.Mismatch)
+	})
+	t.Run("policy request, other arguments, whose operation a switch left under the other key: the transaction replays it", func(t *testing.T) {
+		e := newReadAheadEnv(t)
+		second := do(e.plain, call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"second"}`) // under arguments
+		wantStatus(t, second, idem.Created)
+		e.plain.Policy = idem.PolicyRequest
+		wantStatus(t, do(e.plain, call("alice", "r1", order), `{"order_id":"first"}`), idem.Created)
+		g := newGated(e.client)
+		g.afterRead = true // the read, which finds the request key's record of other arguments, comes first
+		o := do(e.guard(g, idem.PolicyRequest), call("alice", "r1", `{"sku":"B-2"}`), `{"order_id":"x"}`)
+		wantStatus(t, o, idem.Replayed)
+		if string(o.Result) != `{"order_id":"second"}` {
+			t.Fatalf("replayed %s, want the operation of these arguments", o.Result)
 		}
 	})
 	t.Run("expired but present: absent to the read, the transaction reclaims", func(t *testing.T) {
@@ -280,6 +296,24 @@ func TestReadAheadRule(t *testing.T) {
 		if got := s.Decides(tc.found, mine, now); got != tc.want {
 			t.Errorf("%s: decides %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// With an AltKey, a record of other arguments (or another tenant) is
+	// left to the transaction, which also checks the other policy's key.
+	withAlt := mine
+	withAlt.AltKey = "alt"
+	for name, found := range map[string]idem.Record{
+		"other arguments": stored(func(r *idem.Record) { r.Fingerprint = "other" }),
+		"another tenant":  stored(func(r *idem.Record) { r.Tenant = "other" }),
+	} {
+		if s.Decides(found, withAlt, now) {
+			t.Errorf("%s, the call naming an AltKey: decides true, want false", name)
+		}
+		if !s.Decides(found, mine, now) {
+			t.Errorf("%s, the call naming no AltKey: decides false, want true", name)
+		}
+	}
+	if !s.Decides(stored(func(r *idem.Record) { r.Owner = "other" }), withAlt, now) {
+		t.Error("another owner, the call naming an AltKey: decides false, want true")
 	}
 	// A caller's expiry with a fraction of a second is stored to the
 	// second: the read of its own record is still its own, not a repeat.

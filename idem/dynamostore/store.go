@@ -8,15 +8,29 @@
 //	attribute_not_exists(pk) OR expires_at < :now
 //
 // so a record whose expiry has passed is treated as absent however late
-// TTL deletes it; the caller's Put, Update, Delete and ConditionCheck
-// items follow, up to MaxWrites of them (DynamoDB takes at most 100 items
-// per transaction, the claim being one). When the key is held, the failed
-// condition returns the stored item (ReturnValuesOnConditionCheckFailure
-// ALL_OLD): a repeat costs the same single request, and the record it
-// returns is checked like any other (idem.Verdict). With
-// Options.ReadAhead a strongly consistent GetItem of the record goes out
-// beside the transaction, and a repeat is answered by the read, at one
-// read's latency, for one request and one read unit more per claim.
+// TTL deletes it. When the record names an idem.Record.AltKey (Guard
+// always does: the call's key under the other policy), the second item is
+// a ConditionCheck of the record under that key, on the condition
+//
+//	attribute_not_exists(pk) OR expires_at < :now OR fingerprint <> :fp OR tenant_id <> :tenant
+//
+// which fails exactly when a live record of the same tenant and arguments
+// holds the call under the other policy: a repeat then finds its
+// operation whichever policy claimed it. The caller's Put, Update, Delete
+// and ConditionCheck items follow, up to MaxWrites of them (DynamoDB
+// takes at most 100 items per transaction, the claim and the check being
+// two). When either key holds the call, its failed condition returns the
+// stored item (ReturnValuesOnConditionCheckFailure ALL_OLD; the claim's
+// own key is looked at first): a repeat costs the same single request,
+// and the record it returns is checked like any other (idem.Verdict). The
+// check adds one item to every transaction: 2 write units more per new
+// operation, by DynamoDB's rule for transactions (2 per KB per item).
+//
+// With Options.ReadAhead a strongly consistent GetItem of the record goes
+// out beside the transaction, and a repeat is answered by the read, at
+// one read's latency, for one request and one read unit more per claim.
+// The read looks at the call's own key only: a repeat whose operation
+// was claimed under the other policy is answered by the transaction.
 //
 // # DynamoDB's rules
 //
@@ -29,8 +43,9 @@
 //     one with a ValidationException, and the call is idem.Failed with
 //     nothing written.
 //   - Transaction size: one TransactWriteItems holds at most 100 items,
-//     the claim being one, so a Claim carries at most MaxWrites (99) of
-//     the caller's; more are refused before any request (idem.Failed).
+//     the claim and the check of the other policy's key being two, so a
+//     Claim carries at most MaxWrites (98) of the caller's; more are
+//     refused before any request (idem.Failed).
 //   - UTF-8 results: the result is stored as a string attribute, so it
 //     must be valid UTF-8 text (JSON text is). DynamoDB would replace
 //     other bytes and replay them changed, so Claim refuses them before
@@ -57,8 +72,10 @@ import (
 )
 
 // MaxWrites is how many items of the caller's a Claim can carry: DynamoDB
-// takes at most 100 items in one TransactWriteItems, and the claim is one.
-const MaxWrites = 99
+// takes at most 100 items in one TransactWriteItems, and the claim and
+// the check of the other policy's key (idem.Record.AltKey) are two. It
+// holds whether or not the record names an AltKey.
+const MaxWrites = 98
 
 // Client is the part of *dynamodb.Client the store uses.
 type Client interface {
@@ -85,8 +102,12 @@ type Options struct {
 	// read: a live record found by the read, other than the one this very
 	// call writes and expiring more than ReadAheadMargin after now,
 	// answers at once (its owner and fingerprint are checked as always);
-	// otherwise the transaction's answer is awaited. Each Claim then
-	// sends two requests instead of one.
+	// otherwise the transaction's answer is awaited. The read is of the
+	// call's own key only: a record of other arguments there, when the
+	// record names an idem.Record.AltKey, and a call whose operation was
+	// claimed under the other policy's key, are answered by the
+	// transaction, which checks that key too. Each Claim then sends two
+	// requests instead of one.
 	ReadAhead bool
 	// ReadAheadMargin keeps the read from answering for a record about to
 	// expire (default 1 minute): TTL may delete such a record between the
@@ -192,14 +213,14 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 		return nil, err
 	}
 	if len(writes) > MaxWrites {
-		return nil, fmt.Errorf("dynamostore: %d writes: a transaction holds the claim and at most %d more", len(writes), MaxWrites)
+		return nil, fmt.Errorf("dynamostore: %d writes: a transaction holds the claim, the check of the other policy's key and at most %d more", len(writes), MaxWrites)
 	}
 	if !utf8.Valid(rec.Result) {
 		// The result is a string attribute: DynamoDB would store other
 		// bytes as U+FFFD and replay them changed.
 		return nil, errors.New("dynamostore: the result is not valid UTF-8 text, which DynamoDB cannot store byte for byte")
 	}
-	items := make([]types.TransactWriteItem, 0, 1+len(writes))
+	items := make([]types.TransactWriteItem, 0, 2+len(writes))
 	items = append(items, types.TransactWriteItem{Put: &types.Put{
 		TableName:                           &s.table,
 		Item:                                s.attr.Item(rec),
@@ -208,14 +229,27 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes []types.Trans
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.Unix())},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}})
+	if rec.AltKey != "" && rec.AltKey != rec.Key {
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:           &s.table,
+			Key:                 s.attr.Key(rec.AltKey),
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now OR #fp <> :fp OR #tenant <> :tenant"),
+			ExpressionAttributeNames: map[string]string{"#pk": s.attr.PartitionKey, "#exp": s.attr.ExpiresAt,
+				"#fp": s.attr.Fingerprint, "#tenant": s.attr.Tenant},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.Unix()),
+				":fp": str(rec.Fingerprint), ":tenant": str(rec.Tenant)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+	}
+	lead := len(items) // the store's own items, ahead of the caller's
 	for _, w := range writes {
 		items = append(items, s.withTable(w))
 	}
 	in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 	if !s.opt.ReadAhead {
-		return s.transact(ctx, in, nil, nil)
+		return s.transact(ctx, in, lead, rec, nil, nil)
 	}
-	return s.readAhead(ctx, rec, in, now)
+	return s.readAhead(ctx, rec, in, lead, now)
 }
 
 // withTable is w with the store's table where its action names none; the
@@ -243,19 +277,25 @@ func named[A any](action *A, table *string, name func(*A) **string) *A {
 
 // call runs one DynamoDB call under its own deadline and maps its error.
 func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
-	defer cancel()
-	return MapError(f(ctx))
+	return s.callLead(ctx, 1, f)
 }
 
-// transact sends the transaction, retrying conflicts until stop is
-// closed (nil: never): once a read-ahead has answered, nobody waits for
-// a retry's answer, and the record the read found fails its claim anyway.
-// sent, when not nil, is closed as the first attempt is handed to the
-// client.
-func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
+// callLead is call for a transaction whose first lead items are the
+// store's own (see mapError).
+func (s *Store) callLead(ctx context.Context, lead int, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
+	defer cancel()
+	return mapError(f(ctx), lead)
+}
+
+// transact sends the transaction of rec's claim, whose first lead items
+// are the store's own, retrying conflicts until stop is closed (nil: never):
+// once a read-ahead has answered, nobody waits for a retry's answer, and
+// the record the read found fails its claim anyway. sent, when not nil,
+// is closed as the first attempt is handed to the client.
+func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInput, lead int, rec idem.Record, stop <-chan struct{}, sent chan<- struct{}) (*idem.Record, error) {
 	for attempt := 0; ; attempt++ {
-		err := s.call(ctx, func(ctx context.Context) error {
+		err := s.callLead(ctx, lead, func(ctx context.Context) error {
 			if attempt == 0 && sent != nil {
 				close(sent)
 			}
@@ -267,11 +307,7 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 		case err == nil:
 			return nil, nil
 		case errors.As(err, &held):
-			rec, perr := s.attr.Parse(held.item)
-			if perr != nil {
-				return nil, perr
-			}
-			return &rec, nil
+			return s.holder(held, rec)
 		case errors.Is(err, errConflict) && attempt < s.opt.ConflictRetries:
 			if werr := s.backoff(ctx, attempt, stop); werr != nil {
 				return nil, MapError(werr)
@@ -282,6 +318,32 @@ func (s *Store) transact(ctx context.Context, in *dynamodb.TransactWriteItemsInp
 			return nil, err
 		}
 	}
+}
+
+// holder is the record that holds rec's call, of those whose conditions
+// failed: the claim's own record, unless it has other arguments or
+// another tenant and the other policy's key holds a record of rec's
+// (whose check fails only then).
+func (s *Store) holder(held claimHeld, rec idem.Record) (*idem.Record, error) {
+	var own *idem.Record
+	if item := held.items[0]; item != nil {
+		r, err := s.attr.Parse(item)
+		if err != nil {
+			return nil, err
+		}
+		own = &r
+		if r.Tenant == rec.Tenant && r.Fingerprint == rec.Fingerprint {
+			return own, nil
+		}
+	}
+	if len(held.items) > 1 && held.items[1] != nil {
+		r, err := s.attr.Parse(held.items[1])
+		if err != nil {
+			return nil, err
+		}
+		return &r, nil
+	}
+	return own, nil
 }
 
 // errStopped ends the retries of a transaction whose answer nobody waits
@@ -330,7 +392,7 @@ type answer struct {
 // writes nothing, because its claim condition fails on the record the
 // read found, which lives past the margin; its conflicts are not
 // retried, since nobody waits for its answer.
-func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, now time.Time) (*idem.Record, error) {
+func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.TransactWriteItemsInput, lead int, now time.Time) (*idem.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, MapError(err) // nothing sent
 	}
@@ -340,7 +402,7 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 	s.behind.add(1)
 	go func() {
 		defer s.behind.add(-1)
-		held, err := s.transact(bg, in, stop, sent)
+		held, err := s.transact(bg, in, lead, rec, stop, sent)
 		tx <- answer{held, err}
 	}()
 	read := make(chan answer, 1)
@@ -383,10 +445,18 @@ func (s *Store) Wait() { s.behind.wait() }
 // decides reports whether a record found by the read answers the call:
 // it is live at now and past the margin, and it is not the record this
 // call's own transaction writes (that one answers created, which only
-// the transaction can say). The item keeps both times to the second, so
-// mine is compared at that precision.
+// the transaction can say), nor, when mine names an AltKey, a record of
+// other arguments (the call's operation may be held under that key,
+// which only the transaction checks). The item keeps both times to the
+// second, so mine is compared at that precision.
 func (s *Store) decides(found, mine idem.Record, now time.Time) bool {
 	if !found.Live(now) || found.ExpiresAt.Before(now.Add(s.opt.ReadAheadMargin)) {
+		return false
+	}
+	if mine.AltKey != "" && mine.AltKey != mine.Key && (found.Tenant != mine.Tenant || found.Fingerprint != mine.Fingerprint) {
+		// A record of other arguments: the call's own operation may be
+		// held under the other policy's key, which only the transaction
+		// checks.
 		return false
 	}
 	own := found.State == mine.State && found.Tenant == mine.Tenant && found.Owner == mine.Owner &&

@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -254,5 +255,35 @@ func TestResultDynamoDBCannotKeep(t *testing.T) {
 				t.Fatalf("written: the record %v, %d effects", out.Item, countItems(t, client, name, "EFFECT#"))
 			}
 		})
+	}
+}
+
+// The check of the other policy's key is the store's own item: a refused
+// write of the caller's is named by its index among the caller's writes,
+// with the check in the transaction (Guard's claims) or without it.
+func TestRefusedIndexCountsTheCallersWritesOnly(t *testing.T) {
+	client, name := table(t)
+	store := dynamostore.New(client, name, dynamostore.Options{})
+	refuse := []types.TransactWriteItem{effectItem("o-1"), {ConditionCheck: &types.ConditionCheck{
+		Key:                 map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "STOCK#none"}},
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	}}}
+	c := call("alice", "r1", `{}`)
+	k, err := idem.KeyOf(idem.PolicyArguments, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, alt := range []string{k.AltID, ""} {
+		rec := idem.Record{Key: k.ID, AltKey: alt, State: idem.StateCompleted, Tenant: c.Tenant, Owner: c.Owner,
+			Function: c.Function, Fingerprint: k.Fingerprint, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		held, err := store.Claim(context.Background(), rec, refuse, now)
+		var refused *idem.RefusedError
+		if held != nil || !errors.As(err, &refused) || refused.Index != 1 {
+			t.Fatalf("AltKey %q: held %v, err %v; want a RefusedError of write 1", alt, held, err)
+		}
+	}
+	if n := countItems(t, client, name, ""); n != 0 {
+		t.Fatalf("%d items written by refused claims", n)
 	}
 }

@@ -4,8 +4,9 @@
 // over, busy, conflict, mismatch, refused writes that claim nothing,
 // expired-but-present treated as absent, a record that cannot hold its
 // key refused as invalid with nothing written, a context that ends during
-// the caller's writes answered busy), sequentially and under concurrency.
-// A store's test calls Run with a Fixture.
+// the caller's writes answered busy, a repeat found under the other key
+// policy's key), sequentially and under concurrency. A store's test calls
+// Run with a Fixture.
 package idemtest
 
 import (
@@ -204,6 +205,144 @@ func run[W any](t *testing.T, open opener[W], start time.Time) {
 		}
 		replays(t, e.Do(ctx, call("alice", "r1", order)), first, "the original arguments no longer replay the first result")
 		effects(t, e, 1)
+	})
+
+	for _, from := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
+		t.Run(fmt.Sprintf("a switch of the policy from %s to %s: the repeat replays the operation, one effect", from, from.Other()), func(t *testing.T) {
+			e := env(t, from)
+			first := e.Do(ctx, call("alice", "r-switch", order))
+			want(t, first, idem.Created)
+			e.Guard.Policy = from.Other()
+			for range 2 {
+				again := e.Do(ctx, call("alice", "r-switch", `{ "qty":2, "sku":"A-1" }`))
+				replays(t, again, first, "after the switch the repeat got another result")
+				if again.Key != first.Key {
+					t.Fatalf("replayed from key %s, want the operation's %s", again.Key, first.Key)
+				}
+			}
+			want(t, e.Do(ctx, call("carol", "r-switch", order)), idem.Conflict) // the owner is still checked
+			// The operation found answers before the caller's writes are
+			// looked at: writes that would be refused do not hide it.
+			refused := e.Guard.Do(ctx, call("alice", "r-switch", order), func(idem.OpKey) ([]byte, W, error) {
+				return []byte(`{"order_id":"never"}`), e.F.Refuse(), nil
+			})
+			replays(t, refused, first, "with writes that would be refused, the repeat got another result")
+			e.Guard.Policy = from // and back
+			replays(t, e.Do(ctx, call("alice", "r-switch", order)), first, "after switching back the repeat got another result")
+			effects(t, e, 1)
+		})
+	}
+
+	t.Run("after a switch from request to arguments, the same request with other arguments is a new operation", func(t *testing.T) {
+		e := env(t, idem.PolicyRequest)
+		first := e.Do(ctx, call("alice", "r-switch", order))
+		want(t, first, idem.Created)
+		e.Guard.Policy = idem.PolicyArguments
+		other := e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`))
+		want(t, other, idem.Created) // not blocked, not replayed
+		if string(other.Result) == string(first.Result) {
+			t.Fatalf("other arguments got the first operation's result %s", other.Result)
+		}
+		replays(t, e.Do(ctx, call("alice", "r-switch", order)), first, "the first arguments no longer replay the first result")
+		replays(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`)), other, "the new operation does not replay")
+		effects(t, e, 2)
+	})
+
+	t.Run("after a switch from arguments to request, an operation claimed before it still replays when its request was made since with other arguments", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		first := e.Do(ctx, call("alice", "r-switch", order))
+		want(t, first, idem.Created)
+		e.Guard.Policy = idem.PolicyRequest
+		// Other arguments: no operation of theirs is live under either key.
+		other := e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`))
+		want(t, other, idem.Created)
+		// The first call's own operation answers it, not the record of
+		// other arguments now under its request key.
+		replays(t, e.Do(ctx, call("alice", "r-switch", order)), first, "the first arguments no longer replay the first result")
+		replays(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`)), other, "the second operation does not replay")
+		want(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":4}`)), idem.Mismatch)
+		effects(t, e, 2)
+	})
+
+	// altClaim claims, under PolicyArguments, the record of c whose AltKey
+	// is c's key under PolicyRequest, after a record put under that key
+	// (old, its fields as the test sets them) with an effect of its own.
+	// It returns what the second claim answered.
+	altClaim := func(t *testing.T, e *harness[W], c idem.Call, old func(*idem.Record), advance time.Duration) (idem.Record, *idem.Record) {
+		t.Helper()
+		k, err := idem.KeyOf(idem.PolicyArguments, c)
+		must(t, err)
+		kr, err := idem.KeyOf(idem.PolicyRequest, c)
+		must(t, err)
+		if k.AltID != kr.ID || kr.AltID != k.ID {
+			t.Fatalf("AltID: %s and %s, want each other's key (%s, %s)", k.AltID, kr.AltID, kr.ID, k.ID)
+		}
+		now := e.Now()
+		prev := idem.Record{Key: kr.ID, State: idem.StateCompleted, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
+			Fingerprint: kr.Fingerprint, Result: []byte(`{"order_id":"old"}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		old(&prev)
+		held, err := e.F.Store.Claim(ctx, prev, e.F.Write("old"), now)
+		if err != nil || held != nil {
+			t.Fatalf("claim of the record under the other key: held %v, err %v", held, err)
+		}
+		e.Advance(advance)
+		now = e.Now()
+		rec := idem.Record{Key: k.ID, AltKey: k.AltID, State: idem.StateCompleted, Tenant: c.Tenant, Owner: c.Owner,
+			Function: c.Function, Fingerprint: k.Fingerprint, Result: []byte(`{"order_id":"new"}`),
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		held, err = e.F.Store.Claim(ctx, rec, e.F.Write("new"), now)
+		must(t, err)
+		return rec, held
+	}
+
+	t.Run("a live record under the other key with the call's tenant and fingerprint holds it: nothing written, that record returned", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		c := call("alice", "r-alt", order)
+		rec, held := altClaim(t, e, c, func(*idem.Record) {}, time.Hour) // its last second: still live
+		if held == nil || held.Key != rec.AltKey || string(held.Result) != `{"order_id":"old"}` {
+			t.Fatalf("held %+v, want the record under the other key %s", held, rec.AltKey)
+		}
+		if s := idem.Verdict(held, idem.PolicyArguments, rec.Tenant, rec.Owner, rec.Fingerprint); s != idem.Replayed {
+			t.Fatalf("the record held is judged %v, want replayed", s)
+		}
+		effects(t, e, 1)
+		// Nothing was claimed under the call's own key: without AltKey it is free.
+		rec.AltKey = ""
+		held, err := e.F.Store.Claim(ctx, rec, e.F.Write("new"), e.Now())
+		if err != nil || held != nil {
+			t.Fatalf("the call's own key was claimed: held %+v, err %v", held, err)
+		}
+		effects(t, e, 2)
+	})
+
+	t.Run("a record under the other key with other arguments does not hold the call", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		c := call("alice", "r-alt", order)
+		other, err := idem.KeyOf(idem.PolicyRequest, call("alice", "r-alt", `{"sku":"A-1","qty":3}`))
+		must(t, err)
+		_, held := altClaim(t, e, c, func(r *idem.Record) { r.Fingerprint = other.Fingerprint }, 0)
+		if held != nil {
+			t.Fatalf("held by %+v, a record of other arguments", held)
+		}
+		effects(t, e, 2)
+	})
+
+	t.Run("a record under the other key of another tenant does not hold the call", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		_, held := altClaim(t, e, call("alice", "r-alt", order), func(r *idem.Record) { r.Tenant, r.Owner = "tenant-b", "bob" }, 0)
+		if held != nil {
+			t.Fatalf("held by %+v, a record of another tenant", held)
+		}
+		effects(t, e, 2)
+	})
+
+	t.Run("an expired record under the other key does not hold the call", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		_, held := altClaim(t, e, call("alice", "r-alt", order), func(*idem.Record) {}, time.Hour+time.Second)
+		if held != nil {
+			t.Fatalf("held by %+v, an expired record", held)
+		}
+		effects(t, e, 2)
 	})
 
 	t.Run("tenants are key spaces: the same request in two tenants is two operations", func(t *testing.T) {
@@ -507,6 +646,23 @@ func run[W any](t *testing.T, open opener[W], start time.Time) {
 		race(t, e, 2, func(int) idem.Call { return call("alice", "r1", order) },
 			map[idem.Status]int{idem.Created: 1, idem.Replayed: 1}, "1 created, 1 replayed")
 		effects(t, e, 2)
+	})
+
+	t.Run("concurrent: the same call under both policies at once (old and new instances side by side) makes one effect", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		other := *e.Guard
+		other.Policy = idem.PolicyRequest
+		guards := []*idem.Guard[W]{e.Guard, &other}
+		outs := concurrent(8, func(i int) idem.Outcome {
+			return guards[i%2].Do(ctx, call("alice", "r-both", order), func(idem.OpKey) ([]byte, W, error) {
+				id := fmt.Sprintf("effect-%d", e.effects.Add(1))
+				return []byte(`{"order_id":"` + id + `"}`), e.F.Write(id), nil
+			})
+		})
+		if counts, _ := tally(t, outs); !maps.Equal(counts, map[idem.Status]int{idem.Created: 1, idem.Replayed: 7}) {
+			t.Fatalf("outcomes %v, want 1 created and 7 replayed", counts)
+		}
+		effects(t, e, 1)
 	})
 
 	t.Run("concurrent: 12 distinct calls are 12 operations, none lost", func(t *testing.T) {

@@ -31,9 +31,10 @@ type Store struct {
 // New returns an empty store, as &Store{} is.
 func New() *Store { return &Store{} }
 
-// Claim implements idem.Store. A context that has ended, before the claim
-// or while writes run (writes then return an error), answers busy, with
-// nothing written.
+// Claim implements idem.Store, rec.AltKey included (a live record under
+// it with rec's tenant and fingerprint holds the call). A context that
+// has ended, before the claim or while writes run (writes then return an
+// error), answers busy, with nothing written.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now time.Time) (*idem.Record, error) {
 	if err := rec.Check(now); err != nil {
 		return nil, err
@@ -43,9 +44,17 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if held, ok := s.recs[rec.Key]; ok && held.Live(now) {
-		held.Result = clone(held.Result)
-		return &held, nil
+	own, held := s.recs[rec.Key]
+	held = held && own.Live(now)
+	if alt, ok := s.recs[rec.AltKey]; ok && rec.AltKey != rec.Key && alt.Live(now) &&
+		alt.Tenant == rec.Tenant && alt.Fingerprint == rec.Fingerprint &&
+		(!held || own.Tenant != rec.Tenant || own.Fingerprint != rec.Fingerprint) {
+		alt.Result = clone(alt.Result)
+		return &alt, nil
+	}
+	if held {
+		own.Result = clone(own.Result)
+		return &own, nil
 	}
 	if writes != nil {
 		if err := writes(); err != nil {
@@ -56,6 +65,7 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 		}
 	}
 	rec.Result = clone(rec.Result)
+	rec.AltKey = "" // an input, not stored
 	if s.recs == nil {
 		s.recs = map[string]idem.Record{}
 	}

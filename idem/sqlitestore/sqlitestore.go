@@ -202,6 +202,9 @@ func (s *Store) Close() error {
 // Claim implements idem.Store: one BEGIN IMMEDIATE transaction claims the
 // key (absent, or present but expired: replaced, the caller's earlier
 // rows stay), writes the record under a new generation and runs writes.
+// When rec.AltKey is set, the same transaction first reads the record
+// under it, which holds the call while it lives with rec's tenant and
+// fingerprint: then nothing is written and that record is returned.
 func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now time.Time) (held *idem.Record, err error) {
 	if err := rec.Check(now); err != nil {
 		return nil, err
@@ -218,10 +221,24 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 		}
 	}()
 	gen, old, found, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, rec.Key))
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, MapError(err)
-	case found && old.Live(now):
+	}
+	live := found && old.Live(now)
+	if rec.AltKey != "" && rec.AltKey != rec.Key && (!live || old.Tenant != rec.Tenant || old.Fingerprint != rec.Fingerprint) {
+		// The record of the call under the other policy, read under the
+		// same write lock: it holds the call while it lives with the
+		// call's tenant and arguments, ahead of a record of other
+		// arguments under rec.Key.
+		_, alt, altFound, err := scanClaim(tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, rec.AltKey))
+		switch {
+		case err != nil:
+			return nil, MapError(err)
+		case altFound && alt.Live(now) && alt.Tenant == rec.Tenant && alt.Fingerprint == rec.Fingerprint:
+			return &alt, nil
+		}
+	}
+	if live {
 		return &old, nil
 	}
 	if err := s.write(ctx, tx, rec, gen, found); err != nil {

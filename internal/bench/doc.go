@@ -4,7 +4,7 @@
 //   - BenchmarkDynamoDB and BenchmarkSQLite: the full callback path
 //     (httpapi.Handler with nonce.Off → core.Service → store) against the
 //     bare store operation it is built on, in the same run: on DynamoDB
-//     Local one TransactWriteItems of the same two items from the same
+//     Local one TransactWriteItems of the same three items from the same
 //     client; on SQLite BEGIN IMMEDIATE, the same three inserts, COMMIT on
 //     the same database handle. Each reports the mean time of both sides
 //     (raw-µs, full-µs), their ratio (full/raw) and, on DynamoDB, the

@@ -40,7 +40,7 @@ const (
 // proxy, client, store and handler (warm user cache) on one table. Cases:
 // a new operation one at a time and from 16 concurrent clients, a repeat,
 // and the floors under the same hop (one bare GetItem of the operation, one
-// bare conditional PutItem, one bare TransactWriteItems of the two items the
+// bare conditional PutItem, one bare TransactWriteItems of the three items the
 // store writes, built by the store itself) and the Powertools pattern's
 // three plain writes. The one-at-a-time cases of both hops take turns, one
 // operation each, and under the model each case draws from its own stream
@@ -199,7 +199,7 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 					ConditionExpression: aws.String("attribute_not_exists(pk)")})
 				return errOutcome(err)
 			}},
-			{results.InRegionTransact, "bare TransactWriteItems of the same two items", "ok", prepare, func() string {
+			{results.InRegionTransact, "bare TransactWriteItems of the same three items", "ok", prepare, func() string {
 				_, err := client.TransactWriteItems(ctx, next.tx)
 				return errOutcome(err)
 			}},
@@ -275,12 +275,17 @@ func capacityChecks(t *testing.T, h *hopSetup) []results.InRegionCapacityCheck {
 		}
 		return o.ConsumedCapacity, nil
 	}
-	check("TransactWriteItems of the store's two items (a new operation)", func() ([]types.ConsumedCapacity, error) {
+	check("TransactWriteItems of the store's three items (a new operation: the claim, the check of the other key policy's key, the ticket)", func() ([]types.ConsumedCapacity, error) {
 		return transact(*h.fresh().tx)
+	}, false)
+	check("TransactWriteItems of the claim and the ticket, without the check of the other policy's key (not what the store sends)", func() ([]types.ConsumedCapacity, error) {
+		tx := *h.fresh().tx
+		tx.TransactItems = []types.TransactWriteItem{tx.TransactItems[0], tx.TransactItems[2]}
+		return transact(tx)
 	}, false)
 	check("TransactWriteItems of the ticket item alone (not what the store sends)", func() ([]types.ConsumedCapacity, error) {
 		tx := *h.fresh().tx
-		tx.TransactItems = tx.TransactItems[1:]
+		tx.TransactItems = tx.TransactItems[2:]
 		return transact(tx)
 	}, false)
 	check("the store's TransactWriteItems on a held key, cancelled (a repeat's claim)", func() ([]types.ConsumedCapacity, error) {
@@ -317,7 +322,8 @@ func newBareItems(t *testing.T, table string) *bareItems {
 	return &bareItems{t: t, capture: c, store: dynamo.New(c, table, dynamo.Options{})}
 }
 
-// captured is one callback's transaction and its two items.
+// captured is one callback's transaction and the two items it writes
+// (its third checks the operation's key under the other key policy).
 type captured struct {
 	tx         *dynamodb.TransactWriteItemsInput
 	op, ticket map[string]types.AttributeValue
@@ -334,10 +340,11 @@ func (b *bareItems) next(requestID string) captured {
 		b.t.Fatalf("capturing the store's transaction: %v, %v", existing, err)
 	}
 	tx := b.capture.take()
-	if tx == nil || len(tx.TransactItems) != 2 || tx.TransactItems[0].Put == nil || tx.TransactItems[1].Put == nil {
-		b.t.Fatalf("the store's Create wrote %+v; want one TransactWriteItems of two Puts", tx)
+	if tx == nil || len(tx.TransactItems) != 3 || tx.TransactItems[0].Put == nil || tx.TransactItems[1].ConditionCheck == nil ||
+		tx.TransactItems[2].Put == nil {
+		b.t.Fatalf("the store's Create wrote %+v; want one TransactWriteItems of a Put, a ConditionCheck and a Put", tx)
 	}
-	return captured{tx: tx, op: tx.TransactItems[0].Put.Item, ticket: tx.TransactItems[1].Put.Item}
+	return captured{tx: tx, op: tx.TransactItems[0].Put.Item, ticket: tx.TransactItems[2].Put.Item}
 }
 
 // captureClient is a dynamo.Client that records a TransactWriteItems and

@@ -34,12 +34,13 @@ var canonicalArgs = func() string {
 func storeCall(requestID string) (idem.Record, core.Ticket, time.Time) {
 	now := time.Now()
 	key, fp := idem.Key(idem.PolicyArguments, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
+	alt, _ := idem.Key(idem.PolicyRequest, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
 	id := uuid.NewString()
 	result, err := json.Marshal(core.Result{Status: "created", TicketID: id})
 	if err != nil {
 		panic(err)
 	}
-	op := idem.Record{Key: key, State: idem.StateCompleted, Tenant: benchUser.TenantID, Owner: benchUser.UserID,
+	op := idem.Record{Key: key, AltKey: alt, State: idem.StateCompleted, Tenant: benchUser.TenantID, Owner: benchUser.UserID,
 		Function: core.CreateTicket, Fingerprint: fp, Result: result,
 		CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour).Truncate(time.Second)}
 	t := core.Ticket{ID: id, TenantID: benchUser.TenantID, UserID: benchUser.UserID, OperationKey: key,

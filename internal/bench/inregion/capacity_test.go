@@ -68,6 +68,10 @@ func TestComputed(t *testing.T) {
 		{"transaction, 1.5 KB + tiny", "TransactWriteItems", tx, `{}`, 200, false, false, Capacity{WCU: 2*2 + 2*1}},
 		{"cancelled transaction: existing 1.5 KB, absent", "TransactWriteItems", tx, cancelled, 400, true, false, Capacity{WCU: 2*2 + 2*1}},
 		{"cancelled transaction without old images", "TransactWriteItems", tx, `{"CancellationReasons":[{"Code":"ConditionalCheckFailed"},{"Code":"None"}]}`, 400, true, false, Capacity{WCU: 2 + 2}},
+		{"transaction with a ConditionCheck (the claim's check of the other policy's key)", "TransactWriteItems",
+			`{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"op"}}}},{"ConditionCheck":{"TableName":"t","Key":{"pk":{"S":"OP#alt"}},` +
+				`"ExpressionAttributeValues":{":now":{"N":"1733100000"},":fp":{"S":"` + strings.Repeat("f", 64) + `"}}}}]}`,
+			`{}`, 200, false, false, Capacity{WCU: 2 + 2}},
 		{"throttled transaction", "TransactWriteItems", tx, `{"__type":"x#ThrottlingException"}`, 400, false, false, Capacity{}},
 		{"consistent read, found", "GetItem", `{"ConsistentRead":true}`, `{"Item":{"pk":{"S":"` + big + big + big + `"}}}`, 200, false, false, Capacity{RCU: 2}},
 		{"consistent read, missing", "GetItem", `{"ConsistentRead":true}`, `{}`, 200, false, false, Capacity{RCU: 1}},

@@ -39,7 +39,7 @@ var (
 	// single-item request to one partition, as the put is.
 	PutItem = Quantiles{Name: "PutItem", Min: 5.47, P50: 7.55, P90: 11.3, P95: 13.2, P99: 16.2, Max: 29}
 	// TransactWrite5: TransactWriteItems of 5 puts. The model gives it to
-	// every transaction that commits (the product's have 2 items; 5 is the
+	// every transaction that commits (the product's have 3 items; 5 is the
 	// smallest the source measured) and to TransactGetItems.
 	TransactWrite5 = Quantiles{Name: "TransactWriteItems, 5 items", Min: 19.4, P50: 25.3, P90: 30.7, P95: 36.4, P99: 92.5, Max: 218}
 	// TransactWrite5Failed: TransactWriteItems of 5 puts, one of whose

@@ -206,7 +206,7 @@ const (
 	InRegionRepeat      = "repeat"       // a repeat of a completed operation, one at a time
 	InRegionGet         = "get"          // one bare strongly consistent GetItem of the operation
 	InRegionPut         = "put"          // one bare conditional PutItem of an operation item
-	InRegionTransact    = "transact"     // one bare TransactWriteItems of the same two items the store writes
+	InRegionTransact    = "transact"     // one bare TransactWriteItems of the same three items the store sends
 	InRegionThreeWrites = "three-writes" // the Powertools pattern: claim, effect, completion, three requests
 )
 

@@ -22,8 +22,11 @@ type claims struct{ s *Store }
 
 // Claim implements idem.Store through package idem's DynamoDB store: ONE
 // TransactWriteItems puts the record (completed, with its result) if the
-// key is free, and each ticket, with its delivery record, if its id is
-// new. Either all items are written or none. The answer is dynamostore's
+// key is free, checks that the key the call has under the other key
+// policy (rec.AltKey) holds no live operation of the call's tenant and
+// arguments (one that does answers the call, as a repeat), and puts each
+// ticket, with its delivery record, if its id is new. Either all items
+// are written or none. The answer is dynamostore's
 // as it is: a ticket id that exists refuses the claim (idem.Refused).
 //
 // A strongly consistent GetItem of the operation goes out beside the

@@ -7,12 +7,12 @@ package memtest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
+	idemmem "github.com/aivax-examples/idempotent-callback/idem/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
@@ -21,11 +21,12 @@ import (
 // Compile-time check: the domain's store.
 var _ core.Store = (*Store)(nil)
 
-// Store keeps records and tickets in maps under one mutex, which makes
-// each claim a transaction.
+// Store keeps records in package idem's memory store and tickets in a
+// map under one mutex, taken inside the claim's: each claim is a
+// transaction.
 type Store struct {
+	recs    idemmem.Store
 	mu      sync.Mutex
-	ops     map[string]idem.Record
 	tickets map[string]core.Ticket
 	calls   int // claims and Ticket calls, reads included
 	// deliveries are the tickets' delivery records (see delivery.go).
@@ -36,55 +37,46 @@ type Store struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{ops: map[string]idem.Record{}, tickets: map[string]core.Ticket{},
-		deliveries: map[string]*delivery.Record{}}
+	return &Store{tickets: map[string]core.Ticket{}, deliveries: map[string]*delivery.Record{}}
 }
 
 // Claims implements core.Store.
 func (s *Store) Claims() idem.Store[core.Writes] { return claims{s} }
 
 // claims is the Store's idem.Store: the one place its claims are made and
-// answered, as package idem's memory store answers them.
+// answered, by package idem's memory store (rec.AltKey included); the
+// tickets are its writes, and a ticket id that exists refuses the claim.
 type claims struct{ s *Store }
 
-// Claim implements idem.Store: a record that cannot hold its key is
-// invalid, an ended context busy, a live record is returned, a ticket id
-// that exists refuses the claim; all with nothing written.
+// Claim implements idem.Store.
 func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	s := c.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.calls++
-	if err := rec.Check(now); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", idem.ErrBusy, err)
-	}
-	if old, ok := s.ops[rec.Key]; ok && old.Live(now) {
-		old.Result = slices.Clone(old.Result)
-		return &old, nil
-	}
-	for i, t := range w.Tickets {
-		if _, ok := s.tickets[t.ID]; ok {
-			return nil, &idem.RefusedError{Index: i, Err: errDuplicateTicket}
+	s.mu.Unlock()
+	return s.recs.Claim(ctx, rec, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, t := range w.Tickets {
+			if _, ok := s.tickets[t.ID]; ok {
+				return errDuplicateTicket
+			}
 		}
-	}
-	rec.Result = slices.Clone(rec.Result)
-	s.ops[rec.Key] = rec
-	for _, t := range w.Tickets {
-		s.tickets[t.ID] = t
-		s.addDelivery(t, tracing.Traceparent(ctx))
-	}
-	return nil, nil
+		for _, t := range w.Tickets {
+			s.tickets[t.ID] = t
+			s.addDelivery(t, tracing.Traceparent(ctx))
+		}
+		return nil
+	}, now)
 }
 
-// Put stores a record as is: for tests that need a pending or expired
-// record.
+// Put stores a record as a claim at its CreatedAt: for tests that need a
+// pending or expired record. It panics on a record that cannot hold its
+// key then (idem.Record.Check) or a key a live record holds.
 func (s *Store) Put(rec idem.Record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ops[rec.Key] = rec
+	if held, err := s.recs.Claim(context.Background(), rec, nil, rec.CreatedAt); err != nil || held != nil {
+		panic(fmt.Sprintf("memtest: Put %s: %v (held %v)", rec.Key, err, held))
+	}
 }
 
 // Ticket implements core.Store.
@@ -112,7 +104,7 @@ func (s *Store) Calls() int {
 func (s *Store) Count() (ops, tickets int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.ops), len(s.tickets)
+	return s.recs.Len(), len(s.tickets)
 }
 
 type constError string

@@ -145,6 +145,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 		e, _ := open(t, policy)
 		return e
 	}
+	policySwitch(t, env)
 
 	t.Run("created then repeat returns the stored ticket", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
@@ -247,7 +248,6 @@ func run(t *testing.T, h Harness, start time.Time) {
 		Want(t, again, core.KindCreated)
 	})
 
-
 }
 
 // claimsFixture is idemtest's Fixture over the store's claims: an effect
@@ -279,6 +279,92 @@ func claimsFixture(h Harness) func(t *testing.T, now func() time.Time) idemtest.
 			},
 		}
 	}
+}
+
+// RunPolicySwitch runs the suite's cases of a key_policy change between a
+// call and its repeat alone, on a store that cannot run the whole suite
+// (one that keeps nothing across a restart and reads no context).
+func RunPolicySwitch(t *testing.T, h Harness) {
+	start := time.Now().UTC().Truncate(time.Second)
+	policySwitch(t, func(t *testing.T, policy idem.Policy) *Env {
+		e := &Env{T: t, Now: start}
+		s, _ := h.Open(t, e.Clock)
+		e.serve(s, policy)
+		return e
+	})
+}
+
+// policySwitch is the suite's cases of a key_policy change on a live
+// stack: a repeat finds its operation whichever policy claimed it, so
+// each ends with one ticket per operation.
+func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env) {
+	t.Helper()
+	for _, from := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
+		t.Run(fmt.Sprintf("key_policy switched from %s to %s between a call and its repeat: one ticket, the repeat deduplicated", from, from.Other()), func(t *testing.T) {
+			e := env(t, from)
+			first := e.Create("user-a", "r-switch", `{"title":"T","priority":"high"}`)
+			Want(t, first, core.KindCreated)
+			e.Svc.Policy = from.Other()
+			second := e.Create("user-a", "r-switch", `{ "priority" : "high", "title":"T"}`)
+			Want(t, second, core.KindDuplicate)
+			if second.TicketID() != first.TicketID() {
+				t.Fatalf("repeat ticket %q, want the first %q", second.TicketID(), first.TicketID())
+			}
+			if n := e.Tickets(); n != 1 {
+				t.Fatalf("tickets = %d, want 1", n)
+			}
+		})
+	}
+
+	t.Run("key_policy switched from request to arguments: the same request_id with other arguments creates its own ticket", func(t *testing.T) {
+		e := env(t, idem.PolicyRequest)
+		first := e.Create("user-a", "r-switch", title)
+		Want(t, first, core.KindCreated)
+		e.Svc.Policy = idem.PolicyArguments
+		other := e.Create("user-a", "r-switch", `{"title":"Another title"}`)
+		Want(t, other, core.KindCreated) // not blocked, not replayed
+		if other.TicketID() == first.TicketID() {
+			t.Fatalf("other arguments answered with the first ticket %q", first.TicketID())
+		}
+		again := e.Create("user-a", "r-switch", title)
+		Want(t, again, core.KindDuplicate)
+		if again.TicketID() != first.TicketID() {
+			t.Fatalf("the first arguments answered %q, want the first ticket %q", again.TicketID(), first.TicketID())
+		}
+		if n := e.Tickets(); n != 2 {
+			t.Fatalf("tickets = %d, want 2", n)
+		}
+	})
+
+	t.Run("old and new instances side by side, one per key_policy, racing on one call: one ticket", func(t *testing.T) {
+		e := env(t, idem.PolicyArguments)
+		other := *e.Svc
+		other.Policy = idem.PolicyRequest
+		svcs := []*core.Service{e.Svc, &other}
+		outs := make([]core.Outcome, 8)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range outs {
+			wg.Go(func() {
+				<-start
+				outs[i] = svcs[i%2].Answer(context.Background(), core.Call{Function: core.CreateTicket,
+					Content: json.RawMessage(title), ExternalUserID: "user-a", RequestID: "r-both"})
+			})
+		}
+		close(start)
+		wg.Wait()
+		counts, ids := map[core.Kind]int{}, map[string]bool{}
+		for _, o := range outs {
+			counts[o.Kind]++
+			ids[o.TicketID()] = true
+		}
+		if counts[core.KindCreated] != 1 || counts[core.KindDuplicate] != 7 || len(ids) != 1 {
+			t.Fatalf("outcomes %v with ticket ids %v, want 1 created and 7 deduplicated, one ticket id", counts, ids)
+		}
+		if n := e.Tickets(); n != 1 {
+			t.Fatalf("tickets = %d, want 1", n)
+		}
+	})
 }
 
 // Concurrent sends n create_ticket calls at once (user-a) and counts the

@@ -229,6 +229,86 @@ Resources:
 	}
 }
 
+// TestRolePolicyResources: an AWS::IAM::RolePolicy resource adds its
+// statements to the role it names by !Ref (short or long form), when its
+// condition creates it; one for another role adds nothing to this one; a
+// RoleName not tied to a role of the template, or an AWS::IAM::Policy
+// resource, is an error.
+func TestRolePolicyResources(t *testing.T) {
+	const src = `
+Parameters:
+  Kind: {Type: String, Default: none}
+Conditions:
+  On: !Not [!Equals [!Ref Kind, none]]
+Resources:
+  Role:
+    Type: AWS::IAM::Role
+    Properties:
+      Policies:
+        - PolicyName: p
+          PolicyDocument: {Statement: [{Sid: Inline, Effect: Allow, Action: s3:GetObject, Resource: "*"}]}
+  Other: {Type: AWS::IAM::Role, Properties: {Policies: []}}
+  Extra:
+    Type: AWS::IAM::RolePolicy
+    Properties:
+      RoleName: !Ref Role
+      PolicyName: extra
+      PolicyDocument: {Statement: [{Sid: Extra, Effect: Allow, Action: [xray:PutTraceSegments], Resource: "*"}]}
+  Gated:
+    Type: AWS::IAM::RolePolicy
+    Condition: On
+    Properties:
+      RoleName: {Ref: Role}
+      PolicyName: gated
+      PolicyDocument: {Statement: [{Sid: Gated, Effect: Allow, Action: sqs:SendMessage, Resource: "*"}]}
+  ForOther:
+    Type: AWS::IAM::RolePolicy
+    Properties:
+      RoleName: !Ref Other
+      PolicyName: other
+      PolicyDocument: {Statement: [{Sid: ForOther, Effect: Allow, Action: sns:Publish, Resource: "*"}]}
+`
+	parse := func(src string) *yaml.Node {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Content[0]
+	}
+	sids := func(stmts []Statement) string {
+		var out []string
+		for _, s := range stmts {
+			out = append(out, s.Sid)
+		}
+		return strings.Join(out, ",")
+	}
+	st := Stack{Partition: "aws", Region: "us-east-1", Account: "123456789012"}
+	for _, c := range []struct {
+		role, kind, want string
+	}{
+		{"Role", "none", "Inline,Extra"},
+		{"Role", "on", "Inline,Extra,Gated"},
+		{"Other", "none", "ForOther"},
+	} {
+		st.Parameters = map[string]string{"Kind": c.kind}
+		got, err := RoleStatements(parse(src), c.role, st)
+		if err != nil {
+			t.Fatalf("%s (Kind %s): %v", c.role, c.kind, err)
+		}
+		if sids(got) != c.want {
+			t.Errorf("%s (Kind %s): statements %s, want %s", c.role, c.kind, sids(got), c.want)
+		}
+	}
+	for name, bad := range map[string]string{
+		"a RoleName that is no role's !Ref": "  Stray: {Type: AWS::IAM::RolePolicy, Properties: {RoleName: some-role, PolicyName: x, PolicyDocument: {Statement: []}}}\n",
+		"an AWS::IAM::Policy resource":      "  Attached: {Type: AWS::IAM::Policy, Properties: {Roles: [!Ref Role], PolicyName: x, PolicyDocument: {Statement: []}}}\n",
+	} {
+		if _, err := RoleStatements(parse(src+bad), "Role", st); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
 func yamlOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := yaml.Marshal(v)

@@ -189,6 +189,7 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
 			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=OP#*",
 			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
+			"dynamodb:ConditionCheckItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=OP#*",
 		}},
 		{"DeliveryFunctionRole", append(dlSSM.Requests(), dlDDB.Requests()...), dlDDB.Errors(), []string{
 			"ssm:GetParameter on arn:aws:ssm:us-east-1:123456789012:parameter" + deliveryParam,

@@ -28,8 +28,10 @@ type Stack struct {
 // of parameters, pseudo parameters and resources, !GetAtt, !Sub, !If with
 // the template's Conditions, !Join, !Select, !Split, !Equals, !Not, !And,
 // !Or, in short or long form. A role this package cannot fully see
-// (managed policies, a permissions boundary, a separate policy resource
-// naming it) or one the parameters leave out of the stack is an error.
+// (managed policies, a permissions boundary, an AWS::IAM::Policy or
+// ManagedPolicy resource) or one the parameters leave out of the stack is
+// an error. AWS::IAM::RolePolicy resources that name the role by !Ref
+// (and that the parameters create) add their statements.
 func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error) {
 	r := &resolver{tmpl: tmpl, st: st, conds: map[string]bool{}}
 	resources := child(tmpl, "Resources")
@@ -49,12 +51,6 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 			return nil, fmt.Errorf("iam: %s is not created under these parameters (condition %s is false)", role, c)
 		}
 	}
-	for i := 0; resources != nil && i+1 < len(resources.Content); i += 2 {
-		switch scalar(child(resources.Content[i+1], "Type")) {
-		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy":
-			return nil, fmt.Errorf("iam: the template has a policy resource, %s, which this package does not attach to roles", resources.Content[i].Value)
-		}
-	}
 	props := child(res, "Properties")
 	for _, unseen := range []string{"ManagedPolicyArns", "PermissionsBoundary"} {
 		if child(props, unseen) != nil {
@@ -69,6 +65,24 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 	if !ok {
 		return nil, fmt.Errorf("iam: %s has no list of Policies", role)
 	}
+	for i := 0; resources != nil && i+1 < len(resources.Content); i += 2 {
+		name, pol := resources.Content[i].Value, resources.Content[i+1]
+		switch scalar(child(pol, "Type")) {
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy":
+			return nil, fmt.Errorf("iam: the template has a policy resource, %s, which this package does not attach to roles", name)
+		case "AWS::IAM::RolePolicy":
+			// An inline policy of its own resource: one more entry of
+			// the role's Policies when it names this role by !Ref and the
+			// parameters create it.
+			rp, err := r.rolePolicy(name, pol, role)
+			if err != nil {
+				return nil, err
+			}
+			if rp != nil {
+				list = append(list, rp)
+			}
+		}
+	}
 	var out []Statement
 	for _, p := range list {
 		doc, _ := p.(map[string]any)["PolicyDocument"].(map[string]any)
@@ -79,6 +93,46 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 		out = append(out, stmts...)
 	}
 	return out, nil
+}
+
+// rolePolicy returns the AWS::IAM::RolePolicy resource pol (logical id
+// name) as an entry of role's Policies, or nil when it is for another
+// role or its condition leaves it out of the stack. Its RoleName must be
+// a !Ref of a role of the template: a name this package cannot tie to a
+// role is an error.
+func (r *resolver) rolePolicy(name string, pol *yaml.Node, role string) (map[string]any, error) {
+	props := child(pol, "Properties")
+	target := child(props, "RoleName")
+	var ref string
+	switch {
+	case target != nil && target.Tag == "!Ref" && target.Kind == yaml.ScalarNode:
+		ref = target.Value
+	case child(target, "Ref") != nil:
+		ref = scalar(child(target, "Ref"))
+	}
+	if ref == "" || scalar(child(child(child(r.tmpl, "Resources"), ref), "Type")) != "AWS::IAM::Role" {
+		return nil, fmt.Errorf("iam: the policy resource %s does not name a role of the template by !Ref", name)
+	}
+	if ref != role {
+		return nil, nil
+	}
+	if c := scalar(child(pol, "Condition")); c != "" {
+		on, err := r.condition(c)
+		if err != nil {
+			return nil, err
+		}
+		if !on {
+			return nil, nil
+		}
+	}
+	doc, err := r.eval(child(props, "PolicyDocument"))
+	if err != nil {
+		return nil, fmt.Errorf("iam: %s: %w", name, err)
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, fmt.Errorf("iam: %s has no PolicyDocument", name)
+	}
+	return map[string]any{"PolicyName": scalar(child(props, "PolicyName")), "PolicyDocument": doc}, nil
 }
 
 // statements converts a resolved Statement element (one statement or a
