@@ -209,7 +209,7 @@ type Args map[string]string
 // Validate checks the arguments object against the function's fields, in
 // one pass of the standard library's JSON tokenizer. The error message is
 // written for the model: what is wrong and what to send. It never echoes a
-// value. Duplicate member names are left to opkey.Canonical, which refuses
+// value. Duplicate member names are left to idem.Canonical, which refuses
 // them for every function.
 func (f *Function) Validate(content []byte) (Args, error) {
 	notObject := fmt.Errorf("the arguments of %s must be a JSON object", f.Name)

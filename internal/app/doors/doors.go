@@ -24,7 +24,7 @@ import (
 )
 
 // CheckSettings checks the shared settings c and the hook key by the rules
-// of the packages that apply them (opkey for the key policy, nonce for the
+// of the packages that apply them (idem for the key policy, nonce for the
 // hook key and the cost range), sets the nonce costs' defaults in c, and
 // names a refused setting as names does: config.SettingEnvNames or
 // config.SettingFileNames. The composition roots call it right after

@@ -33,3 +33,13 @@ func TestPolicySwitch(t *testing.T) {
 		},
 	})
 }
+
+// The faults every store meets answer the same on the in-memory store as
+// on SQLite and DynamoDB (their conformance suites run the same table).
+func TestFaults(t *testing.T) {
+	storetest.RunFaults(t, storetest.Harness{
+		Open: func(*testing.T, func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
+			return adapter{memtest.New()}, nil
+		},
+	})
+}

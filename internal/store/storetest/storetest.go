@@ -126,6 +126,7 @@ const title = `{"title":"Cannot sign in"}`
 // the old ticket of a reclaimed key, and the answer to a refused write.
 func Run(t *testing.T, h Harness) {
 	t.Run("claims", func(t *testing.T) { idemtest.Run(t, claimsFixture(h)) })
+	t.Run("faults", func(t *testing.T) { RunFaults(t, h) })
 	for _, sh := range Shifts {
 		t.Run(sh.Name, func(t *testing.T) {
 			run(t, h, time.Now().UTC().Truncate(time.Second).Add(sh.By))
@@ -225,27 +226,6 @@ func run(t *testing.T, h Harness, start time.Time) {
 			t.Fatalf("tickets = %d, want 2 (the old one stays)", n)
 		}
 		Want(t, e.Get("user-a", first.TicketID()), core.KindFound)
-	})
-
-	t.Run("a refused write (the ticket id exists) is internal on every store and leaves nothing", func(t *testing.T) {
-		e := env(t, idem.PolicyArguments)
-		taken := e.Create("user-a", "r-taken", title)
-		Want(t, taken, core.KindCreated)
-		// The next ticket id collides with the existing ticket, so the
-		// ticket Put fails inside the transaction, after the claim.
-		newID := e.Svc.NewID
-		e.Svc.NewID = func() string { return taken.TicketID() }
-		failed := e.Create("user-a", "r-new", title)
-		// The refused write is a broken invariant, answered internal
-		// (500) on every store: core.Service, not the store, decides.
-		Want(t, failed, core.KindInternal)
-		e.Svc.NewID = newID
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d after a failed transaction, want 1", n)
-		}
-		// The claim was rolled back: the same call now creates.
-		again := e.Create("user-a", "r-new", title)
-		Want(t, again, core.KindCreated)
 	})
 
 }
