@@ -106,13 +106,16 @@ func TestTemplate(t *testing.T) {
 					byAction[x.Value] = st
 				}
 			}
-			if r := child(st, "Resource"); r == nil || r.Value == "*" {
+			// X-Ray's write actions take no resource-level permissions:
+			// their statement alone may name "*".
+			if r := child(st, "Resource"); r == nil || (r.Value == "*" && value(st, "Sid") != "WriteTraces") {
 				t.Errorf("statement %s: Resource missing or \"*\"", value(st, "Sid"))
 			}
 		}
 	}
 	sort.Strings(actions)
-	want := []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "kms:Decrypt", "ssm:GetParameter"}
+	want := []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "kms:Decrypt", "ssm:GetParameter",
+		"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 	if !slices.Equal(actions, want) {
 		t.Errorf("IAM actions = %v, want exactly %v", actions, want)
 	}
