@@ -399,23 +399,3 @@ func (s commitThenFail) claim(ctx context.Context, op idem.Record, w core.Writes
 	}
 	return nil, fmt.Errorf("%w: injected timeout after commit", core.ErrBusy)
 }
-
-// failBefore calls the real store with a deadline that has already
-// passed, as a callback whose time ran out before its transaction began:
-// the adapter must answer busy and write nothing.
-type failBefore struct{ core.Store }
-
-func (s failBefore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
-
-func (s failBefore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
-	ctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
-	defer cancel()
-	return s.Store.Claims().Claim(ctx, op, w, now)
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
