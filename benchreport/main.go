@@ -10,7 +10,7 @@
 //
 // It refuses a working tree with uncommitted changes (the report names the
 // revision it measured) unless -allow-dirty is given, and then the document
-// says so at the top. With -base REV it also builds REV's handler, opkey and
+// says so at the top. With -base REV it also builds REV's handler, key and
 // SQLite store benchmarks and runs them alternately with this revision's.
 // Needs the tools of `make tools` (DynamoDB Local, aws-lambda-rie) and Java.
 package main
@@ -53,7 +53,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("benchreport", flag.ContinueOnError)
 	fs.StringVar(&o.out, "out", "docs/benchmarks.md", "the report to write")
 	fs.IntVar(&o.count, "count", 5, "runs of each benchmark")
-	fs.StringVar(&o.base, "base", "", "git revision to compare the handler, opkey and SQLite store with (empty: none)")
+	fs.StringVar(&o.base, "base", "", "git revision to compare the handler, key derivation and SQLite store with (empty: none)")
 	fs.StringVar(&o.keep, "keep", "", "keep the raw results in this directory (default: a temporary one, removed)")
 	fs.StringVar(&o.from, "from", "", "render the report from this directory of recorded results; measure nothing")
 	fs.BoolVar(&o.allowDirty, "allow-dirty", false, "measure a tree with uncommitted changes (the report says so at the top)")
@@ -142,13 +142,14 @@ func measure(o options, root, dir string) error {
 	// One test binary per package and revision, each run in its package
 	// directory (as go test does) under test2json.
 	cur := map[string]string{}
-	for _, pkg := range []string{"internal/httpapi", "internal/opkey", "internal/nonce", "internal/bench"} {
+	keys := keyPackage(root)
+	for _, pkg := range []string{"internal/httpapi", keys, "internal/nonce", "internal/bench"} {
 		if cur[pkg], err = r.compile(root, pkg, "cur"); err != nil {
 			return err
 		}
 	}
 	base := map[string]string{}
-	baseRoot := ""
+	baseRoot, baseKeys := "", ""
 	if o.base != "" {
 		full, err := gitOut(root, "rev-parse", "--short=12", o.base+"^{commit}")
 		if err != nil {
@@ -158,7 +159,8 @@ func measure(o options, root, dir string) error {
 		if baseRoot, err = r.checkoutBase(full); err != nil {
 			return err
 		}
-		for _, pkg := range []string{"internal/httpapi", "internal/opkey", "internal/bench"} {
+		baseKeys = keyPackage(baseRoot)
+		for _, pkg := range []string{"internal/httpapi", baseKeys, "internal/bench"} {
 			if base[pkg], err = r.compile(baseRoot, pkg, "base"); err != nil {
 				return err
 			}
@@ -173,20 +175,20 @@ func measure(o options, root, dir string) error {
 	opkey := []string{"-test.run", "^$", "-test.bench", "^Benchmark(Canonical|Key)$", "-test.benchmem", "-test.count", "1"}
 	sqlite := []string{"-test.run", "^$", "-test.bench", "^BenchmarkSQLite$", "-test.count", "1"}
 	r.note("go test -json -run '^$' -bench '^BenchmarkHandlerOverhead$' -benchmem -count 1 ./internal/httpapi   # " + count + " times" + alternating)
-	r.note("go test -json -run '^$' -bench '^Benchmark(Canonical|Key)$' -benchmem -count 1 ./internal/opkey   # " + count + " times" + alternating)
+	r.note("go test -json -run '^$' -bench '^Benchmark(Canonical|Key)$' -benchmem -count 1 ./" + keys + "   # " + count + " times" + alternating)
 	for i := range o.count {
 		logf("handler overhead, round %d of %d", i+1, o.count)
 		if err := r.bin(root, "internal/httpapi", cur, report.FileOverhead, overhead); err != nil {
 			return err
 		}
-		if err := r.bin(root, "internal/opkey", cur, report.FileOpkey, opkey); err != nil {
+		if err := r.bin(root, keys, cur, report.FileOpkey, opkey); err != nil {
 			return err
 		}
 		if o.base != "" {
 			if err := r.bin(baseRoot, "internal/httpapi", base, report.FileOverheadBase, overhead); err != nil {
 				return err
 			}
-			if err := r.bin(baseRoot, "internal/opkey", base, report.FileOpkeyBase, opkey); err != nil {
+			if err := r.bin(baseRoot, baseKeys, base, report.FileOpkeyBase, opkey); err != nil {
 				return err
 			}
 		}
@@ -514,4 +516,14 @@ func lastLines(s string, n int) string {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[bench] "+format+"\n", args...)
+}
+
+// keyPackage is the package of the key benchmarks (BenchmarkCanonical,
+// BenchmarkKey) in the tree at root: idem, or internal/opkey in a
+// revision that still has that package.
+func keyPackage(root string) string {
+	if fi, err := os.Stat(filepath.Join(root, "internal", "opkey")); err == nil && fi.IsDir() {
+		return "internal/opkey"
+	}
+	return "idem"
 }

@@ -28,7 +28,7 @@ const (
 	FileMeta           = "meta.json"
 	FileOverhead       = "overhead.json"      // BenchmarkHandlerOverhead, internal/httpapi
 	FileOverheadBase   = "overhead.base.json" // the same at the base revision
-	FileOpkey          = "opkey.json"         // BenchmarkCanonical, BenchmarkKey, internal/opkey
+	FileOpkey          = "opkey.json"         // BenchmarkCanonical, BenchmarkKey, idem
 	FileOpkeyBase      = "opkey.base.json"
 	FileStages         = "stages.json"   // BenchmarkStages, internal/httpapi
 	FileBCrypt         = "bcrypt.json"   // BenchmarkVerify, internal/nonce

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/app/operator"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
@@ -21,7 +22,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -68,7 +68,7 @@ func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 	t.Cleanup(func() { _ = closer.Close() })
 	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Outbox), where: where}
 	o.svc = &core.Service{Store: st, Users: memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
-		Policy: opkey.PolicyArguments, Retention: time.Hour, Deliver: true,
+		Policy: idem.PolicyArguments, Retention: time.Hour, Deliver: true,
 		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) }}
 	return o
 }

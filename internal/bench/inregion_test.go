@@ -18,6 +18,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/inregion"
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
@@ -335,7 +336,7 @@ func (c captured) opKey() map[string]types.AttributeValue {
 // next is what the store writes for a create_ticket callback with requestID.
 func (b *bareItems) next(requestID string) captured {
 	op, t, now := storeCall(requestID)
-	if existing, err := b.store.Create(context.Background(), op, t, now); err != nil || existing != nil {
+	if existing, err := b.store.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{t}}, now); err != nil || existing != nil {
 		b.t.Fatalf("capturing the store's transaction: %v, %v", existing, err)
 	}
 	tx := b.capture.take()

@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
@@ -39,7 +39,7 @@ func callBody(requestID string) string {
 // and the log line going to io.Discard.
 func newHandler(store core.Store, users core.Users) *httpapi.Handler {
 	return &httpapi.Handler{
-		Service: &core.Service{Store: store, Users: users, Policy: opkey.PolicyArguments,
+		Service: &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments,
 			Retention: 24 * time.Hour, NewID: uuid.NewString},
 		Auth:   nonce.Off{},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -22,7 +22,7 @@ import (
 
 // canonicalArgs is what the service stores as a ticket's arguments.
 var canonicalArgs = func() string {
-	c, err := opkey.Canonical([]byte(callbacktest.Arguments))
+	c, err := idem.Canonical([]byte(callbacktest.Arguments))
 	if err != nil {
 		panic(err)
 	}
@@ -31,16 +31,16 @@ var canonicalArgs = func() string {
 
 // storeCall is what one create_ticket callback hands the store: the
 // operation (real key, fingerprint and stored core.Result) and its ticket.
-func storeCall(requestID string) (core.Operation, core.Ticket, time.Time) {
+func storeCall(requestID string) (idem.Record, core.Ticket, time.Time) {
 	now := time.Now()
-	key, fp := opkey.Key(opkey.PolicyArguments, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
-	alt, _ := opkey.Key(opkey.PolicyRequest, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
+	key, fp := idem.Key(idem.PolicyArguments, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
+	alt, _ := idem.Key(idem.PolicyRequest, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
 	id := uuid.NewString()
 	result, err := json.Marshal(core.Result{Status: "created", TicketID: id})
 	if err != nil {
 		panic(err)
 	}
-	op := core.Operation{Key: key, AltKey: alt, State: core.StateCompleted, TenantID: benchUser.TenantID, UserID: benchUser.UserID,
+	op := idem.Record{Key: key, AltKey: alt, State: idem.StateCompleted, Tenant: benchUser.TenantID, Owner: benchUser.UserID,
 		Function: core.CreateTicket, Fingerprint: fp, Result: result,
 		CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour).Truncate(time.Second)}
 	t := core.Ticket{ID: id, TenantID: benchUser.TenantID, UserID: benchUser.UserID, OperationKey: key,
@@ -55,18 +55,18 @@ func storeOnly(b *testing.B, store core.Store, ids func() string) (newOp, repeat
 	ctx := context.Background()
 	newOp = func() {
 		op, t, now := storeCall(ids())
-		if existing, err := store.Create(ctx, op, t, now); err != nil || existing != nil {
+		if existing, err := store.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{t}}, now); err != nil || existing != nil {
 			b.Fatalf("store.Create of a new key: %v, %v", existing, err)
 		}
 	}
 	held := ids()
 	op, t, now := storeCall(held)
-	if _, err := store.Create(ctx, op, t, now); err != nil {
+	if _, err := store.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{t}}, now); err != nil {
 		b.Fatal(err)
 	}
 	repeat = func() {
 		op, t, now := storeCall(held) // as a repeated callback: a fresh ticket id
-		if existing, err := store.Create(ctx, op, t, now); err != nil || existing == nil {
+		if existing, err := store.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{t}}, now); err != nil || existing == nil {
 			b.Fatalf("store.Create of a held key: %v, %v; want the stored operation", existing, err)
 		}
 	}

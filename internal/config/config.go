@@ -23,7 +23,7 @@ import (
 // package that applies a setting owns its default, and this one only
 // reads and bounds what is written.
 type Common struct {
-	Policy       string // as written; opkey.ParsePolicy reads it, "" its default
+	Policy       string // as written; idem.ParsePolicy reads it, "" its default
 	Retention    time.Duration
 	MaxBodyBytes int64 // 0: httpapi.DefaultMaxBody
 	MinCost      int   // 0: nonce.DefaultMinCost; nonce.Settings checks the bounds
@@ -217,7 +217,7 @@ func readCommon(src source) (Common, error) {
 
 // SettingNames name the shared settings and the hook key in errors, as one
 // configuration calls them: SettingEnvNames or SettingFileNames. The packages that check
-// these settings (nonce, opkey) are given their values and these names.
+// these settings (nonce, idem) are given their values and these names.
 type SettingNames struct {
 	Policy, MinCost, MaxCost, HookKey string
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
@@ -12,7 +13,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
@@ -48,7 +48,7 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 	}
 	want := config.Lambda{
 		Common: config.Common{
-			Policy: string(opkey.PolicyArguments), Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
+			Policy: string(idem.PolicyArguments), Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
 			MinCost: 4, MaxCost: 10,
 		},
 		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, CallTimeout: 2 * time.Second,

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // Field is one argument of a function. The JSON Schema in the catalogue and
@@ -46,6 +48,9 @@ type Function struct {
 	// exactly one of them.
 	Write *Write
 	Read  func(ctx context.Context, s *Service, r Request) Outcome
+	// Busy is the message for the model when a store the call needs was
+	// busy: what is known of the call and what to do next.
+	Busy string
 	// schema and output are generated from the definition when the tool
 	// is registered.
 	schema, output json.RawMessage
@@ -64,22 +69,26 @@ type Answer struct {
 type Request struct {
 	User      User
 	Args      Args
-	Canonical string    // the arguments' canonical JSON text (RFC 8785)
-	Now       time.Time // set for a write
+	Canonical string // the arguments' canonical JSON text (RFC 8785)
+	// Set for a write: the claim's time, the source of fresh ids for the
+	// items the plan names, and whether new tickets go to a helpdesk.
+	Now     time.Time
+	NewID   func() string
+	Deliver bool
 }
 
 // Write is what a tool that writes does once the call's operation key is
 // derived. Such a tool needs metadata.request_id, and its repeats replay
-// the stored result.
+// the stored result. idem.Guard judges the claim: the tool only plans.
 type Write struct {
-	// Commit sets op.Result to the first call's answer as stored, and
-	// writes op with the tool's own items in one store transaction, or
-	// nothing. It returns that answer, or the live operation that already
-	// holds op.Key (and the answer is then ignored).
-	Commit func(ctx context.Context, s *Service, r Request, op Operation) (Outcome, *Operation, error)
-	// Replay is the answer of a repeat from a stored result; false when
-	// the stored result cannot be read.
-	Replay func(stored []byte) (Outcome, bool)
+	// Plan returns the first call's answer as stored, and the items to
+	// commit with the claim on k. It must be pure: it writes nothing and
+	// sends nothing (idem.Plan); a repeat of a completed call never runs
+	// its writes.
+	Plan func(r Request, k idem.OpKey) (stored []byte, w Writes, err error)
+	// Answer is the answer a stored result gives: the first call's
+	// (repeat false) or a repeat's; false when it cannot be read.
+	Answer func(stored []byte, repeat bool) (Outcome, bool)
 	// InProgress and Mismatch are the messages for the model when the
 	// key's operation is still pending, or was made with other arguments.
 	InProgress, Mismatch string
@@ -133,8 +142,12 @@ func (t *Tools) add(f Function) error {
 		return errors.New("a tool needs a name")
 	case (f.Write == nil) == (f.Read == nil):
 		return fmt.Errorf("%s: set exactly one of Write and Read", f.Name)
-	case f.Write != nil && (f.Write.Commit == nil || f.Write.Replay == nil):
-		return fmt.Errorf("%s: a Write needs Commit and Replay", f.Name)
+	case f.Write != nil && (f.Write.Plan == nil || f.Write.Answer == nil):
+		return fmt.Errorf("%s: a Write needs Plan and Answer", f.Name)
+	case f.Write != nil && (f.Write.InProgress == "" || f.Write.Mismatch == ""):
+		return fmt.Errorf("%s: a Write needs its InProgress and Mismatch messages", f.Name)
+	case f.Busy == "":
+		return fmt.Errorf("%s: a tool needs its Busy message", f.Name)
 	}
 	i, found := slices.BinarySearchFunc(t.fns, f.Name, func(g Function, name string) int { return strings.Compare(g.Name, name) })
 	if found {
@@ -196,7 +209,7 @@ type Args map[string]string
 // Validate checks the arguments object against the function's fields, in
 // one pass of the standard library's JSON tokenizer. The error message is
 // written for the model: what is wrong and what to send. It never echoes a
-// value. Duplicate member names are left to opkey.Canonical, which refuses
+// value. Duplicate member names are left to idem.Canonical, which refuses
 // them for every function.
 func (f *Function) Validate(content []byte) (Args, error) {
 	notObject := fmt.Errorf("the arguments of %s must be a JSON object", f.Name)

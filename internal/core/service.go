@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // MaxRequestIDLen is the longest metadata.request_id accepted, in characters.
@@ -60,7 +59,7 @@ type Call struct {
 type Service struct {
 	Store     Store
 	Users     Users
-	Policy    opkey.Policy
+	Policy    idem.Policy
 	Retention time.Duration
 	Now       func() time.Time // defaults to time.Now
 	NewID     func() string    // ticket ids
@@ -94,11 +93,16 @@ func (s *Service) Lookup(name string) (*Function, bool) { return s.tools().Looku
 // the user is known and the operation key once derived, for the log.
 func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	var tenant, key string
-	defer func() { out.Function, out.TenantID, out.Key = c.Function, tenant, key }()
-
-	// Step 4.
 	tools := s.tools()
 	fn, ok := tools.Lookup(c.Function)
+	defer func() {
+		out.Function, out.TenantID, out.Key = c.Function, tenant, key
+		if out.Kind == KindBusy && out.Message == "" && fn != nil {
+			out.Message = fn.Busy // each tool says what its busy means
+		}
+	}()
+
+	// Step 4.
 	if !ok {
 		return Reject(CodeUnknownFunction, fmt.Sprintf(
 			"There is no function named %q here; call %s instead.", clip(c.Function), tools.names()))
@@ -117,7 +121,7 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	case errors.Is(err, ErrNotFound):
 		return Outcome{Kind: KindForbidden}
 	case errors.Is(err, ErrBusy):
-		return busy(err)
+		return Outcome{Kind: KindBusy, Err: err}
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
 	}
@@ -136,7 +140,7 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	args, err := fn.Validate(c.Content)
 	var canonical string
 	if err == nil {
-		canonical, err = opkey.Canonical(c.Content)
+		canonical, err = idem.Canonical(c.Content)
 	}
 	if err != nil {
 		return Reject(CodeInvalidArguments, invalidArgumentsMessage(fn, err))
@@ -146,12 +150,9 @@ func (s *Service) Answer(ctx context.Context, c Call) (out Outcome) {
 	if !fn.Writes() {
 		return fn.Read(ctx, s, r)
 	}
-	var fingerprint string
-	key, fingerprint = opkey.Key(s.Policy, user.TenantID, c.RequestID, fn.Name, canonical)
-	// The call's key under the other policy: an operation claimed there
-	// before key_policy changed still answers its repeats.
-	alt, _ := opkey.Key(s.Policy.Other(), user.TenantID, c.RequestID, fn.Name, canonical)
-	return s.write(ctx, fn, r, key, alt, fingerprint)
+	out, key = s.write(ctx, fn, r, idem.Call{Tenant: user.TenantID, Owner: user.UserID,
+		RequestID: c.RequestID, Function: fn.Name, Arguments: c.Content})
+	return out
 }
 
 // user is the record of c's user: the door's, or read from Users.
@@ -165,7 +166,7 @@ func (s *Service) user(ctx context.Context, c Call) (User, error) {
 func invalidArgumentsMessage(fn *Function, err error) string {
 	// err may start with a function or field name, whose case the model
 	// must see unchanged, and may end with a field description's '.'.
-	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), opkey.ErrInvalid.Error()+": "), ".")
+	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), idem.ErrInvalid.Error()+": "), ".")
 	return fmt.Sprintf("Invalid arguments: %s. Correct the arguments, then call %s again with the same request.", msg, fn.Name)
 }
 
@@ -190,51 +191,57 @@ func checkRequestID(c Call) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// write claims key and writes the tool's items in one transaction (step
-// 8), or answers from the operation that already holds the key.
-func (s *Service) write(ctx context.Context, fn *Function, r Request, key, alt, fingerprint string) Outcome {
-	r.Now = s.now()
-	op := Operation{
-		Key: key, AltKey: alt, State: StateCompleted, TenantID: r.User.TenantID, UserID: r.User.UserID,
-		Function: fn.Name, Fingerprint: fingerprint,
-		CreatedAt: r.Now, ExpiresAt: r.Now.Add(s.Retention).Truncate(time.Second),
-	}
-	out, existing, err := fn.Write.Commit(ctx, s, r, op)
-	switch {
-	case errors.Is(err, ErrBusy):
-		return busy(err)
-	case err != nil:
-		return Outcome{Kind: KindInternal, Err: err}
-	case existing == nil:
-		return out
-	}
-	return s.repeat(fn.Write, r.User, fingerprint, existing)
+// Guard is the judge of the service's claims: idem.Guard over Store,
+// under the service's Policy and Retention, on its clock.
+func (s *Service) Guard() *idem.Guard[Writes] {
+	return &idem.Guard[Writes]{Store: s.Store.Claims(), Policy: s.Policy, Retention: s.Retention, Now: s.Now}
 }
 
-// repeat answers a call whose key a live operation already holds. The
-// checks are idem.Verdict's, in its order: the caller is authorized
-// before anything stored is disclosed.
-func (s *Service) repeat(w *Write, user User, fingerprint string, existing *Operation) Outcome {
-	rec := existing.Record()
-	switch idem.Verdict(&rec, s.Policy, user.TenantID, user.UserID, fingerprint) {
+// Check reports what makes the service unfit to answer writes: its
+// Guard's misconfiguration (idem.Guard.Check), or no NewID. Call it once
+// at start.
+func (s *Service) Check() error {
+	if s.NewID == nil {
+		return errors.New("core: Service.NewID is nil")
+	}
+	return s.Guard().Check()
+}
+
+// write runs the tool's plan under the call's claim (step 8): idem.Guard
+// derives the key, claims it with the plan's writes in one transaction,
+// or judges the record that holds it. It returns the answer and the key.
+func (s *Service) write(ctx context.Context, fn *Function, r Request, c idem.Call) (Outcome, string) {
+	g := s.Guard()
+	r.Now, r.NewID, r.Deliver = s.now(), s.NewID, s.Deliver
+	g.Now = func() time.Time { return r.Now } // the plan's items and the record share one time
+	o := g.Do(ctx, c, func(k idem.OpKey) ([]byte, Writes, error) { return fn.Write.Plan(r, k) })
+	switch o.Status {
+	case idem.Created, idem.Replayed:
+		out, ok := fn.Write.Answer(o.Result, o.Status == idem.Replayed)
+		if !ok {
+			return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", o.Key, o.Result)}, o.Key
+		}
+		return out, o.Key
 	case idem.Conflict:
 		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict,
-			Message: "This request_id already belongs to another user; the application must mint a new request_id."}
+			Message: "This request_id already belongs to another user; the application must mint a new request_id."}, o.Key
 	case idem.InProgress:
-		return Outcome{Kind: KindInProgress, Message: w.InProgress}
+		return Outcome{Kind: KindInProgress, Message: fn.Write.InProgress}, o.Key
 	case idem.Mismatch:
-		return Reject(CodeArgumentsMismatch, w.Mismatch)
+		return Reject(CodeArgumentsMismatch, fn.Write.Mismatch), o.Key
+	case idem.Busy:
+		return Outcome{Kind: KindBusy, Err: o.Err}, o.Key
+	case idem.Refused:
+		// An item the plan named new exists already, or (SQLite) a
+		// statement of the writes failed. Ids are random UUIDs, so a
+		// taken id means the generator is broken: a defect, not an
+		// unknown outcome. The transaction wrote nothing, but a repeat
+		// cannot be promised to succeed, which busy would promise, so it
+		// is internal, its cause in Err for the log.
+		return Outcome{Kind: KindInternal, Err: o.Err}, o.Key
+	default: // Invalid, Failed: a record or a configuration the checks above should have stopped
+		return Outcome{Kind: KindInternal, Err: o.Err}, o.Key
 	}
-	out, ok := w.Replay(existing.Result)
-	if !ok {
-		return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", existing.Key, existing.Result)}
-	}
-	return out
-}
-
-func busy(err error) Outcome {
-	return Outcome{Kind: KindBusy, Err: err,
-		Message: "The ticket store is busy and the outcome is unknown. Call the function again with exactly the same arguments and request; it will not create a second ticket."}
 }
 
 func (s *Service) now() time.Time {

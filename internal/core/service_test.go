@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
@@ -28,7 +28,7 @@ type fixture struct {
 	store *memtest.Store
 }
 
-func newFixture(policy opkey.Policy) *fixture {
+func newFixture(policy idem.Policy) *fixture {
 	st := memtest.New()
 	var n atomic.Int64
 	return &fixture{store: st, svc: &core.Service{
@@ -43,7 +43,7 @@ func newFixture(policy opkey.Policy) *fixture {
 // every ticket's ID.
 func newService(users core.Users) (*core.Service, *memtest.Store) {
 	st := memtest.New()
-	return &core.Service{Store: st, Users: users, Policy: opkey.PolicyArguments,
+	return &core.Service{Store: st, Users: users, Policy: idem.PolicyArguments,
 		Retention: time.Hour, NewID: func() string { return "ticket-1" }}, st
 }
 
@@ -177,7 +177,7 @@ func TestHandleRejections(t *testing.T) {
 		{"get_ticket other tenant", body(core.GetTicket, `{"ticket_id":"ticket-1"}`, ctx("user-c", "")), core.KindRejected, core.CodeTicketNotFound},
 	}
 	for _, r := range rows {
-		for _, policy := range []opkey.Policy{opkey.PolicyArguments, opkey.PolicyRequest} {
+		for _, policy := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 			t.Run(string(policy)+"/"+r.name, func(t *testing.T) {
 				f := newFixture(policy)
 				if out := f.handle(t, create("user-a", "seed", okArgs)); out.Kind != core.KindCreated || out.TicketID() != "ticket-1" {
@@ -235,7 +235,7 @@ func TestInvalidArgumentsNeverEchoValues(t *testing.T) {
 		`{"title":` + q(secret) + `,"title":"b"}`,
 		`{"title":"t","description":"\ud800` + secret + `"}`,
 	} {
-		out := newFixture(opkey.PolicyArguments).handle(t, create("user-a", "r-1", args))
+		out := newFixture(idem.PolicyArguments).handle(t, create("user-a", "r-1", args))
 		if out.Code != core.CodeInvalidArguments {
 			t.Fatalf("%s: got %q; want invalid_arguments", clip(args), out.Code)
 		}
@@ -270,7 +270,7 @@ func TestHandleAccepts(t *testing.T) {
 		{"type absent", `{"function":{"name":"create_ticket","content":{"title":"t"}},"context":{"externalUserId":"user-a","metadata":{"request_id":"r-1"}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(opkey.PolicyArguments)
+			f := newFixture(idem.PolicyArguments)
 			out := f.handle(t, tc.body)
 			if out.Kind != core.KindCreated {
 				t.Fatalf("got %v code %q: %s; want created", out.Kind, out.Code, out.Message)
@@ -283,16 +283,16 @@ func TestHandleAccepts(t *testing.T) {
 }
 
 func TestCreateThenDuplicate(t *testing.T) {
-	f := newFixture(opkey.PolicyArguments)
+	f := newFixture(idem.PolicyArguments)
 	first := f.handle(t, create("user-a", "r-1", okArgs))
 	if first.Kind != core.KindCreated || first.TicketID() != "ticket-1" || first.TenantID != "tenant-a" ||
 		first.Function != core.CreateTicket || len(first.Key) != 64 {
 		t.Fatalf("first call: %+v", first)
 	}
-	canonical, _ := opkey.Canonical([]byte(okArgs))
-	wantKey, _ := opkey.Key(opkey.PolicyArguments, "tenant-a", "r-1", core.CreateTicket, canonical)
+	canonical, _ := idem.Canonical([]byte(okArgs))
+	wantKey, _ := idem.Key(idem.PolicyArguments, "tenant-a", "r-1", core.CreateTicket, canonical)
 	if first.Key != wantKey {
-		t.Fatalf("key %s; want opkey.Key of tenant, request_id, function, canonical = %s", first.Key, wantKey)
+		t.Fatalf("key %s; want idem.Key of tenant, request_id, function, canonical = %s", first.Key, wantKey)
 	}
 	ticket, err := f.store.Ticket(context.Background(), "ticket-1")
 	if err != nil {
@@ -343,12 +343,12 @@ func TestCreateThenDuplicate(t *testing.T) {
 }
 
 func TestPolicyRequest(t *testing.T) {
-	f := newFixture(opkey.PolicyRequest)
+	f := newFixture(idem.PolicyRequest)
 	first := f.handle(t, create("user-a", "r-1", okArgs))
 	if first.Kind != core.KindCreated {
 		t.Fatalf("first: %+v", first)
 	}
-	wantKey, _ := opkey.Key(opkey.PolicyRequest, "tenant-a", "r-1", core.CreateTicket, "")
+	wantKey, _ := idem.Key(idem.PolicyRequest, "tenant-a", "r-1", core.CreateTicket, "")
 	if first.Key != wantKey {
 		t.Fatalf("key %s; want the request key %s", first.Key, wantKey)
 	}
@@ -376,7 +376,7 @@ func TestPolicyRequest(t *testing.T) {
 }
 
 func TestTenantIsolation(t *testing.T) {
-	for _, policy := range []opkey.Policy{opkey.PolicyArguments, opkey.PolicyRequest} {
+	for _, policy := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 		f := newFixture(policy)
 		a := f.handle(t, create("user-a", "r-1", okArgs))
 		c := f.handle(t, create("user-c", "r-1", okArgs))
@@ -393,7 +393,7 @@ func TestTenantIsolation(t *testing.T) {
 }
 
 func TestRequestIDConflict(t *testing.T) {
-	for _, policy := range []opkey.Policy{opkey.PolicyArguments, opkey.PolicyRequest} {
+	for _, policy := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 		f := newFixture(policy)
 		f.handle(t, create("user-a", "r-1", okArgs))
 		before := f.count()
@@ -409,20 +409,20 @@ func TestRequestIDConflict(t *testing.T) {
 }
 
 // keyOf is the key the service derives for user-a (tenant-a) and args.
-func keyOf(t *testing.T, policy opkey.Policy, requestID, args string) (key, fingerprint string) {
+func keyOf(t *testing.T, policy idem.Policy, requestID, args string) (key, fingerprint string) {
 	t.Helper()
-	canonical, err := opkey.Canonical([]byte(args))
+	canonical, err := idem.Canonical([]byte(args))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return opkey.Key(policy, "tenant-a", requestID, core.CreateTicket, canonical)
+	return idem.Key(policy, "tenant-a", requestID, core.CreateTicket, canonical)
 }
 
 func TestPendingOperation(t *testing.T) {
-	for _, policy := range []opkey.Policy{opkey.PolicyArguments, opkey.PolicyRequest} {
+	for _, policy := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 		f := newFixture(policy)
 		key, fp := keyOf(t, policy, "r-1", okArgs)
-		f.store.Put(core.Operation{Key: key, State: core.StatePending, TenantID: "tenant-a", UserID: "alice",
+		f.store.Put(idem.Record{Key: key, State: idem.StatePending, Tenant: "tenant-a", Owner: "alice",
 			Function: core.CreateTicket, Fingerprint: fp, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 		before := f.count()
 		out := f.handle(t, create("user-a", "r-1", okArgs))
@@ -441,9 +441,9 @@ func TestPendingOperation(t *testing.T) {
 }
 
 func TestExpiredOperationIsReclaimed(t *testing.T) {
-	f := newFixture(opkey.PolicyArguments)
-	key, fp := keyOf(t, opkey.PolicyArguments, "r-1", okArgs)
-	old := core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
+	f := newFixture(idem.PolicyArguments)
+	key, fp := keyOf(t, idem.PolicyArguments, "r-1", okArgs)
+	old := idem.Record{Key: key, State: idem.StateCompleted, Tenant: "tenant-a", Owner: "alice",
 		Function: core.CreateTicket, Fingerprint: fp, Result: []byte(`{"status":"created","ticket_id":"old"}`),
 		CreatedAt: now.Add(-25 * time.Hour), ExpiresAt: now.Add(-time.Second)}
 	f.store.Put(old)
@@ -455,15 +455,15 @@ func TestExpiredOperationIsReclaimed(t *testing.T) {
 		t.Fatalf("store %v; want the operation replaced and one ticket", f.count())
 	}
 	// An operation that expires exactly now is still live.
-	g := newFixture(opkey.PolicyArguments)
+	g := newFixture(idem.PolicyArguments)
 	old.ExpiresAt = now
 	g.store.Put(old)
 	if out := g.handle(t, create("user-a", "r-1", okArgs)); out.Kind != core.KindDuplicate || out.TicketID() != "old" {
 		t.Fatalf("operation expiring now: %+v; want duplicate of old", out)
 	}
 	// A pending operation past its expiry is absent too.
-	h := newFixture(opkey.PolicyArguments)
-	old.State, old.Result, old.ExpiresAt = core.StatePending, nil, now.Add(-time.Second)
+	h := newFixture(idem.PolicyArguments)
+	old.State, old.Result, old.ExpiresAt = idem.StatePending, nil, now.Add(-time.Second)
 	h.store.Put(old)
 	if out := h.handle(t, create("user-a", "r-1", okArgs)); out.Kind != core.KindCreated {
 		t.Fatalf("expired pending operation: %+v; want created", out)
@@ -474,7 +474,7 @@ func TestExpiredOperationIsReclaimed(t *testing.T) {
 // disabled gets 403 for the repeat and for get_ticket of that ticket,
 // before the store is read: nothing stored is disclosed.
 func TestUserDisabledAfterCreating(t *testing.T) {
-	f := newFixture(opkey.PolicyArguments)
+	f := newFixture(idem.PolicyArguments)
 	enabled := memstore.Users{"user-e": {TenantID: "tenant-a", UserID: "erin"}}
 	f.svc.Users = enabled
 	first := f.handle(t, create("user-e", "r-1", okArgs))
@@ -498,9 +498,9 @@ func TestUserDisabledAfterCreating(t *testing.T) {
 }
 
 func TestUnreadableStoredResult(t *testing.T) {
-	f := newFixture(opkey.PolicyArguments)
-	key, fp := keyOf(t, opkey.PolicyArguments, "r-1", okArgs)
-	f.store.Put(core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
+	f := newFixture(idem.PolicyArguments)
+	key, fp := keyOf(t, idem.PolicyArguments, "r-1", okArgs)
+	f.store.Put(idem.Record{Key: key, State: idem.StateCompleted, Tenant: "tenant-a", Owner: "alice",
 		Fingerprint: fp, Result: []byte(`not json`), ExpiresAt: now.Add(time.Hour)})
 	out := f.handle(t, create("user-a", "r-1", okArgs))
 	if out.Kind != core.KindInternal || out.Err == nil {
@@ -509,7 +509,7 @@ func TestUnreadableStoredResult(t *testing.T) {
 }
 
 func TestGetTicket(t *testing.T) {
-	f := newFixture(opkey.PolicyArguments)
+	f := newFixture(idem.PolicyArguments)
 	created := f.handle(t, create("user-a", "r-1", `{"title":"Cannot sign in","description":"Since Monday."}`))
 	urgent := f.handle(t, create("user-a", "r-2", `{"title":"Down","priority":"urgent"}`))
 	if created.Kind != core.KindCreated || urgent.Kind != core.KindCreated {
@@ -558,11 +558,13 @@ type faultStore struct {
 	create, ticket error
 }
 
-func (s faultStore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+func (s faultStore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
+
+func (s faultStore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	if s.create != nil {
 		return nil, s.create
 	}
-	return s.Store.Create(ctx, op, t, now)
+	return s.Store.Claims().Claim(ctx, op, w, now)
 }
 
 func (s faultStore) Ticket(ctx context.Context, id string) (core.Ticket, error) {
@@ -597,7 +599,7 @@ func TestStoreErrors(t *testing.T) {
 		{"users other error", faultStore{}, faultUsers{other}, create("user-a", "r-1", okArgs), core.KindInternal, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(opkey.PolicyArguments)
+			f := newFixture(idem.PolicyArguments)
 			tc.store.Store = f.store
 			f.svc.Store, f.svc.Users = tc.store, tc.users
 			out := f.handle(t, tc.body)
@@ -621,10 +623,10 @@ func TestStoreErrors(t *testing.T) {
 // TestMessagesSayWhatToDoNext: every message the model can see is one or
 // two sentences, ends with '.', and names an action.
 func TestMessagesSayWhatToDoNext(t *testing.T) {
-	f := newFixture(opkey.PolicyRequest)
+	f := newFixture(idem.PolicyRequest)
 	f.handle(t, create("user-a", "r-1", okArgs))
-	key, fp := keyOf(t, opkey.PolicyRequest, "r-pending", okArgs)
-	f.store.Put(core.Operation{Key: key, State: core.StatePending, TenantID: "tenant-a", UserID: "alice",
+	key, fp := keyOf(t, idem.PolicyRequest, "r-pending", okArgs)
+	f.store.Put(idem.Record{Key: key, State: idem.StatePending, Tenant: "tenant-a", Owner: "alice",
 		Fingerprint: fp, ExpiresAt: now.Add(time.Hour)})
 	bodies := []string{
 		body("nope", okArgs, ctx("user-a", "r-1")),
@@ -661,7 +663,7 @@ func TestMessagesSayWhatToDoNext(t *testing.T) {
 		t.Fatalf("only %d distinct outcomes covered", len(seen))
 	}
 	// The busy message as well.
-	g := newFixture(opkey.PolicyArguments)
+	g := newFixture(idem.PolicyArguments)
 	g.svc.Store = faultStore{Store: g.store, create: core.ErrBusy}
 	checkMessage(t, g.handle(t, create("user-a", "r-1", okArgs)).Message)
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // TimedStore times each call to Store and hands the time to Observe (a
@@ -19,12 +21,14 @@ type TimedUsers struct {
 	Observe func(ctx context.Context, d time.Duration)
 }
 
-// Create times the transaction.
-func (s TimedStore) Create(ctx context.Context, op Operation, t Ticket, now time.Time) (*Operation, error) {
-	start := time.Now()
-	existing, err := s.Store.Create(ctx, op, t, now)
-	s.Observe(ctx, time.Since(start))
-	return existing, err
+// Claims times each claim's transaction.
+func (s TimedStore) Claims() idem.Store[Writes] {
+	return ClaimFunc(func(ctx context.Context, rec idem.Record, w Writes, now time.Time) (*idem.Record, error) {
+		start := time.Now()
+		held, err := s.Store.Claims().Claim(ctx, rec, w, now)
+		s.Observe(ctx, time.Since(start))
+		return held, err
+	})
 }
 
 // Ticket times the read.

@@ -1,9 +1,10 @@
 package core
 
 import (
-	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // create_ticket: claims the call's key and writes the ticket (with its
@@ -25,38 +26,44 @@ func init() {
 			"ticket_id": schemaString, "deduplicated": map[string]any{"type": "boolean"},
 		}, Required: []string{"ticket_id", "deduplicated"}},
 		Write: &Write{
-			Commit: createTicket,
-			Replay: replayTicket,
+			Plan:   planTicket,
+			Answer: ticketAnswer,
 			InProgress: "The same operation is still in progress; do not create another ticket. " +
 				"Check again later with the same arguments and request.",
 			Mismatch: "This request already created a ticket with other arguments; do not create another. " +
 				"Tell the user, and start a new request only if they want a second ticket.",
 		},
+		Busy: "The ticket store is busy and the outcome is unknown. Call the function again with exactly " +
+			"the same arguments and request; it will not create a second ticket.",
 	})
 }
 
-func createTicket(ctx context.Context, s *Service, r Request, op Operation) (Outcome, *Operation, error) {
-	result := Result{Status: KindCreated.String(), TicketID: s.NewID()}
+// planTicket is the ticket to write, with its delivery record when a
+// helpdesk is configured, and the answer to store.
+func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
+	result := Result{Status: KindCreated.String(), TicketID: r.NewID()}
 	stored, err := json.Marshal(result)
 	if err != nil {
-		return Outcome{}, nil, err
+		return nil, Writes{}, err
 	}
-	op.Result = stored
 	t := Ticket{ID: result.TicketID, TenantID: r.User.TenantID, UserID: r.User.UserID,
-		OperationKey: op.Key, Arguments: r.Canonical, CreatedAt: r.Now}
-	if s.Deliver {
+		OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}
+	if r.Deliver {
 		// Due at once: the second it was created in.
 		t.Delivery = &DeliveryStatus{State: DeliveryPending, DueAt: r.Now.Truncate(time.Second)}
 	}
-	existing, err := s.Store.Create(ctx, op, t, r.Now)
-	return Outcome{Kind: KindCreated, Result: &result}, existing, err
+	return stored, Writes{Tickets: []Ticket{t}}, nil
 }
 
-// replayTicket is the stored create_ticket answer with deduplicated: true.
-func replayTicket(stored []byte) (Outcome, bool) {
+// ticketAnswer is the stored create_ticket answer, with deduplicated:
+// true for a repeat.
+func ticketAnswer(stored []byte, repeat bool) (Outcome, bool) {
 	var r Result
 	if err := json.Unmarshal(stored, &r); err != nil || r.Status == "" || r.TicketID == "" {
 		return Outcome{}, false
+	}
+	if !repeat {
+		return Outcome{Kind: KindCreated, Result: &r}, true
 	}
 	r.Deduplicated = true
 	return Outcome{Kind: KindDuplicate, Result: &r}, true

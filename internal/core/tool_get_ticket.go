@@ -26,6 +26,7 @@ func init() {
 			}, "ticket_id", "title", "description", "priority", "created_at"),
 		}, Required: []string{"ticket"}},
 		Read: getTicket,
+		Busy: "The ticket store is busy. Call the function again with the same ticket_id.",
 	})
 }
 
@@ -37,7 +38,7 @@ func getTicket(ctx context.Context, s *Service, r Request) Outcome {
 	case errors.Is(err, ErrNotFound):
 		return notFound
 	case errors.Is(err, ErrBusy):
-		return busy(err)
+		return Outcome{Kind: KindBusy, Err: err} // the service adds the Busy message
 	case err != nil:
 		return Outcome{Kind: KindInternal, Err: err}
 	case t.TenantID != r.User.TenantID:

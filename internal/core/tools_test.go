@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/core/coretest"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 func names(fns []core.Function) []string {
@@ -28,7 +27,7 @@ func names(fns []core.Function) []string {
 // named by the unknown-function message and dispatched to its own read;
 // the product's tools answer as before beside it.
 func TestAddedReadToolIsDispatched(t *testing.T) {
-	f := newFixture(opkey.PolicyArguments)
+	f := newFixture(idem.PolicyArguments)
 	f.svc.Tools = coretest.Tools()
 	if got, want := names(f.svc.Functions()), []string{core.CreateTicket, core.GetTicket, coretest.PeekTicket}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v; want %v", got, want)
@@ -66,7 +65,7 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 	if !strings.Contains(o.Message, "call create_ticket, get_ticket or peek_ticket instead.") {
 		t.Fatalf("unknown function with three tools: %s", o.Message)
 	}
-	o = newFixture(opkey.PolicyArguments).handle(t, body("close_ticket", `{}`, ctx("user-a", "")))
+	o = newFixture(idem.PolicyArguments).handle(t, body("close_ticket", `{}`, ctx("user-a", "")))
 	if !strings.Contains(o.Message, "call create_ticket or get_ticket instead.") {
 		t.Fatalf("unknown function with the product's tools: %s", o.Message)
 	}
@@ -75,13 +74,10 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 	}
 }
 
-// notes is a test-only tool that writes: its items live in a map, claimed
-// with the operation under one lock, the way a store's transaction does.
-type notes struct {
-	mu    sync.Mutex
-	ops   map[string]core.Operation
-	items map[string]string
-}
+// notes is a test-only tool that writes: each note is an item (a ticket
+// holding the text) the plan names and the service's store commits with
+// the claim.
+type notes struct{ n int }
 
 func (n *notes) tool() core.Function {
 	return core.Function{
@@ -89,22 +85,22 @@ func (n *notes) tool() core.Function {
 		Fields: []core.Field{{Name: "text", Description: "The note.", Required: true, MaxLen: 50}},
 		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{"ticket_id": map[string]any{"type": "string"}},
 			Required: []string{"ticket_id"}},
+		Busy: "The notes are busy; add the note again with the same request.",
 		Write: &core.Write{
-			Commit: func(_ context.Context, _ *core.Service, r core.Request, op core.Operation) (core.Outcome, *core.Operation, error) {
-				n.mu.Lock()
-				defer n.mu.Unlock()
-				if e, ok := n.ops[op.Key]; ok && e.Live(r.Now) {
-					return core.Outcome{}, &e, nil
-				}
-				res := core.Result{Status: "created", TicketID: fmt.Sprintf("note-%d", len(n.items)+1)}
-				op.Result, _ = json.Marshal(res)
-				n.ops[op.Key], n.items[res.TicketID] = op, r.Args["text"]
-				return core.Outcome{Kind: core.KindCreated, Result: &res}, nil, nil
+			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
+				n.n++
+				res := core.Result{Status: "created", TicketID: fmt.Sprintf("note-%d", n.n)}
+				stored, err := json.Marshal(res)
+				return stored, core.Writes{Tickets: []core.Ticket{{ID: res.TicketID, TenantID: r.User.TenantID,
+					UserID: r.User.UserID, OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
 			},
-			Replay: func(stored []byte) (core.Outcome, bool) {
+			Answer: func(stored []byte, repeat bool) (core.Outcome, bool) {
 				var r core.Result
 				if json.Unmarshal(stored, &r) != nil || r.TicketID == "" {
 					return core.Outcome{}, false
+				}
+				if !repeat {
+					return core.Outcome{Kind: core.KindCreated, Result: &r}, true
 				}
 				r.Deduplicated = true
 				return core.Outcome{Kind: core.KindDuplicate, Result: &r}, true
@@ -120,12 +116,12 @@ func (n *notes) tool() core.Function {
 // its own messages for a pending key and other arguments, and an internal
 // outcome for a stored answer it cannot read; only the first call writes.
 func TestAddedWriteToolClaimsItsKey(t *testing.T) {
-	n := &notes{ops: map[string]core.Operation{}, items: map[string]string{}}
+	n := &notes{}
 	tools, err := core.NewTools(n.tool())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(opkey.PolicyRequest)
+	f := newFixture(idem.PolicyRequest)
 	f.svc.Tools = tools
 	fn, _ := f.svc.Lookup("add_note")
 	if fn.Hints() != (core.Hints{Idempotent: true}) || !slices.Equal(fn.Statuses(), []string{"created", "in_progress", "busy", "rejected"}) {
@@ -148,22 +144,25 @@ func TestAddedWriteToolClaimsItsKey(t *testing.T) {
 		t.Fatalf("other arguments: %q %q; want arguments_mismatch with the tool's message", o.Code, o.Message)
 	}
 	keyOf := func(requestID, args string) (string, string) {
-		return opkey.Key(opkey.PolicyRequest, "tenant-a", requestID, "add_note", args)
+		return idem.Key(idem.PolicyRequest, "tenant-a", requestID, "add_note", args)
 	}
 	key, fp := keyOf("r-2", `{"text":"pending"}`)
-	n.ops[key] = core.Operation{Key: key, State: core.StatePending, TenantID: "tenant-a", UserID: "alice",
-		Function: "add_note", Fingerprint: fp, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	f.store.Put(idem.Record{Key: key, State: idem.StatePending, Tenant: "tenant-a", Owner: "alice",
+		Function: "add_note", Fingerprint: fp, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 	if o := note("r-2", "pending"); o.Kind != core.KindInProgress || o.Message != "The note is still being added." {
 		t.Fatalf("pending key: %v %q; want in_progress with the tool's message", o.Kind, o.Message)
 	}
 	key, fp = keyOf("r-3", `{"text":"broken"}`)
-	n.ops[key] = core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
-		Function: "add_note", Fingerprint: fp, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	f.store.Put(idem.Record{Key: key, State: idem.StateCompleted, Tenant: "tenant-a", Owner: "alice",
+		Function: "add_note", Fingerprint: fp, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 	if o := note("r-3", "broken"); o.Kind != core.KindInternal || o.Err == nil {
 		t.Fatalf("unreadable stored answer: %v %v; want internal", o.Kind, o.Err)
 	}
-	if len(n.items) != 1 || n.items["note-1"] != "hello" {
-		t.Fatalf("notes %v; want the first call's only", n.items)
+	if ops, items := f.store.Count(); ops != 3 || items != 1 {
+		t.Fatalf("store holds %d operations, %d items; want the first call's and the two put, one item", ops, items)
+	}
+	if tk, err := f.store.Ticket(context.Background(), "note-1"); err != nil || tk.Arguments != `{"text":"hello"}` {
+		t.Fatalf("note-1: %+v, %v; want the first call's text", tk, err)
 	}
 }
 
@@ -181,9 +180,10 @@ func TestNewToolsRefusesBadDefinitions(t *testing.T) {
 		{"twice", []core.Function{peek, peek}, "peek_ticket: defined twice"},
 		{"neither read nor write", []core.Function{{Name: "x", Answer: peek.Answer}}, "x: set exactly one"},
 		{"read and write", []core.Function{{Name: "x", Read: peek.Read, Write: write.Write, Answer: peek.Answer}}, "x: set exactly one"},
-		{"write without replay", []core.Function{{Name: "x", Write: &core.Write{Commit: write.Write.Commit}, Answer: peek.Answer}}, "x: a Write needs"},
-		{"no answer", []core.Function{{Name: "x", Read: peek.Read}}, "x: output schema"},
-		{"field without schema", []core.Function{{Name: "x", Read: peek.Read, Answer: peek.Answer,
+		{"write without answer", []core.Function{{Name: "x", Write: &core.Write{Plan: write.Write.Plan}, Answer: peek.Answer, Busy: "b"}}, "x: a Write needs"},
+		{"no busy message", []core.Function{{Name: "x", Read: peek.Read, Answer: peek.Answer}}, "x: a tool needs its Busy message"},
+		{"no answer", []core.Function{{Name: "x", Read: peek.Read, Busy: "b"}}, "x: output schema"},
+		{"field without schema", []core.Function{{Name: "x", Read: peek.Read, Answer: peek.Answer, Busy: "b",
 			Fields: []core.Field{{Name: "code", Trim: true, MaxLen: 5}}}}, "field code"},
 	} {
 		if _, err := core.NewTools(tc.fns...); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -19,54 +19,6 @@ type User struct {
 	Disabled   bool
 }
 
-// OperationState is an operation's state.
-type OperationState string
-
-// Operation states. A pending operation is never re-executed or taken over.
-const (
-	StatePending   OperationState = "pending"
-	StateCompleted OperationState = "completed"
-)
-
-// Operation is the claim on an operation key and, once completed, the
-// stored result that every repeat replays.
-type Operation struct {
-	Key         string // lower-case hex, no prefix
-	State       OperationState
-	TenantID    string
-	UserID      string
-	Function    string
-	Fingerprint string // SHA-256 hex of the canonical arguments
-	Result      []byte // JSON text of the stored Result, deduplicated false
-	CreatedAt   time.Time
-	ExpiresAt   time.Time // second precision: stored as epoch seconds
-	// AltKey is the key the same call has under the other key policy
-	// (idem.Record.AltKey): a live operation under it with this one's
-	// tenant and fingerprint holds the call, so that a change of
-	// key_policy re-keys no live operation. Create's input only; never
-	// stored.
-	AltKey string
-}
-
-// Live reports whether the operation still holds its key at now. An
-// operation whose expiry has passed is treated as absent (TTL deletes
-// lazily), on every store.
-func (o Operation) Live(now time.Time) bool { return o.Record().Live(now) }
-
-// Record is the operation as package idem's stores keep it: the user is
-// the record's owner within the tenant.
-func (o Operation) Record() idem.Record {
-	return idem.Record{Key: o.Key, State: idem.State(o.State), Tenant: o.TenantID, Owner: o.UserID,
-		Function: o.Function, Fingerprint: o.Fingerprint, Result: o.Result, CreatedAt: o.CreatedAt, ExpiresAt: o.ExpiresAt,
-		AltKey: o.AltKey}
-}
-
-// OperationOf is the operation a record of package idem holds.
-func OperationOf(r idem.Record) Operation {
-	return Operation{Key: r.Key, State: OperationState(r.State), TenantID: r.Tenant, UserID: r.Owner,
-		Function: r.Function, Fingerprint: r.Fingerprint, Result: r.Result, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
-}
-
 // Ticket is the effect of create_ticket. Tickets have no expiry: they
 // outlive the deduplication window.
 type Ticket struct {
@@ -124,18 +76,36 @@ const (
 	DeliveryDelivered = "delivered"
 )
 
-// Store performs the writes and reads of the product. Adapters implement it
-// and translate their own errors into ErrBusy and ErrNotFound.
+// Writes are the items a write tool commits with its claim, in the one
+// transaction that claims the call's key: the product's writes, whatever
+// the store. A tool's plan returns them; it never writes itself.
+type Writes struct {
+	// Tickets are created, each only if its id is new: an id already
+	// taken refuses the whole claim (idem.Refused) and writes nothing.
+	Tickets []Ticket
+}
+
+// Store is the product's store: package idem's claim, with the product's
+// Writes, and the reads the tools need. Adapters implement it; their
+// claims answer as every idem.Store does (idemtest holds them to it), and
+// their reads translate their own errors into ErrBusy and ErrNotFound.
 type Store interface {
-	// Create claims op.Key and writes op and t in one transaction, or writes
-	// nothing. If a live operation (see Operation.Live) already holds the
-	// key, or holds op.AltKey with op's tenant and fingerprint (the call's
-	// operation claimed under the other key policy), Create writes nothing
-	// and returns it. An operation that is present but expired is
-	// replaced: its old ticket stays.
-	Create(ctx context.Context, op Operation, t Ticket, now time.Time) (existing *Operation, err error)
+	// Claims is the store's idem.Store: the one place it translates a
+	// claim's answer. (A method of its own, because the product's stores
+	// are also delivery outboxes, whose Claim takes a delivery.)
+	Claims() idem.Store[Writes]
 	// Ticket reads one ticket by id, or returns ErrNotFound.
 	Ticket(ctx context.Context, id string) (Ticket, error)
+}
+
+// ClaimFunc is a function as an idem.Store of the product's Writes: how
+// a store that wraps another (timing it, notifying after it) changes its
+// claims.
+type ClaimFunc func(ctx context.Context, rec idem.Record, w Writes, now time.Time) (*idem.Record, error)
+
+// Claim implements idem.Store.
+func (f ClaimFunc) Claim(ctx context.Context, rec idem.Record, w Writes, now time.Time) (*idem.Record, error) {
+	return f(ctx, rec, w, now)
 }
 
 // Users resolves an externalUserId to its record, or returns ErrNotFound.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
@@ -100,10 +101,10 @@ func (f *fixture) ticket() string {
 	f.t.Helper()
 	f.n++
 	id := fmt.Sprintf("ticket-%d", f.n)
-	op := core.Operation{Key: fmt.Sprintf("%064d", f.n), State: core.StateCompleted, ExpiresAt: f.now.Add(time.Hour)}
-	_, err := f.store.Create(context.Background(), op, core.Ticket{ID: id, OperationKey: op.Key,
+	op := idem.Record{Key: fmt.Sprintf("%064d", f.n), State: idem.StateCompleted, Result: []byte(`{}`), ExpiresAt: f.now.Add(time.Hour)}
+	_, err := f.store.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{{ID: id, OperationKey: op.Key,
 		TenantID: "tenant-a", UserID: "alice", Arguments: `{"title":"Printer on fire"}`, CreatedAt: f.now,
-		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}, f.now)
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}}}, f.now)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -430,8 +431,8 @@ func (b *blockingDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (del
 
 func TestNoDeliveryRecordIsNotClaimable(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{created}})
-	op := core.Operation{Key: "k", State: core.StateCompleted, ExpiresAt: f.now.Add(time.Hour)}
-	if _, err := f.store.Create(context.Background(), op, core.Ticket{ID: "plain", Arguments: `{"title":"x"}`}, f.now); err != nil {
+	op := idem.Record{Key: "k", State: idem.StateCompleted, Result: []byte(`{}`), ExpiresAt: f.now.Add(time.Hour)}
+	if _, err := f.store.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{{ID: "plain", Arguments: `{"title":"x"}`}}}, f.now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.eng.Deliver(context.Background(), "plain"); !errors.Is(err, delivery.ErrNotClaimable) {

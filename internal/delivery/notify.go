@@ -2,8 +2,10 @@ package delivery
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
@@ -19,10 +21,12 @@ type notifyingStore struct {
 	notify func()
 }
 
-func (s notifyingStore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
-	existing, err := s.Store.Create(ctx, op, t, now)
-	if err == nil && existing == nil && t.Delivery != nil {
-		s.notify()
-	}
-	return existing, err
+func (s notifyingStore) Claims() idem.Store[core.Writes] {
+	return core.ClaimFunc(func(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
+		held, err := s.Store.Claims().Claim(ctx, rec, w, now)
+		if err == nil && held == nil && slices.ContainsFunc(w.Tickets, func(t core.Ticket) bool { return t.Delivery != nil }) {
+			s.notify()
+		}
+		return held, err
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
@@ -360,10 +361,10 @@ func TestUnreadableAfterALapsedLeaseIsUnknown(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{created}})
 	f.n++
 	id := "ticket-unreadable"
-	op := core.Operation{Key: fmt.Sprintf("%064d", f.n), State: core.StateCompleted, ExpiresAt: f.now.Add(time.Hour)}
-	if _, err := f.store.Create(context.Background(), op, core.Ticket{ID: id, OperationKey: op.Key,
+	op := idem.Record{Key: fmt.Sprintf("%064d", f.n), State: idem.StateCompleted, Result: []byte(`{}`), ExpiresAt: f.now.Add(time.Hour)}
+	if _, err := f.store.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{{ID: id, OperationKey: op.Key,
 		TenantID: "tenant-a", UserID: "alice", Arguments: `not json`, CreatedAt: f.now,
-		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}, f.now); err != nil {
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}}}, f.now); err != nil {
 		t.Fatal(err)
 	}
 	lease := f.now.Truncate(time.Second).Add(30 * time.Second)

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
@@ -26,7 +26,7 @@ func ExampleHandler() {
 		Service: &core.Service{
 			Store:     memtest.New(), // internal/store/sqlite or internal/store/dynamo in the product
 			Users:     memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
-			Policy:    opkey.PolicyArguments,
+			Policy:    idem.PolicyArguments,
 			Retention: 24 * time.Hour,
 			NewID:     func() string { return "ticket-1" },
 		},

@@ -22,12 +22,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
@@ -71,7 +71,7 @@ type env struct {
 // the request's line to logger.
 func newHandler(store core.Store, auth httpapi.Authenticator, retention time.Duration, logger *slog.Logger) *httpapi.Handler {
 	return &httpapi.Handler{
-		Service: &core.Service{Store: store, Users: users, Policy: opkey.PolicyArguments,
+		Service: &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments,
 			Retention: retention, NewID: uuid.NewString},
 		Auth:   auth,
 		Logger: logger,
@@ -152,14 +152,16 @@ type faultStore struct {
 	panicMsg  atomic.Pointer[string]
 }
 
-func (s *faultStore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+func (s *faultStore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
+
+func (s *faultStore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	if p := s.panicMsg.Load(); p != nil {
 		panic(*p)
 	}
 	if s.createErr != nil {
 		return nil, s.createErr
 	}
-	return s.Store.Create(ctx, op, t, now)
+	return s.Store.Claims().Claim(ctx, op, w, now)
 }
 
 // TestResponses: every row of docs/contract.md, Responses, status and
@@ -204,9 +206,9 @@ func TestResponses(t *testing.T) {
 		}
 	})
 	t.Run("pending operation", func(t *testing.T) {
-		canonical, _ := opkey.Canonical([]byte(`{"title":"p"}`))
-		key, fp := opkey.Key(opkey.PolicyArguments, "tenant-a", "r-pending", core.CreateTicket, canonical)
-		e.store.Put(core.Operation{Key: key, State: core.StatePending, TenantID: "tenant-a", UserID: "alice",
+		canonical, _ := idem.Canonical([]byte(`{"title":"p"}`))
+		key, fp := idem.Key(idem.PolicyArguments, "tenant-a", "r-pending", core.CreateTicket, canonical)
+		e.store.Put(idem.Record{Key: key, State: idem.StatePending, Tenant: "tenant-a", Owner: "alice",
 			Fingerprint: fp, ExpiresAt: time.Now().Add(time.Hour)})
 		before := e.count()
 		w := e.post(createBody("user-a", "r-pending", "p"), n)

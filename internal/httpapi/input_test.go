@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -32,9 +33,11 @@ type countingStore struct {
 	n *atomic.Int64
 }
 
-func (s countingStore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+func (s countingStore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
+
+func (s countingStore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	s.n.Add(1)
-	return s.Store.Create(ctx, op, t, now)
+	return s.Store.Claims().Claim(ctx, op, w, now)
 }
 
 func newInputHarness() *inputHarness {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // BenchmarkStages splits BenchmarkHandlerOverhead/new_key into its steps,
@@ -27,11 +27,11 @@ func BenchmarkStages(b *testing.B) {
 		b.Fatal(err)
 	}
 	fn, _ := core.LookupFunction(core.CreateTicket)
-	canonical, err := opkey.Canonical(call.Content)
+	canonical, err := idem.Canonical(call.Content)
 	if err != nil {
 		b.Fatal(err)
 	}
-	key, _ := opkey.Key(opkey.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical)
+	key, _ := idem.Key(idem.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical)
 	created := answer(core.Outcome{Kind: core.KindCreated,
 		Result:   &core.Result{Status: "created", TicketID: "0f8e4a52-5a3b-4a0b-9d7e-0b5f3c1e2d4a"},
 		Function: fn.Name, TenantID: "tenant-a", Key: key})
@@ -42,9 +42,9 @@ func BenchmarkStages(b *testing.B) {
 		f    func()
 	}{
 		{"parse", func() { _, _ = ParseCall(body) }},
-		{"canonicalize", func() { _, _ = opkey.Canonical(call.Content) }},
+		{"canonicalize", func() { _, _ = idem.Canonical(call.Content) }},
 		{"validate", func() { _, _ = fn.Validate([]byte(canonical)) }},
-		{"key", func() { opkey.Key(opkey.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical) }},
+		{"key", func() { idem.Key(idem.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical) }},
 		{"respond", func() { write(discardWriter{}, created) }},
 		{"log", func() { h.log(context.Background(), r, created, time.Millisecond) }},
 		{"new_request", func() {

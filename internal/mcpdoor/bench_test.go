@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
@@ -38,7 +38,7 @@ func (f fixedToken) Verify(_ context.Context, raw string) (jwtauth.Token, error)
 // replaced by fixedToken and logs discarded: what the door adds to a call
 // besides JWT verification and I/O.
 func benchDoor(b testing.TB, store core.Store, users core.Users) http.Handler {
-	svc := &core.Service{Store: store, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
+	svc := &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments, Retention: time.Hour,
 		NewID: func() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }}
 	d, err := mcpdoor.New(mcpdoor.Config{Service: svc, Users: users, Verifier: fixedToken{"user-a"},
 		Issuer: "https://issuer.example", Audience: "https://tickets.example/mcp",

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/core/coretest"
@@ -186,11 +187,13 @@ type gateStore struct {
 	once    sync.Once
 }
 
-func (g *gateStore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+func (g *gateStore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(g.claim) }
+
+func (g *gateStore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	first := false
 	g.once.Do(func() { first = true })
 	if !first {
-		return g.Store.Create(ctx, op, t, now)
+		return g.Store.Claims().Claim(ctx, op, w, now)
 	}
 	close(g.entered)
 	<-g.release
@@ -200,7 +203,7 @@ func (g *gateStore) Create(ctx context.Context, op core.Operation, t core.Ticket
 	if ctx.Err() != nil {
 		return nil, core.ErrBusy
 	}
-	return g.Store.Create(ctx, op, t, now)
+	return g.Store.Claims().Claim(ctx, op, w, now)
 }
 
 // TestCancelledClientGetsStoredResult: a client that cancels its call

@@ -23,13 +23,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 )
@@ -147,7 +147,7 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	e.url = "http://" + srv.Listener.Addr().String()
 	e.audience = e.url + "/mcp"
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
-	svc := &core.Service{Store: e.store, Users: e.users, Policy: opkey.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString,
+	svc := &core.Service{Store: e.store, Users: e.users, Policy: idem.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString,
 		Tools: opt.tools}
 	door, err := mcpdoor.New(mcpdoor.Config{
 		Service: svc, Users: e.users,
@@ -320,9 +320,11 @@ type countingStore struct {
 	reads   atomic.Int32
 }
 
-func (s *countingStore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+func (s *countingStore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
+
+func (s *countingStore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	s.creates.Add(1)
-	existing, err := s.Store.Create(ctx, op, t, now)
+	existing, err := s.Store.Claims().Claim(ctx, op, w, now)
 	if err == nil && existing == nil {
 		s.created.Add(1)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
@@ -24,7 +25,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
@@ -51,7 +51,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 	}
 	cfg := config.Lambda{TableName: table, UserCacheTTL: time.Minute, UserCacheSize: 16, CallTimeout: 5 * time.Second,
 		MetricsNamespace: "Test/Callback",
-		Common:           config.Common{Policy: string(opkey.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
+		Common:           config.Common{Policy: string(idem.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
 	logger := slog.New(lambdalog.Wrap(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
 	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), callbacktest.MetricsHookKey, logger)
@@ -72,7 +72,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 	}
 	hOff := &httpapi.Handler{
 		Service: &core.Service{Store: storeOff, Users: usercache.New(storeOff, cfg.UserCacheTTL, cfg.UserCacheSize),
-			Policy: opkey.PolicyArguments, Retention: cfg.Retention, NewID: uuid.NewString},
+			Policy: idem.PolicyArguments, Retention: cfg.Retention, NewID: uuid.NewString},
 		Auth: auth, MaxBody: cfg.MaxBodyBytes, Logger: discard(), PublicURL: cfg.PublicURL,
 	}
 

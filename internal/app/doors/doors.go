@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
@@ -20,17 +21,16 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // CheckSettings checks the shared settings c and the hook key by the rules
-// of the packages that apply them (opkey for the key policy, nonce for the
+// of the packages that apply them (idem for the key policy, nonce for the
 // hook key and the cost range), sets the nonce costs' defaults in c, and
 // names a refused setting as names does: config.SettingEnvNames or
 // config.SettingFileNames. The composition roots call it right after
 // reading the configuration, so a bad value stops the program at start.
 func CheckSettings(c *config.Common, hookKey string, names config.SettingNames) error {
-	policy, err := opkey.ParsePolicy(c.Policy)
+	policy, err := idem.ParsePolicy(c.Policy)
 	if err != nil {
 		return fmt.Errorf("config: %s: %w", names.Policy, err)
 	}
@@ -123,7 +123,7 @@ type Config struct {
 // both doors share the service, so they share keys and transaction. The
 // caller wraps the store and the handler with its own metrics.
 func Build(c Config) (http.Handler, error) {
-	policy, err := opkey.ParsePolicy(c.Common.Policy)
+	policy, err := idem.ParsePolicy(c.Common.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("config: key policy: %w", err)
 	}

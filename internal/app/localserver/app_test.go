@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -25,7 +25,7 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 	t.Helper()
 	return config.Local{
 		Common: config.Common{
-			Policy: string(opkey.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 64 << 10, MinCost: 4, MaxCost: 12,
+			Policy: string(idem.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 64 << 10, MinCost: 4, MaxCost: 12,
 		},
 		Listen:  "127.0.0.1:0",
 		Store:   config.StoreSettings{Kind: "sqlite", Path: filepath.Join(t.TempDir(), "tickets.sqlite")},

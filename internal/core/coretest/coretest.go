@@ -29,6 +29,7 @@ func Peek() core.Function {
 			"ticket": map[string]any{"type": "object", "properties": map[string]any{"ticket_id": str, "title": str},
 				"required": []string{"ticket_id", "title"}},
 		}, Required: []string{"ticket"}},
+		Busy: "The ticket store is busy; peek again.",
 		Read: func(ctx context.Context, s *core.Service, r core.Request) core.Outcome {
 			t, err := s.Store.Ticket(ctx, core.TrimBlank(r.Args["ticket_id"]))
 			if err != nil || t.TenantID != r.User.TenantID {

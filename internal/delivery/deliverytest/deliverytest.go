@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
@@ -61,7 +61,7 @@ var users = memstore.Users{User: {TenantID: "tenant-a", UserID: "alice"}}
 // by their arguments, keeps them an hour and names tickets with newID;
 // deliver says whether a destination is configured.
 func NewService(s core.Store, deliver bool, newID func() string) *core.Service {
-	return &core.Service{Store: s, Users: users, Policy: opkey.PolicyArguments, Retention: time.Hour,
+	return &core.Service{Store: s, Users: users, Policy: idem.PolicyArguments, Retention: time.Hour,
 		Deliver: deliver, NewID: newID}
 }
 
@@ -98,12 +98,12 @@ func (e *Env) CreateRaw(arguments string) string {
 	n := e.seq.Add(1)
 	id := fmt.Sprintf("dt-%s-raw-%d", e.run, n)
 	key := fmt.Sprintf("%032x%032x", time.Now().UnixNano(), n)
-	op := core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
+	rec := idem.Record{Key: key, State: idem.StateCompleted, Tenant: "tenant-a", Owner: "alice",
 		Function: "create_ticket", Fingerprint: key, Result: []byte(`{"status":"created","ticket_id":"` + id + `"}`),
 		CreatedAt: e.Now, ExpiresAt: e.Now.Add(time.Hour).Truncate(time.Second)}
 	t := core.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", OperationKey: key, Arguments: arguments, CreatedAt: e.Now,
 		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: e.Now.Truncate(time.Second)}}
-	if existing, err := e.Store.Create(context.Background(), op, t, e.Now); err != nil || existing != nil {
+	if existing, err := e.Store.Claims().Claim(context.Background(), rec, core.Writes{Tickets: []core.Ticket{t}}, e.Now); err != nil || existing != nil {
 		e.T.Fatalf("create %s: %v (existing %v)", id, err, existing)
 	}
 	return id

@@ -10,14 +10,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 )
 
-// errTicketExists: the ticket item's condition failed while the claim's
-// held. The ticket id is fresh for each call and reused only by the SDK's
-// own retries of the same transaction, so this can only mean an earlier
-// attempt of ours committed (and its operation has since expired, or the
-// claim was otherwise free again): the outcome is unknown to this attempt,
-// and it is answered busy; the caller's repeat returns the stored result.
-var errTicketExists = errors.New("dynamo: ticket id already exists")
-
 // mapError makes SDK errors domain errors: the DynamoDB store of package
 // idem classifies them (throttling, timeouts, cancelled contexts, server
 // errors and whatever the SDK deems retryable → core.ErrBusy, which is

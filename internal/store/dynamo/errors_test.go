@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
@@ -58,7 +59,7 @@ func TestRetryQuotaExhaustedOnServerErrorIsBusy(t *testing.T) {
 	client, n := failingDynamoDB(t)
 	s := New(client, "table", Options{CallTimeout: 5 * time.Second})
 	op, tk, now := testOp()
-	_, err := s.Create(context.Background(), op, tk, now)
+	_, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{tk}}, now)
 	var attempts *retry.MaxAttemptsError
 	var quota ratelimit.QuotaExceededError
 	var api smithy.APIError
@@ -92,8 +93,9 @@ func TestBusyKeepsTheCause(t *testing.T) {
 	}
 	s := New(&fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, "table", Options{})
 	op, tk, now := testOp()
-	if _, err := s.Create(context.Background(), op, tk, now); !errors.Is(err, core.ErrBusy) || !errors.Is(err, errTicketExists) {
-		t.Fatalf("ticket condition failed: %v, want busy wrapping errTicketExists", err)
+	var refused *idem.RefusedError
+	if _, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{tk}}, now); errors.Is(err, core.ErrBusy) || !errors.As(err, &refused) || refused.Index != 0 {
+		t.Fatalf("ticket condition failed: %v, want the ticket's write refused (idem.RefusedError, index 0), not busy", err)
 	}
 }
 

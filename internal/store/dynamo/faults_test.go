@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 )
 
@@ -59,9 +60,9 @@ func cancelled(codes ...string) error {
 	return &types.TransactionCanceledException{Message: aws.String("cancelled"), CancellationReasons: reasons}
 }
 
-func testOp() (core.Operation, core.Ticket, time.Time) {
+func testOp() (idem.Record, core.Ticket, time.Time) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	return core.Operation{Key: "k", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: "create_ticket",
+	return idem.Record{Key: "k", State: idem.StateCompleted, Tenant: "t", Owner: "u", Function: "create_ticket",
 			Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
 		core.Ticket{ID: "id", TenantID: "t", UserID: "u", OperationKey: "k", Arguments: "{}", CreatedAt: now}, now
 }
@@ -84,7 +85,7 @@ func TestCreateFaults(t *testing.T) {
 		{"throttling exception is busy", &fakeClient{errs: []error{&types.ThrottlingException{Message: aws.String("x")}}}, true, true, 1},
 		{"SDK retries exhausted is busy", &fakeClient{errs: []error{&retry.MaxAttemptsError{Attempt: 3, Err: errors.New("connection reset")}}}, true, true, 1},
 		{"a call past its deadline is busy", &fakeClient{block: true}, true, true, 1},
-		{"ticket id taken: an earlier attempt of ours committed, busy", &fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, true, true, 1},
+		{"ticket id taken: the write is refused, not busy", &fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, false, true, 1},
 		{"validation error is internal", &fakeClient{errs: []error{cancelled("ValidationError", "None")}}, false, true, 1},
 		{"unknown error is internal", &fakeClient{errs: []error{errors.New("boom")}}, false, true, 1},
 	}
@@ -92,7 +93,7 @@ func TestCreateFaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := New(tt.client, "table", fast)
 			op, tk, now := testOp()
-			existing, err := s.Create(context.Background(), op, tk, now)
+			existing, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{tk}}, now)
 			if existing != nil {
 				t.Fatalf("existing = %+v, want nil", existing)
 			}
@@ -119,7 +120,7 @@ func TestCreateCancelledContextIsBusy(t *testing.T) {
 	c := &fakeClient{errs: []error{cancelled("TransactionConflict"), cancelled("TransactionConflict")}, after: cancel}
 	s := New(c, "table", Options{ConflictRetries: 5, ConflictBackoff: time.Second, ConflictBackoffMax: time.Second})
 	op, tk, now := testOp()
-	_, err := s.Create(ctx, op, tk, now)
+	_, err := s.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{tk}}, now)
 	if !errors.Is(err, core.ErrBusy) {
 		t.Fatalf("err = %v, want busy", err)
 	}
@@ -132,16 +133,16 @@ func TestCreateCancelledContextIsBusy(t *testing.T) {
 // back into the record the service replays, with no second read.
 func TestClaimFailedReturnsStoredOperation(t *testing.T) {
 	op, tk, now := testOp()
-	op.State = core.StatePending
+	op.State = idem.StatePending
 	op.Result = nil
 	e := &types.TransactionCanceledException{CancellationReasons: []types.CancellationReason{
 		{Code: aws.String("ConditionalCheckFailed"), Item: operationItem(op)}, {Code: aws.String("None")}}}
 	s := New(&fakeClient{errs: []error{e}}, "table", Options{})
-	got, err := s.Create(context.Background(), op, tk, now)
+	got, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{tk}}, now)
 	if err != nil || got == nil {
 		t.Fatalf("Create = %v, %v", got, err)
 	}
-	if got.Key != op.Key || got.State != core.StatePending || got.UserID != op.UserID || !got.ExpiresAt.Equal(op.ExpiresAt) || got.Result != nil {
+	if got.Key != op.Key || got.State != idem.StatePending || got.Owner != op.Owner || !got.ExpiresAt.Equal(op.ExpiresAt) || got.Result != nil {
 		t.Fatalf("parsed %+v, want %+v", *got, op)
 	}
 }

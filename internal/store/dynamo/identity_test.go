@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // A 3000-character externalUserId: DynamoDB itself refuses the lookup (the
@@ -20,7 +20,7 @@ func TestOverlongExternalUserIDIsForbidden(t *testing.T) {
 	if _, err := s.User(context.Background(), long); err == nil || err == core.ErrNotFound {
 		t.Fatalf("GetItem of a 3005-byte key: %v; DynamoDB refuses it, which is why the service must not ask", err)
 	}
-	svc := &core.Service{Store: s, Users: s, Policy: opkey.PolicyArguments, Retention: time.Hour,
+	svc := &core.Service{Store: s, Users: s, Policy: idem.PolicyArguments, Retention: time.Hour,
 		NewID: func() string { return "t-1" }}
 	o := svc.Answer(context.Background(), core.Call{Function: core.CreateTicket,
 		Content: json.RawMessage(`{"title":"t"}`), ExternalUserID: long, RequestID: "r"})

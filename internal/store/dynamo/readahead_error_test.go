@@ -19,12 +19,12 @@ import (
 
 	"github.com/aws/smithy-go"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
@@ -79,7 +79,7 @@ func TestDeniedReadAheadIsCountedAndLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seq atomic.Int64
-	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: opkey.PolicyArguments,
+	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: idem.PolicyArguments,
 		Retention: time.Hour, NewID: func() string { return fmt.Sprintf("denied-%d-%d", time.Now().UnixNano(), seq.Add(1)) }}
 	call := core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"Denied read"}`),
 		ExternalUserID: "user-a", RequestID: "r-denied"}

@@ -13,10 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
@@ -98,7 +98,7 @@ func TestConformance(t *testing.T) {
 // Stored items.
 func TestStoredItems(t *testing.T) {
 	s, _ := newTable(t)
-	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	e := storetest.NewEnv(t, s, idem.PolicyArguments)
 	o := e.Create("user-a", "r1", `{"title":"Cannot sign in"}`)
 	storetest.Want(t, o, core.KindCreated)
 	get := func(pk string) map[string]types.AttributeValue {
@@ -196,7 +196,7 @@ func newRoundTrips(t *testing.T, opt dynamo.Options) *roundTrips {
 	if err := r.store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	r.svc = &core.Service{Store: r.store, Users: usercache.New(r.store, time.Minute, 16), Policy: opkey.PolicyArguments,
+	r.svc = &core.Service{Store: r.store, Users: usercache.New(r.store, time.Minute, 16), Policy: idem.PolicyArguments,
 		Retention: time.Hour, NewID: func() string { return fmt.Sprintf("rt-%d-%d", time.Now().UnixNano(), r.seq.Add(1)) }}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -28,12 +29,12 @@ func TestPendingTicketID(t *testing.T) {
 	now := time.Now()
 	create := func(key, id string, d *core.DeliveryStatus) {
 		t.Helper()
-		op := core.Operation{Key: key, State: core.StateCompleted, TenantID: "tenant-a", UserID: "alice",
+		op := idem.Record{Key: key, State: idem.StateCompleted, Tenant: "tenant-a", Owner: "alice",
 			Function: core.CreateTicket, Fingerprint: strings.Repeat("f", 64), Result: []byte(`{}`),
 			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 		tk := core.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", OperationKey: key,
 			Arguments: `{"title":"Printer"}`, CreatedAt: now, Delivery: d}
-		if existing, err := s.Create(ctx, op, tk, now); err != nil || existing != nil {
+		if existing, err := s.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{tk}}, now); err != nil || existing != nil {
 			t.Fatalf("create %s: %v, %v", id, existing, err)
 		}
 	}

@@ -6,10 +6,13 @@ package memtest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
+	idemmem "github.com/aivax-examples/idempotent-callback/idem/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
@@ -18,13 +21,14 @@ import (
 // Compile-time check: the domain's store.
 var _ core.Store = (*Store)(nil)
 
-// Store keeps operations and tickets in maps under one mutex, which makes
-// each Create a transaction.
+// Store keeps records in package idem's memory store and tickets in a
+// map under one mutex, taken inside the claim's: each claim is a
+// transaction.
 type Store struct {
+	recs    idemmem.Store
 	mu      sync.Mutex
-	ops     map[string]core.Operation
 	tickets map[string]core.Ticket
-	calls   int // Create and Ticket calls, reads included
+	calls   int // claims and Ticket calls, reads included
 	// deliveries are the tickets' delivery records (see delivery.go).
 	deliveries map[string]*delivery.Record
 	// DeliveryCalls counts calls of the delivery.Outbox methods.
@@ -33,41 +37,46 @@ type Store struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{ops: map[string]core.Operation{}, tickets: map[string]core.Ticket{},
-		deliveries: map[string]*delivery.Record{}}
+	return &Store{tickets: map[string]core.Ticket{}, deliveries: map[string]*delivery.Record{}}
 }
 
-// Create implements core.Store, op.AltKey included.
-func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
+// Claims implements core.Store.
+func (s *Store) Claims() idem.Store[core.Writes] { return claims{s} }
+
+// claims is the Store's idem.Store: the one place its claims are made and
+// answered, by package idem's memory store (rec.AltKey included); the
+// tickets are its writes, and a ticket id that exists refuses the claim.
+type claims struct{ s *Store }
+
+// Claim implements idem.Store.
+func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
+	s := c.s
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.calls++
-	own, held := s.ops[op.Key]
-	held = held && own.Live(now)
-	if alt, ok := s.ops[op.AltKey]; ok && op.AltKey != op.Key && alt.Live(now) &&
-		alt.TenantID == op.TenantID && alt.Fingerprint == op.Fingerprint &&
-		(!held || own.TenantID != op.TenantID || own.Fingerprint != op.Fingerprint) {
-		return &alt, nil // the call's operation, claimed under the other key policy
-	}
-	if held {
-		return &own, nil
-	}
-	op.AltKey = "" // an input, not stored
-	if _, ok := s.tickets[t.ID]; ok {
-		return nil, errDuplicateTicket
-	}
-	s.ops[op.Key] = op
-	s.tickets[t.ID] = t
-	s.addDelivery(t, tracing.Traceparent(ctx))
-	return nil, nil
+	s.mu.Unlock()
+	return s.recs.Claim(ctx, rec, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, t := range w.Tickets {
+			if _, ok := s.tickets[t.ID]; ok {
+				return errDuplicateTicket
+			}
+		}
+		for _, t := range w.Tickets {
+			s.tickets[t.ID] = t
+			s.addDelivery(t, tracing.Traceparent(ctx))
+		}
+		return nil
+	}, now)
 }
 
-// Put stores an operation as is: for tests that need a pending or expired
-// record.
-func (s *Store) Put(op core.Operation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ops[op.Key] = op
+// Put stores a record as a claim at its CreatedAt: for tests that need a
+// pending or expired record. It panics on a record that cannot hold its
+// key then (idem.Record.Check) or a key a live record holds.
+func (s *Store) Put(rec idem.Record) {
+	if held, err := s.recs.Claim(context.Background(), rec, nil, rec.CreatedAt); err != nil || held != nil {
+		panic(fmt.Sprintf("memtest: Put %s: %v (held %v)", rec.Key, err, held))
+	}
 }
 
 // Ticket implements core.Store.
@@ -83,7 +92,7 @@ func (s *Store) Ticket(_ context.Context, id string) (core.Ticket, error) {
 	return t, nil
 }
 
-// Calls returns how many times Create or Ticket was called, whatever
+// Calls returns how many times a claim or Ticket was called, whatever
 // they found: a test can see that a call never touched the store.
 func (s *Store) Calls() int {
 	s.mu.Lock()
@@ -95,7 +104,7 @@ func (s *Store) Calls() int {
 func (s *Store) Count() (ops, tickets int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.ops), len(s.tickets)
+	return s.recs.Len(), len(s.tickets)
 }
 
 type constError string

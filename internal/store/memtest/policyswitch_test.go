@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
 )
@@ -13,7 +13,7 @@ import (
 // adapter is the in-memory store as the suite's Adapter.
 type adapter struct{ *memtest.Store }
 
-func (a adapter) PutOperation(_ context.Context, op core.Operation) error {
+func (a adapter) PutOperation(_ context.Context, op idem.Record) error {
 	a.Put(op)
 	return nil
 }
@@ -28,6 +28,16 @@ func (a adapter) CountTickets(context.Context) (int, error) {
 // run these cases in their whole conformance suite).
 func TestPolicySwitch(t *testing.T) {
 	storetest.RunPolicySwitch(t, storetest.Harness{
+		Open: func(*testing.T, func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
+			return adapter{memtest.New()}, nil
+		},
+	})
+}
+
+// The faults every store meets answer the same on the in-memory store as
+// on SQLite and DynamoDB (their conformance suites run the same table).
+func TestFaults(t *testing.T) {
+	storetest.RunFaults(t, storetest.Harness{
 		Open: func(*testing.T, func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
 			return adapter{memtest.New()}, nil
 		},

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 // ExecForTest runs one statement on the store's database, for tests that
@@ -25,8 +25,8 @@ func (s *Store) DB() *sql.DB { return s.db }
 // at the operation's CreatedAt: for tests that need a pending record on a
 // free key. The store refuses a record that could not hold its key
 // (idem.Record.Check), an expired one included.
-func (s *Store) PutOperation(ctx context.Context, op core.Operation) error {
-	_, err := s.claims.Claim(ctx, op.Record(), nil, op.CreatedAt)
+func (s *Store) PutOperation(ctx context.Context, op idem.Record) error {
+	_, err := s.claims.Claim(ctx, op, nil, op.CreatedAt)
 	return err
 }
 

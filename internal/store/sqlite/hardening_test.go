@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 )
 
-func hardeningRecords(key, ticketID string) (core.Operation, core.Ticket, time.Time) {
+func hardeningRecords(key, ticketID string) (idem.Record, core.Ticket, time.Time) {
 	now := time.Now()
-	return core.Operation{Key: key, State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
+	return idem.Record{Key: key, State: idem.StateCompleted, Tenant: "t", Owner: "u", Function: core.CreateTicket,
 			Fingerprint: "f", Result: []byte(`{"status":"created","ticket_id":"` + ticketID + `"}`), CreatedAt: now,
 			ExpiresAt: now.Add(time.Hour)},
 		core.Ticket{ID: ticketID, TenantID: "t", UserID: "u", OperationKey: key, Arguments: `{"title":"t"}`, CreatedAt: now}, now
@@ -48,7 +49,7 @@ func TestQueuedWriterHonoursItsDeadline(t *testing.T) {
 	aheadDone := make(chan error, 1)
 	go func() {
 		op, tk, now := hardeningRecords("ahead", "ticket-ahead")
-		_, err := s.Create(aheadCtx, op, tk, now)
+		_, err := s.Claims().Claim(aheadCtx, op, core.Writes{Tickets: []core.Ticket{tk}}, now)
 		aheadDone <- err
 	}()
 	time.Sleep(100 * time.Millisecond) // let it take the slot (if it has not, the next call still must not hang)
@@ -58,7 +59,7 @@ func TestQueuedWriterHonoursItsDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		op, tk, now := hardeningRecords("queued", "ticket-queued")
-		_, err := s.Create(ctx, op, tk, now)
+		_, err := s.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{tk}}, now)
 		queued <- err
 	}()
 	select {
@@ -90,7 +91,7 @@ func TestPathIsEscapedInTheDSN(t *testing.T) {
 	path := filepath.Join(dir, "tick?ets#1%41.sqlite")
 	s := open(t, path)
 	op, tk, now := hardeningRecords("k", "ticket-1")
-	if _, err := s.Create(context.Background(), op, tk, now); err != nil {
+	if _, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{tk}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -123,7 +124,7 @@ func TestRelativePathOpens(t *testing.T) {
 	for _, p := range []string{"tickets.sqlite", "./dot.sqlite", "data/nested.sqlite"} {
 		s := open(t, p)
 		op, tk, now := hardeningRecords("k-"+p, "ticket-"+p)
-		if _, err := s.Create(context.Background(), op, tk, now); err != nil {
+		if _, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{tk}}, now); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {

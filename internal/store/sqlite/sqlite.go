@@ -107,29 +107,35 @@ func (s *Store) Close() error {
 	return s.claims.Close()
 }
 
-// Create implements core.Store: one BEGIN IMMEDIATE transaction, package
+// Claims implements core.Store: the claims of package idem's SQLite
+// store, with the product's writes as the claim's own statements.
+func (s *Store) Claims() idem.Store[core.Writes] { return claims{s} }
+
+// claims is the Store's idem.Store: the one place its claims are made and
+// answered.
+type claims struct{ s *Store }
+
+// Claim implements idem.Store: one BEGIN IMMEDIATE transaction, package
 // idem's claim, claims the key (absent, or present but expired) and
-// writes the claim, the operation with its result, and, as the claim's
-// own statements, the ticket and its delivery record; or nothing.
-func (s *Store) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
-	held, err := s.claims.Claim(ctx, op.Record(), func(ctx context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
-		if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, t.OperationKey, c.Generation, t.TenantID,
-			t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
-			return mapError(err)
+// writes the record with its result and, as the claim's own statements,
+// each ticket and its delivery record (under the claim's key and
+// generation, which the tickets table references); or nothing. The answer is
+// sqlitestore's as it is: a ticket id that exists refuses the claim
+// (idem.Refused).
+func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
+	s := c.s
+	return s.claims.Claim(ctx, rec, func(ctx context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
+		for _, t := range w.Tickets {
+			if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, c.Key, c.Generation, t.TenantID,
+				t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
+				return mapError(err)
+			}
+			if err := insertDelivery(ctx, tx, t); err != nil {
+				return err
+			}
 		}
-		return insertDelivery(ctx, tx, t)
+		return nil
 	}, now)
-	var refused *idem.RefusedError
-	switch {
-	case errors.As(err, &refused):
-		return nil, refused.Err // a broken constraint: internal
-	case err != nil:
-		return nil, err
-	case held != nil:
-		existing := core.OperationOf(*held)
-		return &existing, nil
-	}
-	return nil, nil
 }
 
 // beginWrite begins a write transaction under this process's write slot

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
@@ -114,7 +114,7 @@ func TestHeldWriteLockAnswersBusy(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	e := storetest.NewEnv(t, s, idem.PolicyArguments)
 	callCtx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	o := e.Svc.Answer(callCtx, core.Call{Function: core.CreateTicket, Content: []byte(`{"title":"Locked"}`),
@@ -153,7 +153,7 @@ func rows(t *testing.T, s *sqlite.Store) (claims, operations, tickets int) {
 // same call then creates.
 func TestFailureInsideTheTransactionWritesNothing(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "fault.sqlite"))
-	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	e := storetest.NewEnv(t, s, idem.PolicyArguments)
 	storetest.Want(t, e.Create("user-a", "r-before", `{"title":"Before"}`), core.KindCreated)
 	if _, err := s.DB().Exec(`CREATE TRIGGER fail_ticket BEFORE INSERT ON tickets
 		BEGIN SELECT RAISE(ABORT, 'injected: disk full'); END`); err != nil {
@@ -177,7 +177,7 @@ func TestFailureInsideTheTransactionWritesNothing(t *testing.T) {
 // be claimed again (the claim generation moves on).
 func TestPurgeKeepsTicketsAndFreesKeys(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "purge.sqlite"))
-	e := storetest.NewEnv(t, s, opkey.PolicyArguments)
+	e := storetest.NewEnv(t, s, idem.PolicyArguments)
 	first := e.Create("user-a", "r1", `{"title":"Old"}`)
 	storetest.Want(t, first, core.KindCreated)
 	n, err := s.Purge(context.Background(), e.Now.Add(48*time.Hour))
@@ -245,12 +245,12 @@ func TestDeliveryConformance(t *testing.T) {
 // createOldTicket commits ticket "old" of operation "k1" at now, as a
 // database made before a delivery migration holds it, and returns the
 // operation for the caller to reuse under another key.
-func createOldTicket(t *testing.T, s *sqlite.Store, now time.Time) core.Operation {
+func createOldTicket(t *testing.T, s *sqlite.Store, now time.Time) idem.Record {
 	t.Helper()
-	op := core.Operation{Key: "k1", State: core.StateCompleted, TenantID: "t", UserID: "u", Function: core.CreateTicket,
+	op := idem.Record{Key: "k1", State: idem.StateCompleted, Tenant: "t", Owner: "u", Function: core.CreateTicket,
 		Fingerprint: "f", Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	if _, err := s.Create(context.Background(), op, core.Ticket{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
-		Arguments: `{"title":"old"}`, CreatedAt: now}, now); err != nil {
+	if _, err := s.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{{ID: "old", TenantID: "t", UserID: "u", OperationKey: "k1",
+		Arguments: `{"title":"old"}`, CreatedAt: now}}}, now); err != nil {
 		t.Fatal(err)
 	}
 	return op
@@ -275,9 +275,9 @@ func TestDeliveryMigrationOnExistingFile(t *testing.T) {
 		t.Fatalf("old ticket: %+v, %v", tk.Delivery, err)
 	}
 	op.Key = "k2"
-	if _, err := s.Create(ctx, op, core.Ticket{ID: "new", TenantID: "t", UserID: "u", OperationKey: "k2",
+	if _, err := s.Claims().Claim(ctx, op, core.Writes{Tickets: []core.Ticket{{ID: "new", TenantID: "t", UserID: "u", OperationKey: "k2",
 		Arguments: `{"title":"new"}`, CreatedAt: now,
-		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)}}, now); err != nil {
+		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: now.Truncate(time.Second)}}}}, now); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.Delivery(ctx, "new"); err != nil || r.State != delivery.StatePending {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 )
 
 // Environment of a child process started by Processes.
@@ -61,7 +61,7 @@ func child(open func() (core.Store, error)) (Counts, error) {
 	if c, ok := s.(interface{ Close() error }); ok {
 		defer c.Close()
 	}
-	svc := &core.Service{Store: s, Users: Users(), Policy: opkey.PolicyArguments,
+	svc := &core.Service{Store: s, Users: Users(), Policy: idem.PolicyArguments,
 		Retention: 24 * time.Hour, NewID: uuid.NewString}
 	run, proc, mode := os.Getenv(envRunID), os.Getenv(envProc), os.Getenv(envMode)
 	jobs := make(chan int)

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
+	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
@@ -23,7 +24,7 @@ import (
 type Adapter interface {
 	core.Store
 	// PutOperation writes an operation as is (pending or expired records).
-	PutOperation(ctx context.Context, op core.Operation) error
+	PutOperation(ctx context.Context, op idem.Record) error
 	// CountTickets counts every stored ticket.
 	CountTickets(ctx context.Context) (int, error)
 }
@@ -58,7 +59,7 @@ type Env struct {
 
 // NewEnv builds a Service over s with predictable ids and a clock that
 // moves only when the test moves it, starting at the current second.
-func NewEnv(t *testing.T, s Adapter, policy opkey.Policy) *Env {
+func NewEnv(t *testing.T, s Adapter, policy idem.Policy) *Env {
 	e := &Env{T: t, Now: time.Now().UTC().Truncate(time.Second)}
 	e.serve(s, policy)
 	return e
@@ -67,7 +68,7 @@ func NewEnv(t *testing.T, s Adapter, policy opkey.Policy) *Env {
 // Clock reads e.Now: the clock to give a store that reads one of its own.
 func (e *Env) Clock() time.Time { return e.Now }
 
-func (e *Env) serve(s Adapter, policy opkey.Policy) {
+func (e *Env) serve(s Adapter, policy idem.Policy) {
 	e.Store = s
 	prefix := fmt.Sprintf("t%x", time.Now().UnixNano())
 	e.Svc = &core.Service{
@@ -118,8 +119,14 @@ func Want(t *testing.T, o core.Outcome, k core.Kind) {
 
 const title = `{"title":"Cannot sign in"}`
 
-// Run runs the conformance suite once at each of Shifts.
+// Run runs package idem's conformance suite on the store's claims (the
+// claim rules: replay, in progress, conflict, mismatch, expiry, busy,
+// refused and invalid records, restart, concurrency), then the product's
+// own cases once at each of Shifts: tickets, their reads across tenants,
+// the old ticket of a reclaimed key, and the answer to a refused write.
 func Run(t *testing.T, h Harness) {
+	t.Run("claims", func(t *testing.T) { idemtest.Run(t, claimsFixture(h)) })
+	t.Run("faults", func(t *testing.T) { RunFaults(t, h) })
 	for _, sh := range Shifts {
 		t.Run(sh.Name, func(t *testing.T) {
 			run(t, h, time.Now().UTC().Truncate(time.Second).Add(sh.By))
@@ -129,20 +136,20 @@ func Run(t *testing.T, h Harness) {
 
 // run is the suite with the tests' clock starting at start.
 func run(t *testing.T, h Harness, start time.Time) {
-	open := func(t *testing.T, policy opkey.Policy) (*Env, func(*testing.T) Adapter) {
+	open := func(t *testing.T, policy idem.Policy) (*Env, func(*testing.T) Adapter) {
 		e := &Env{T: t, Now: start}
 		s, reopen := h.Open(t, e.Clock)
 		e.serve(s, policy)
 		return e, reopen
 	}
-	env := func(t *testing.T, policy opkey.Policy) *Env {
+	env := func(t *testing.T, policy idem.Policy) *Env {
 		e, _ := open(t, policy)
 		return e
 	}
 	policySwitch(t, env)
 
 	t.Run("created then repeat returns the stored ticket", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
+		e := env(t, idem.PolicyArguments)
 		first := e.Create("user-a", "r1", title)
 		Want(t, first, core.KindCreated)
 		second := e.Create("user-a", "r1", title)
@@ -155,18 +162,8 @@ func run(t *testing.T, h Harness, start time.Time) {
 		}
 	})
 
-	t.Run("key order does not matter", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		first := e.Create("user-a", "r1", `{"title":"T","priority":"high"}`)
-		second := e.Create("user-a", "r1", `{ "priority" : "high", "title":"T"}`)
-		Want(t, second, core.KindDuplicate)
-		if second.TicketID() != first.TicketID() || e.Tickets() != 1 {
-			t.Fatalf("key-order variant made a second ticket")
-		}
-	})
-
 	t.Run("policy arguments: changed arguments are a new operation", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
+		e := env(t, idem.PolicyArguments)
 		first := e.Create("user-a", "r1", title)
 		second := e.Create("user-a", "r1", `{"title":"Cannot sign in either"}`)
 		Want(t, second, core.KindCreated)
@@ -176,7 +173,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 	})
 
 	t.Run("policy request: changed arguments are refused, nothing written", func(t *testing.T) {
-		e := env(t, opkey.PolicyRequest)
+		e := env(t, idem.PolicyRequest)
 		first := e.Create("user-a", "r1", title)
 		Want(t, first, core.KindCreated)
 		second := e.Create("user-a", "r1", `{"title":"Another title"}`)
@@ -192,7 +189,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 	})
 
 	t.Run("tenant isolation: same request in two tenants is two operations", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
+		e := env(t, idem.PolicyArguments)
 		a := e.Create("user-a", "shared", title)
 		b := e.Create("user-b", "shared", title)
 		Want(t, a, core.KindCreated)
@@ -213,34 +210,8 @@ func run(t *testing.T, h Harness, start time.Time) {
 		}
 	})
 
-	t.Run("request_id of another user of the tenant: 403, nothing disclosed", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		Want(t, e.Create("user-a", "r1", title), core.KindCreated)
-		o := e.Create("user-c", "r1", title)
-		Want(t, o, core.KindConflict)
-		if o.Result != nil || e.Tickets() != 1 {
-			t.Fatalf("conflict disclosed or wrote: %+v", o)
-		}
-	})
-
-	t.Run("pending operation is never re-executed", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		canonical, _ := opkey.Canonical([]byte(title))
-		key, fp := opkey.Key(opkey.PolicyArguments, "tenant-a", "r-pending", core.CreateTicket, canonical)
-		must(t, e.Store.PutOperation(context.Background(), core.Operation{
-			Key: key, State: core.StatePending, TenantID: "tenant-a", UserID: "alice",
-			Function: core.CreateTicket, Fingerprint: fp, CreatedAt: e.Now, ExpiresAt: e.Now.Add(time.Hour),
-		}))
-		for i := 0; i < 3; i++ {
-			Want(t, e.Create("user-a", "r-pending", title), core.KindInProgress)
-		}
-		if n := e.Tickets(); n != 0 {
-			t.Fatalf("pending operation re-executed: %d tickets", n)
-		}
-	})
-
 	t.Run("expired but present operation is reclaimed once, old ticket stays", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
+		e := env(t, idem.PolicyArguments)
 		first := e.Create("user-a", "r1", title)
 		Want(t, first, core.KindCreated)
 		e.Now = e.Now.Add(24*time.Hour + time.Second) // past the retention, TTL not run
@@ -257,114 +228,37 @@ func run(t *testing.T, h Harness, start time.Time) {
 		Want(t, e.Get("user-a", first.TicketID()), core.KindFound)
 	})
 
-	t.Run("key still inside the window deduplicates", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		first := e.Create("user-a", "r1", title)
-		e.Now = e.Now.Add(24*time.Hour - time.Second)
-		second := e.Create("user-a", "r1", title)
-		Want(t, second, core.KindDuplicate)
-		if second.TicketID() != first.TicketID() {
-			t.Fatalf("deduplicated to another ticket")
-		}
-	})
+}
 
-	t.Run("failure inside the transaction leaves nothing", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		taken := e.Create("user-a", "r-taken", title)
-		Want(t, taken, core.KindCreated)
-		// The next ticket id collides with the existing ticket, so the
-		// ticket Put fails inside the transaction, after the claim.
-		newID := e.Svc.NewID
-		e.Svc.NewID = func() string { return taken.TicketID() }
-		failed := e.Create("user-a", "r-new", title)
-		// SQLite reports the broken constraint (500); DynamoDB can only read
-		// the ticket's failed condition as an earlier attempt of its own that
-		// committed, an unknown outcome (busy). Neither writes.
-		if failed.Kind != core.KindInternal && failed.Kind != core.KindBusy {
-			Want(t, failed, core.KindInternal)
+// claimsFixture is idemtest's Fixture over the store's claims: an effect
+// is a ticket, and a refused write is a ticket whose id a ticket written
+// when the storage was opened already holds.
+func claimsFixture(h Harness) func(t *testing.T, now func() time.Time) idemtest.Fixture[core.Writes] {
+	return func(t *testing.T, now func() time.Time) idemtest.Fixture[core.Writes] {
+		s, reopen := h.Open(t, now)
+		ticket := func(id string) core.Ticket {
+			return core.Ticket{ID: id, TenantID: "tenant-a", UserID: "alice", OperationKey: "k-" + id,
+				Arguments: title, CreatedAt: now()}
 		}
-		e.Svc.NewID = newID
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d after a failed transaction, want 1", n)
+		at := now()
+		if _, err := s.Claims().Claim(context.Background(), idem.Record{Key: "taken", State: idem.StateCompleted,
+			Tenant: "tenant-a", Owner: "alice", Function: core.CreateTicket, Fingerprint: "f", Result: []byte(`{}`),
+			CreatedAt: at, ExpiresAt: at.Add(time.Hour)}, core.Writes{Tickets: []core.Ticket{ticket("taken")}}, at); err != nil {
+			t.Fatalf("the taken ticket: %v", err)
 		}
-		// The claim was rolled back: the same call now creates.
-		again := e.Create("user-a", "r-new", title)
-		Want(t, again, core.KindCreated)
-	})
-
-	t.Run("ambiguous: committed but answered busy, the retry returns the stored ticket", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		e.Svc.Store = commitThenFail{e.Store}
-		Want(t, e.Create("user-a", "r-amb", title), core.KindBusy)
-		e.Svc.Store = e.Store
-		retry := e.Create("user-a", "r-amb", title)
-		Want(t, retry, core.KindDuplicate)
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d, want 1", n)
+		return idemtest.Fixture[core.Writes]{
+			Store:  s.Claims(),
+			Write:  func(id string) core.Writes { return core.Writes{Tickets: []core.Ticket{ticket(id)}} },
+			Refuse: func() core.Writes { return core.Writes{Tickets: []core.Ticket{ticket("taken")}} },
+			Effects: func(t *testing.T) int {
+				return count(t, s) - 1 // the taken ticket is the fixture's
+			},
+			Reopen: func(t *testing.T) idem.Store[core.Writes] {
+				s = reopen(t)
+				return s.Claims()
+			},
 		}
-	})
-
-	t.Run("ambiguous: busy before the write, the retry creates exactly one", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		e.Svc.Store = failBefore{e.Store}
-		Want(t, e.Create("user-a", "r-amb", title), core.KindBusy)
-		if n := e.Tickets(); n != 0 {
-			t.Fatalf("tickets = %d after a failure before the transaction, want 0", n)
-		}
-		e.Svc.Store = e.Store
-		Want(t, e.Create("user-a", "r-amb", title), core.KindCreated)
-		Want(t, e.Create("user-a", "r-amb", title), core.KindDuplicate)
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d, want 1", n)
-		}
-	})
-
-	t.Run("cancelled context answers busy on the real store, writes nothing", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		o := e.Svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(title),
-			ExternalUserID: "user-a", RequestID: "r-cancel"})
-		Want(t, o, core.KindBusy)
-		if n := e.Tickets(); n != 0 {
-			t.Fatalf("tickets = %d, want 0", n)
-		}
-		Want(t, e.Create("user-a", "r-cancel", title), core.KindCreated)
-	})
-
-	t.Run("restart returns the saved result", func(t *testing.T) {
-		e, reopen := open(t, opkey.PolicyArguments)
-		first := e.Create("user-a", "r1", title)
-		Want(t, first, core.KindCreated)
-		e2 := &Env{T: t, Now: e.Now}
-		e2.serve(reopen(t), opkey.PolicyArguments)
-		second := e2.Create("user-a", "r1", title)
-		Want(t, second, core.KindDuplicate)
-		if second.TicketID() != first.TicketID() {
-			t.Fatalf("after restart: %s, want %s", second.TicketID(), first.TicketID())
-		}
-	})
-
-	t.Run("10 concurrent identical callbacks make exactly one ticket", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		counts := Concurrent(t, e, 10, func(int) (string, string) { return "r-conc", title })
-		if counts[core.KindCreated] != 1 || counts[core.KindDuplicate] != 9 {
-			t.Fatalf("outcomes = %v, want 1 created, 9 deduplicated", counts)
-		}
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d, want 1", n)
-		}
-	})
-
-	t.Run("two racing reclaimers of an expired key make one new ticket", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
-		Want(t, e.Create("user-a", "r1", title), core.KindCreated)
-		e.Now = e.Now.Add(25 * time.Hour)
-		counts := Concurrent(t, e, 2, func(int) (string, string) { return "r1", title })
-		if counts[core.KindCreated] != 1 || counts[core.KindDuplicate] != 1 || e.Tickets() != 2 {
-			t.Fatalf("outcomes = %v, tickets = %d; want 1 created, 1 deduplicated, 2 tickets", counts, e.Tickets())
-		}
-	})
+	}
 }
 
 // RunPolicySwitch runs the suite's cases of a key_policy change between a
@@ -372,7 +266,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 // (one that keeps nothing across a restart and reads no context).
 func RunPolicySwitch(t *testing.T, h Harness) {
 	start := time.Now().UTC().Truncate(time.Second)
-	policySwitch(t, func(t *testing.T, policy opkey.Policy) *Env {
+	policySwitch(t, func(t *testing.T, policy idem.Policy) *Env {
 		e := &Env{T: t, Now: start}
 		s, _ := h.Open(t, e.Clock)
 		e.serve(s, policy)
@@ -383,9 +277,9 @@ func RunPolicySwitch(t *testing.T, h Harness) {
 // policySwitch is the suite's cases of a key_policy change on a live
 // stack: a repeat finds its operation whichever policy claimed it, so
 // each ends with one ticket per operation.
-func policySwitch(t *testing.T, env func(t *testing.T, policy opkey.Policy) *Env) {
+func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env) {
 	t.Helper()
-	for _, from := range []opkey.Policy{opkey.PolicyArguments, opkey.PolicyRequest} {
+	for _, from := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 		t.Run(fmt.Sprintf("key_policy switched from %s to %s between a call and its repeat: one ticket, the repeat deduplicated", from, from.Other()), func(t *testing.T) {
 			e := env(t, from)
 			first := e.Create("user-a", "r-switch", `{"title":"T","priority":"high"}`)
@@ -403,10 +297,10 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy opkey.Policy) *Env
 	}
 
 	t.Run("key_policy switched from request to arguments: the same request_id with other arguments creates its own ticket", func(t *testing.T) {
-		e := env(t, opkey.PolicyRequest)
+		e := env(t, idem.PolicyRequest)
 		first := e.Create("user-a", "r-switch", title)
 		Want(t, first, core.KindCreated)
-		e.Svc.Policy = opkey.PolicyArguments
+		e.Svc.Policy = idem.PolicyArguments
 		other := e.Create("user-a", "r-switch", `{"title":"Another title"}`)
 		Want(t, other, core.KindCreated) // not blocked, not replayed
 		if other.TicketID() == first.TicketID() {
@@ -423,9 +317,9 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy opkey.Policy) *Env
 	})
 
 	t.Run("old and new instances side by side, one per key_policy, racing on one call: one ticket", func(t *testing.T) {
-		e := env(t, opkey.PolicyArguments)
+		e := env(t, idem.PolicyArguments)
 		other := *e.Svc
-		other.Policy = opkey.PolicyRequest
+		other.Policy = idem.PolicyRequest
 		svcs := []*core.Service{e.Svc, &other}
 		outs := make([]core.Outcome, 8)
 		var wg sync.WaitGroup
@@ -497,27 +391,11 @@ func Concurrent(t *testing.T, e *Env, n int, call func(i int) (requestID, conten
 // the write happened but the caller cannot know it.
 type commitThenFail struct{ core.Store }
 
-func (s commitThenFail) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
-	if _, err := s.Store.Create(ctx, op, t, now); err != nil {
+func (s commitThenFail) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
+
+func (s commitThenFail) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
+	if _, err := s.Store.Claims().Claim(ctx, op, w, now); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("%w: injected timeout after commit", core.ErrBusy)
-}
-
-// failBefore calls the real store with a deadline that has already
-// passed, as a callback whose time ran out before its transaction began:
-// the adapter must answer busy and write nothing.
-type failBefore struct{ core.Store }
-
-func (s failBefore) Create(ctx context.Context, op core.Operation, t core.Ticket, now time.Time) (*core.Operation, error) {
-	ctx, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
-	defer cancel()
-	return s.Store.Create(ctx, op, t, now)
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

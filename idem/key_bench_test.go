@@ -1,10 +1,10 @@
-package opkey_test
+package idem_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/opkey"
+	"github.com/aivax-examples/idempotent-callback/idem"
 )
 
 var benchArgs = []byte(`{"title":"Cannot sign in to the portal <after> reset & 2FA",
@@ -15,22 +15,22 @@ func BenchmarkCanonical(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(benchArgs)))
 	for b.Loop() {
-		if _, err := opkey.Canonical(benchArgs); err != nil {
+		if _, err := idem.Canonical(benchArgs); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
 func BenchmarkKey(b *testing.B) {
-	canonical, err := opkey.Canonical(benchArgs)
+	canonical, err := idem.Canonical(benchArgs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, p := range []opkey.Policy{opkey.PolicyArguments, opkey.PolicyRequest} {
+	for _, p := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 		b.Run(string(p), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				opkey.Key(p, "tenant-a", "request-example", "create_ticket", canonical)
+				idem.Key(p, "tenant-a", "request-example", "create_ticket", canonical)
 			}
 		})
 	}
