@@ -22,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/otlptest"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
@@ -42,10 +43,8 @@ import (
 //   - neither the bearer token (nor its signature alone) nor the argument
 //     is anywhere in the exported bytes.
 func TestTracingMCPToolCall(t *testing.T) {
-	rc := &otlpReceiver{}
-	collector := httptest.NewServer(rc)
-	defer collector.Close()
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}
+	rc := otlptest.Start(t)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rc.URL}
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: func(k string) string { return env[k] }, Service: "trace-mcp"})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +105,7 @@ func TestTracingMCPToolCall(t *testing.T) {
 	var raw []byte
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_ = tp.Flush(context.Background())
-		spans, raw = rc.snapshot()
+		spans, raw = rc.Snapshot()
 		delivered := false
 		for _, s := range spans {
 			if st, _ := attr(s, string(tracing.AttrState)); s.GetName() == tracing.SpanDelivery && st == "delivered" {

@@ -237,3 +237,85 @@ func yamlOf(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestRoleStatementsWithRolePolicies: an AWS::IAM::RolePolicy naming the
+// role with !Ref (short or long form) adds its statements, under its
+// condition; one naming another role adds nothing; a RolePolicy naming
+// its role otherwise, and an AWS::IAM::Policy, are errors (the role could
+// get statements this package does not see).
+func TestRoleStatementsWithRolePolicies(t *testing.T) {
+	const base = `
+Parameters:
+  Kind: {Type: String, Default: none}
+Conditions:
+  On: !Not [!Equals [!Ref Kind, none]]
+Resources:
+  Role:
+    Type: AWS::IAM::Role
+    Properties:
+      Policies:
+        - PolicyName: own
+          PolicyDocument: {Statement: [{Sid: Own, Effect: Allow, Action: s3:GetObject, Resource: x}]}
+  Other:
+    Type: AWS::IAM::Role
+    Properties: {Policies: []}
+  Short:
+    Type: AWS::IAM::RolePolicy
+    Properties:
+      RoleName: !Ref Role
+      PolicyName: short
+      PolicyDocument: {Statement: [{Sid: Short, Effect: Allow, Action: [xray:PutTraceSegments], Resource: "*"}]}
+  Long:
+    Type: AWS::IAM::RolePolicy
+    Condition: On
+    Properties:
+      RoleName: {Ref: Role}
+      PolicyName: long
+      PolicyDocument: {Statement: {Sid: Long, Effect: Allow, Action: xray:PutTelemetryRecords, Resource: "*"}}
+  ForOther:
+    Type: AWS::IAM::RolePolicy
+    Properties:
+      RoleName: !Ref Other
+      PolicyName: other
+      PolicyDocument: {Statement: [{Sid: NotMine, Effect: Allow, Action: "*", Resource: "*"}]}
+`
+	parse := func(src string) *yaml.Node {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Content[0]
+	}
+	sids := func(st Stack, src string) ([]string, error) {
+		got, err := RoleStatements(parse(src), "Role", st)
+		var out []string
+		for _, s := range got {
+			out = append(out, s.Sid)
+		}
+		return out, err
+	}
+	st := Stack{Partition: "aws", Region: "us-east-1", Account: "123456789012"}
+	if got, err := sids(st, base); err != nil || strings.Join(got, ",") != "Own,Short" {
+		t.Errorf("condition off: %v, %v; want Own,Short", got, err)
+	}
+	st.Parameters = map[string]string{"Kind": "zendesk"}
+	if got, err := sids(st, base); err != nil || strings.Join(got, ",") != "Own,Short,Long" {
+		t.Errorf("condition on: %v, %v; want Own,Short,Long", got, err)
+	}
+	for name, extra := range map[string]string{
+		"a RolePolicy naming its role with a literal": `
+  Literal:
+    Type: AWS::IAM::RolePolicy
+    Properties: {RoleName: role-name, PolicyName: p, PolicyDocument: {Statement: []}}
+`,
+		"an AWS::IAM::Policy": `
+  Attached:
+    Type: AWS::IAM::Policy
+    Properties: {Roles: [!Ref Role], PolicyName: p, PolicyDocument: {Statement: []}}
+`,
+	} {
+		if _, err := sids(st, base+extra); err == nil {
+			t.Errorf("%s: no error, want one (statements unseen)", name)
+		}
+	}
+}
