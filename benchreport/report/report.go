@@ -25,46 +25,50 @@ import (
 
 // Files of a results directory.
 const (
-	FileMeta           = "meta.json"
-	FileOverhead       = "overhead.json"      // BenchmarkHandlerOverhead, internal/httpapi
-	FileOverheadBase   = "overhead.base.json" // the same at the base revision
-	FileOpkey          = "opkey.json"         // BenchmarkCanonical, BenchmarkKey, internal/opkey
-	FileOpkeyBase      = "opkey.base.json"
-	FileStages         = "stages.json"   // BenchmarkStages, internal/httpapi
-	FileBCrypt         = "bcrypt.json"   // BenchmarkVerify, internal/nonce
-	FileDynamoDB       = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
-	FileSQLite         = "sqlite.json"   // BenchmarkSQLite, internal/bench
-	FileSQLiteBase     = "sqlite.base.json"
-	FileRoundTrips     = "roundtrips.json"     // TestRoundTripsPerCallback, internal/store/dynamo
-	FileMCPOverhead    = "mcp-overhead.json"   // BenchmarkMCPHandlerOverhead, internal/mcpdoor
-	FileJWT            = "jwt.json"            // BenchmarkVerify, internal/jwtauth
-	FileMCPRoundTrips  = "mcp-roundtrips.json" // TestMCPRoundTrips, internal/mcpdoor
-	mcpNew             = "BenchmarkMCPHandlerOverhead/new_key"
-	mcpRepeat          = "BenchmarkMCPHandlerOverhead/repeat_key"
-	mcpRoundTripsTest  = "TestMCPRoundTrips"
-	FileThroughput     = "throughput.json" // results.Throughput from TestThroughput
-	FileColdStart      = "coldstart.json"  // results.ColdStart from TestColdStart
-	roundTripsTest     = "TestRoundTripsPerCallback"
-	handlerNew         = "BenchmarkHandlerOverhead/new_key"
-	handlerRepeat      = "BenchmarkHandlerOverhead/repeat_key"
-	handlerEMFNew      = "BenchmarkHandlerOverhead/emf_new_key"
-	handlerEMFRepeat   = "BenchmarkHandlerOverhead/emf_repeat_key"
-	handlerPromNew     = "BenchmarkHandlerOverhead/prometheus_new_key"
-	handlerPromRepeat  = "BenchmarkHandlerOverhead/prometheus_repeat_key"
-	stagesRequest      = "BenchmarkStages/new_request"
-	bcryptPrefix       = "BenchmarkVerify/cost="
-	unitTime           = "sec/op"
-	unitAllocs         = "allocs/op"
-	unitBytes          = "B/op"
-	unitRaw, unitFull  = "raw-µs", "full-µs"
-	unitRatio          = "full/raw"
-	unitCalls          = "ddb-calls/callback"
-	confidence         = 0.95
-	lambdaOneVCPUMB    = 1769 // Lambda's memory size with one full vCPU
-	storeKindDynamoDB  = "dynamodb"
-	storeKindSQLite    = "sqlite"
-	throughputModeNew  = "new"
-	throughputModeRept = "repeat"
+	FileMeta         = "meta.json"
+	FileOverhead     = "overhead.json"      // BenchmarkHandlerOverhead, internal/httpapi
+	FileOverheadBase = "overhead.base.json" // the same at the base revision
+	// BenchmarkHandlerOverheadTracing, internal/httpapi, run in the same
+	// rounds as BenchmarkHandlerOverhead
+	FileOverheadTracing = "overhead-tracing.json"
+	FileOpkey           = "opkey.json" // BenchmarkCanonical, BenchmarkKey, internal/opkey
+	FileOpkeyBase       = "opkey.base.json"
+	FileStages          = "stages.json"   // BenchmarkStages, internal/httpapi
+	FileBCrypt          = "bcrypt.json"   // BenchmarkVerify, internal/nonce
+	FileDynamoDB        = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
+	FileSQLite          = "sqlite.json"   // BenchmarkSQLite, internal/bench
+	FileSQLiteBase      = "sqlite.base.json"
+	FileRoundTrips      = "roundtrips.json"     // TestRoundTripsPerCallback, internal/store/dynamo
+	FileMCPOverhead     = "mcp-overhead.json"   // BenchmarkMCPHandlerOverhead, internal/mcpdoor
+	FileJWT             = "jwt.json"            // BenchmarkVerify, internal/jwtauth
+	FileMCPRoundTrips   = "mcp-roundtrips.json" // TestMCPRoundTrips, internal/mcpdoor
+	mcpNew              = "BenchmarkMCPHandlerOverhead/new_key"
+	mcpRepeat           = "BenchmarkMCPHandlerOverhead/repeat_key"
+	mcpRoundTripsTest   = "TestMCPRoundTrips"
+	FileThroughput      = "throughput.json" // results.Throughput from TestThroughput
+	FileColdStart       = "coldstart.json"  // results.ColdStart from TestColdStart
+	roundTripsTest      = "TestRoundTripsPerCallback"
+	handlerNew          = "BenchmarkHandlerOverhead/new_key"
+	handlerRepeat       = "BenchmarkHandlerOverhead/repeat_key"
+	handlerEMFNew       = "BenchmarkHandlerOverhead/emf_new_key"
+	handlerEMFRepeat    = "BenchmarkHandlerOverhead/emf_repeat_key"
+	handlerPromNew      = "BenchmarkHandlerOverhead/prometheus_new_key"
+	handlerPromRepeat   = "BenchmarkHandlerOverhead/prometheus_repeat_key"
+	tracingBench        = "BenchmarkHandlerOverheadTracing/"
+	stagesRequest       = "BenchmarkStages/new_request"
+	bcryptPrefix        = "BenchmarkVerify/cost="
+	unitTime            = "sec/op"
+	unitAllocs          = "allocs/op"
+	unitBytes           = "B/op"
+	unitRaw, unitFull   = "raw-µs", "full-µs"
+	unitRatio           = "full/raw"
+	unitCalls           = "ddb-calls/callback"
+	confidence          = 0.95
+	lambdaOneVCPUMB     = 1769 // Lambda's memory size with one full vCPU
+	storeKindDynamoDB   = "dynamodb"
+	storeKindSQLite     = "sqlite"
+	throughputModeNew   = "new"
+	throughputModeRept  = "repeat"
 )
 
 // Files and names of the delivery measurements.
@@ -72,7 +76,12 @@ const (
 	// BenchmarkDeliveryLocalWorker, internal/store/sqlite and internal/store/dynamo
 	FileDeliveryWorkerSQLite   = "delivery-worker.sqlite.json"
 	FileDeliveryWorkerDynamoDB = "delivery-worker.dynamodb.json"
-	FileDeliveryStream         = "delivery-stream.json" // BenchmarkDeliveryStreamPath, functions/delivery
+	// BenchmarkDeliveryLocalWorkerLinear, internal/store/sqlite: the
+	// local worker delivering to Linear (the fake's GraphQL side), without
+	// and with faults
+	FileDeliveryWorkerLinear = "delivery-worker.linear.json"
+	deliveryLinearBench      = "BenchmarkDeliveryLocalWorkerLinear"
+	FileDeliveryStream       = "delivery-stream.json" // BenchmarkDeliveryStreamPath, functions/delivery
 	// results.DeliveryMatrix from TestDeliveryFailureMatrix, per store
 	FileDeliveryMatrixSQLite   = "delivery-matrix.sqlite.json"
 	FileDeliveryMatrixDynamoDB = "delivery-matrix.dynamodb.json"
@@ -203,14 +212,31 @@ type Report struct {
 	ColdStart                         results.ColdStart
 	ColdNoSQLite                      results.ColdStartBuild
 	ColdWithSQLite                    results.ColdStartBuild
-	BCrypt                            []BCrypt
-	LambdaSmallerMBs                  []int
-	OneVCPUMB                         int
-	Delivery                          DeliveryReport
-	InRegion                          InRegionReport // TestInRegion (inregion.go)
+	// ColdTracing is the Lambda build started with spans exported; nil
+	// when the results hold none (made before tracing).
+	ColdTracing *results.ColdStartBuild
+	// Tracing is the handler's overhead with tracing wired; nil when the
+	// results hold none (made before tracing).
+	Tracing          *TracingReport
+	BCrypt           []BCrypt
+	LambdaSmallerMBs []int
+	OneVCPUMB        int
+	Delivery         DeliveryReport
+	InRegion         InRegionReport // TestInRegion (inregion.go)
 	// MCP is the MCP door's figures; nil when the results hold none (a
 	// results directory made before the door).
 	MCP *MCPReport
+}
+
+// TracingReport is BenchmarkHandlerOverheadTracing: the handler of
+// BenchmarkHandlerOverhead with the tracing the programs wire, as shipped
+// with nothing to export (NoExport), with the door's span on the no-op
+// provider (DoorNoop), and with spans recorded and exported to a
+// discarding exporter (Export).
+type TracingReport struct {
+	NoExportNew, NoExportRepeat Row
+	DoorNoopNew, DoorNoopRepeat Row
+	ExportNew, ExportRepeat     Row
 }
 
 // MCPReport is what the report shows of the MCP door.
@@ -268,6 +294,9 @@ func Load(dir string) (*Report, error) {
 		{&rp.HandlerEMFNew, handlerEMFNew}, {&rp.HandlerEMFRepeat, handlerEMFRepeat},
 		{&rp.HandlerPromNew, handlerPromNew}, {&rp.HandlerPromRepeat, handlerPromRepeat},
 	}); err != nil {
+		return nil, err
+	}
+	if rp.Tracing, err = loadTracing(dir); err != nil {
 		return nil, err
 	}
 	opkey, err := read(FileOpkey)
@@ -387,13 +416,21 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	var haveWith, haveWithout bool
-	for _, b := range rp.ColdStart.Builds {
+	for i, b := range rp.ColdStart.Builds {
 		if len(b.InitMs) == 0 || len(b.FirstMs) == 0 || len(b.PackageInitMs) == 0 {
 			return nil, fmt.Errorf("%s: build %q has no measurements", FileColdStart, b.Name)
 		}
-		if b.SQLite {
+		switch {
+		case b.Tracing && b.SQLite:
+			return nil, fmt.Errorf("%s: build %q: tracing is measured on the Lambda build, without SQLite", FileColdStart, b.Name)
+		case b.Tracing:
+			if rp.ColdTracing != nil {
+				return nil, fmt.Errorf("%s: two builds with tracing", FileColdStart)
+			}
+			rp.ColdTracing = &rp.ColdStart.Builds[i]
+		case b.SQLite:
 			rp.ColdWithSQLite, haveWith = b, true
-		} else {
+		default:
 			rp.ColdNoSQLite, haveWithout = b, true
 		}
 	}
@@ -436,6 +473,8 @@ func (rp *Report) loadDelivery(dir string) error {
 	}{
 		{FileDeliveryWorkerSQLite, deliveryWorkerBench, "local worker, SQLite", nil},
 		{FileDeliveryWorkerDynamoDB, deliveryWorkerBench, "local worker, DynamoDB Local", nil},
+		{FileDeliveryWorkerLinear, deliveryLinearBench + "/no-faults", "local worker, SQLite, to Linear", nil},
+		{FileDeliveryWorkerLinear, deliveryLinearBench + "/faults", "local worker, SQLite, to Linear, one create in ten failing first", nil},
 		{FileDeliveryStream, deliveryStreamBench, "stream path, DynamoDB Local", &rp.Delivery.Stream},
 	} {
 		run, err := readTestJSON(filepath.Join(dir, b.file))
@@ -750,4 +789,25 @@ func loadMCP(dir string) (*MCPReport, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// loadTracing reads BenchmarkHandlerOverheadTracing's rows; nil without
+// the file (a results directory made before tracing).
+func loadTracing(dir string) (*TracingReport, error) {
+	run, err := readTestJSON(filepath.Join(dir, FileOverheadTracing))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tr := &TracingReport{}
+	if err := run.fillRows([]namedRow{
+		{&tr.NoExportNew, tracingBench + "noexport_new_key"}, {&tr.NoExportRepeat, tracingBench + "noexport_repeat_key"},
+		{&tr.DoorNoopNew, tracingBench + "door_noop_new_key"}, {&tr.DoorNoopRepeat, tracingBench + "door_noop_repeat_key"},
+		{&tr.ExportNew, tracingBench + "export_new_key"}, {&tr.ExportRepeat, tracingBench + "export_repeat_key"},
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileOverheadTracing, err)
+	}
+	return tr, nil
 }
