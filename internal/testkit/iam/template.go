@@ -27,12 +27,9 @@ type Stack struct {
 // testenv.Template returns it), every intrinsic resolved under st: !Ref
 // of parameters, pseudo parameters and resources, !GetAtt, !Sub, !If with
 // the template's Conditions, !Join, !Select, !Split, !Equals, !Not, !And,
-// !Or, in short or long form, with the statements of each
-// AWS::IAM::RolePolicy resource whose RoleName is !Ref role (under its
-// condition). A role this package cannot fully see (managed policies, a
-// permissions boundary, an AWS::IAM::Policy or ManagedPolicy resource, a
-// RolePolicy naming its role otherwise) or one the parameters leave out
-// of the stack is an error.
+// !Or, in short or long form. A role this package cannot fully see
+// (managed policies, a permissions boundary, a separate policy resource
+// naming it) or one the parameters leave out of the stack is an error.
 func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error) {
 	r := &resolver{tmpl: tmpl, st: st, conds: map[string]bool{}}
 	resources := child(tmpl, "Resources")
@@ -52,32 +49,10 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 			return nil, fmt.Errorf("iam: %s is not created under these parameters (condition %s is false)", role, c)
 		}
 	}
-	// Inline policies of their own resource (AWS::IAM::RolePolicy naming
-	// the role with !Ref) are the role's too; any other policy resource
-	// could attach to it unseen.
-	var attached []*yaml.Node
 	for i := 0; resources != nil && i+1 < len(resources.Content); i += 2 {
-		name, pr := resources.Content[i].Value, resources.Content[i+1]
-		switch scalar(child(pr, "Type")) {
-		case "AWS::IAM::RolePolicy":
-			target, ok := refName(child(child(pr, "Properties"), "RoleName"))
-			if !ok {
-				return nil, fmt.Errorf("iam: the policy resource %s names its role other than with !Ref", name)
-			}
-			if target != role {
-				continue
-			}
-			if c := scalar(child(pr, "Condition")); c != "" {
-				if on, err := r.condition(c); err != nil || !on {
-					if err != nil {
-						return nil, err
-					}
-					continue
-				}
-			}
-			attached = append(attached, pr)
-		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy":
-			return nil, fmt.Errorf("iam: the template has a policy resource, %s, which this package does not attach to roles", name)
+		switch scalar(child(resources.Content[i+1], "Type")) {
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::IAM::RolePolicy":
+			return nil, fmt.Errorf("iam: the template has a policy resource, %s, which this package does not attach to roles", resources.Content[i].Value)
 		}
 	}
 	props := child(res, "Properties")
@@ -103,34 +78,7 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 		}
 		out = append(out, stmts...)
 	}
-	for _, pr := range attached {
-		doc, err := r.eval(child(child(pr, "Properties"), "PolicyDocument"))
-		if err != nil {
-			return nil, fmt.Errorf("iam: %s: %w", role, err)
-		}
-		m, _ := doc.(map[string]any)
-		stmts, err := statements(m["Statement"])
-		if err != nil {
-			return nil, fmt.Errorf("iam: %s, policy %s: %w", role, scalar(child(child(pr, "Properties"), "PolicyName")), err)
-		}
-		out = append(out, stmts...)
-	}
 	return out, nil
-}
-
-// refName is the logical id n refers to when n is a !Ref (short or long
-// form) of a literal name.
-func refName(n *yaml.Node) (string, bool) {
-	switch {
-	case n == nil:
-		return "", false
-	case n.Kind == yaml.ScalarNode && n.Tag == "!Ref":
-		return n.Value, n.Value != ""
-	case n.Kind == yaml.MappingNode && len(n.Content) == 2 && n.Content[0].Value == "Ref":
-		v := scalar(n.Content[1])
-		return v, v != ""
-	}
-	return "", false
 }
 
 // statements converts a resolved Statement element (one statement or a
