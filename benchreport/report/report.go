@@ -25,50 +25,53 @@ import (
 
 // Files of a results directory.
 const (
-	FileMeta         = "meta.json"
-	FileOverhead     = "overhead.json"      // BenchmarkHandlerOverhead, internal/httpapi
-	FileOverheadBase = "overhead.base.json" // the same at the base revision
-	// BenchmarkHandlerOverheadTracing, internal/httpapi, run in the same
-	// rounds as BenchmarkHandlerOverhead
+	FileMeta           = "meta.json"
+	FileOverhead       = "overhead.json"      // BenchmarkHandlerOverhead, internal/httpapi
+	FileOverheadBase   = "overhead.base.json" // the same at the base revision
+	FileOpkey          = "opkey.json"         // BenchmarkCanonical, BenchmarkKey, internal/opkey
+	FileOpkeyBase      = "opkey.base.json"
+	FileStages         = "stages.json"   // BenchmarkStages, internal/httpapi
+	FileBCrypt         = "bcrypt.json"   // BenchmarkVerify, internal/nonce
+	FileDynamoDB       = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
+	FileSQLite         = "sqlite.json"   // BenchmarkSQLite, internal/bench
+	FileSQLiteBase     = "sqlite.base.json"
+	FileRoundTrips     = "roundtrips.json"     // TestRoundTripsPerCallback, internal/store/dynamo
+	FileMCPOverhead    = "mcp-overhead.json"   // BenchmarkMCPHandlerOverhead, internal/mcpdoor
+	FileJWT            = "jwt.json"            // BenchmarkVerify, internal/jwtauth
+	FileMCPRoundTrips  = "mcp-roundtrips.json" // TestMCPRoundTrips, internal/mcpdoor
+	mcpNew             = "BenchmarkMCPHandlerOverhead/new_key"
+	mcpRepeat          = "BenchmarkMCPHandlerOverhead/repeat_key"
+	mcpRoundTripsTest  = "TestMCPRoundTrips"
+	FileThroughput     = "throughput.json" // results.Throughput from TestThroughput
+	FileColdStart      = "coldstart.json"  // results.ColdStart from TestColdStart
+	roundTripsTest     = "TestRoundTripsPerCallback"
+	handlerNew         = "BenchmarkHandlerOverhead/new_key"
+	handlerRepeat      = "BenchmarkHandlerOverhead/repeat_key"
+	handlerEMFNew      = "BenchmarkHandlerOverhead/emf_new_key"
+	handlerEMFRepeat   = "BenchmarkHandlerOverhead/emf_repeat_key"
+	handlerPromNew     = "BenchmarkHandlerOverhead/prometheus_new_key"
+	handlerPromRepeat  = "BenchmarkHandlerOverhead/prometheus_repeat_key"
+	stagesRequest      = "BenchmarkStages/new_request"
+	bcryptPrefix       = "BenchmarkVerify/cost="
+	unitTime           = "sec/op"
+	unitAllocs         = "allocs/op"
+	unitBytes          = "B/op"
+	unitRaw, unitFull  = "raw-µs", "full-µs"
+	unitRatio          = "full/raw"
+	unitCalls          = "ddb-calls/callback"
+	confidence         = 0.95
+	lambdaOneVCPUMB    = 1769 // Lambda's memory size with one full vCPU
+	storeKindDynamoDB  = "dynamodb"
+	storeKindSQLite    = "sqlite"
+	throughputModeNew  = "new"
+	throughputModeRept = "repeat"
+)
+
+// The handler with tracing: BenchmarkHandlerOverheadTracing,
+// internal/httpapi, run in the same rounds as BenchmarkHandlerOverhead.
+const (
 	FileOverheadTracing = "overhead-tracing.json"
-	FileOpkey           = "opkey.json" // BenchmarkCanonical, BenchmarkKey, internal/opkey
-	FileOpkeyBase       = "opkey.base.json"
-	FileStages          = "stages.json"   // BenchmarkStages, internal/httpapi
-	FileBCrypt          = "bcrypt.json"   // BenchmarkVerify, internal/nonce
-	FileDynamoDB        = "dynamodb.json" // BenchmarkDynamoDB, internal/bench
-	FileSQLite          = "sqlite.json"   // BenchmarkSQLite, internal/bench
-	FileSQLiteBase      = "sqlite.base.json"
-	FileRoundTrips      = "roundtrips.json"     // TestRoundTripsPerCallback, internal/store/dynamo
-	FileMCPOverhead     = "mcp-overhead.json"   // BenchmarkMCPHandlerOverhead, internal/mcpdoor
-	FileJWT             = "jwt.json"            // BenchmarkVerify, internal/jwtauth
-	FileMCPRoundTrips   = "mcp-roundtrips.json" // TestMCPRoundTrips, internal/mcpdoor
-	mcpNew              = "BenchmarkMCPHandlerOverhead/new_key"
-	mcpRepeat           = "BenchmarkMCPHandlerOverhead/repeat_key"
-	mcpRoundTripsTest   = "TestMCPRoundTrips"
-	FileThroughput      = "throughput.json" // results.Throughput from TestThroughput
-	FileColdStart       = "coldstart.json"  // results.ColdStart from TestColdStart
-	roundTripsTest      = "TestRoundTripsPerCallback"
-	handlerNew          = "BenchmarkHandlerOverhead/new_key"
-	handlerRepeat       = "BenchmarkHandlerOverhead/repeat_key"
-	handlerEMFNew       = "BenchmarkHandlerOverhead/emf_new_key"
-	handlerEMFRepeat    = "BenchmarkHandlerOverhead/emf_repeat_key"
-	handlerPromNew      = "BenchmarkHandlerOverhead/prometheus_new_key"
-	handlerPromRepeat   = "BenchmarkHandlerOverhead/prometheus_repeat_key"
 	tracingBench        = "BenchmarkHandlerOverheadTracing/"
-	stagesRequest       = "BenchmarkStages/new_request"
-	bcryptPrefix        = "BenchmarkVerify/cost="
-	unitTime            = "sec/op"
-	unitAllocs          = "allocs/op"
-	unitBytes           = "B/op"
-	unitRaw, unitFull   = "raw-µs", "full-µs"
-	unitRatio           = "full/raw"
-	unitCalls           = "ddb-calls/callback"
-	confidence          = 0.95
-	lambdaOneVCPUMB     = 1769 // Lambda's memory size with one full vCPU
-	storeKindDynamoDB   = "dynamodb"
-	storeKindSQLite     = "sqlite"
-	throughputModeNew   = "new"
-	throughputModeRept  = "repeat"
 )
 
 // Files and names of the delivery measurements.
@@ -76,12 +79,7 @@ const (
 	// BenchmarkDeliveryLocalWorker, internal/store/sqlite and internal/store/dynamo
 	FileDeliveryWorkerSQLite   = "delivery-worker.sqlite.json"
 	FileDeliveryWorkerDynamoDB = "delivery-worker.dynamodb.json"
-	// BenchmarkDeliveryLocalWorkerLinear, internal/store/sqlite: the
-	// local worker delivering to Linear (the fake's GraphQL side), without
-	// and with faults
-	FileDeliveryWorkerLinear = "delivery-worker.linear.json"
-	deliveryLinearBench      = "BenchmarkDeliveryLocalWorkerLinear"
-	FileDeliveryStream       = "delivery-stream.json" // BenchmarkDeliveryStreamPath, functions/delivery
+	FileDeliveryStream         = "delivery-stream.json" // BenchmarkDeliveryStreamPath, functions/delivery
 	// results.DeliveryMatrix from TestDeliveryFailureMatrix, per store
 	FileDeliveryMatrixSQLite   = "delivery-matrix.sqlite.json"
 	FileDeliveryMatrixDynamoDB = "delivery-matrix.dynamodb.json"
@@ -100,6 +98,14 @@ const (
 	unitTickets                = "tickets/s"
 	unitP50, unitP99           = "p50-ms", "p99-ms"
 	unitHelpdeskCalls          = "helpdesk-calls/ticket"
+)
+
+// BenchmarkDeliveryLocalWorkerLinear, internal/store/sqlite: the local
+// worker delivering to Linear (the fake's GraphQL side), without and with
+// faults.
+const (
+	FileDeliveryWorkerLinear = "delivery-worker.linear.json"
+	deliveryLinearBench      = "BenchmarkDeliveryLocalWorkerLinear"
 )
 
 // Meta describes the run: where, on what, with which commands. The
@@ -212,20 +218,20 @@ type Report struct {
 	ColdStart                         results.ColdStart
 	ColdNoSQLite                      results.ColdStartBuild
 	ColdWithSQLite                    results.ColdStartBuild
+	BCrypt                            []BCrypt
+	LambdaSmallerMBs                  []int
+	OneVCPUMB                         int
+	Delivery                          DeliveryReport
+	InRegion                          InRegionReport // TestInRegion (inregion.go)
+	// MCP is the MCP door's figures; nil when the results hold none (a
+	// results directory made before the door).
+	MCP *MCPReport
 	// ColdTracing is the Lambda build started with spans exported; nil
 	// when the results hold none (made before tracing).
 	ColdTracing *results.ColdStartBuild
 	// Tracing is the handler's overhead with tracing wired; nil when the
 	// results hold none (made before tracing).
-	Tracing          *TracingReport
-	BCrypt           []BCrypt
-	LambdaSmallerMBs []int
-	OneVCPUMB        int
-	Delivery         DeliveryReport
-	InRegion         InRegionReport // TestInRegion (inregion.go)
-	// MCP is the MCP door's figures; nil when the results hold none (a
-	// results directory made before the door).
-	MCP *MCPReport
+	Tracing *TracingReport
 }
 
 // TracingReport is BenchmarkHandlerOverheadTracing: the handler of
