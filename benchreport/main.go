@@ -174,10 +174,17 @@ func measure(o options, root, dir string) error {
 	overhead := []string{"-test.run", "^$", "-test.bench", "^BenchmarkHandlerOverhead$", "-test.benchmem", "-test.count", "1"}
 	opkey := []string{"-test.run", "^$", "-test.bench", "^Benchmark(Canonical|Key)$", "-test.benchmem", "-test.count", "1"}
 	sqlite := []string{"-test.run", "^$", "-test.bench", "^BenchmarkSQLite$", "-test.count", "1"}
+	// The tracing variants in the same rounds, right before the figures
+	// without tracing, so that both see the same machine.
+	overheadTracing := []string{"-test.run", "^$", "-test.bench", "^BenchmarkHandlerOverheadTracing$", "-test.benchmem", "-test.count", "1"}
+	r.note("go test -json -run '^$' -bench '^BenchmarkHandlerOverheadTracing$' -benchmem -count 1 ./internal/httpapi   # " + count + " times, each right before BenchmarkHandlerOverhead")
 	r.note("go test -json -run '^$' -bench '^BenchmarkHandlerOverhead$' -benchmem -count 1 ./internal/httpapi   # " + count + " times" + alternating)
 	r.note("go test -json -run '^$' -bench '^Benchmark(Canonical|Key)$' -benchmem -count 1 ./" + keys + "   # " + count + " times" + alternating)
 	for i := range o.count {
 		logf("handler overhead, round %d of %d", i+1, o.count)
+		if err := r.bin(root, "internal/httpapi", cur, report.FileOverheadTracing, overheadTracing); err != nil {
+			return err
+		}
 		if err := r.bin(root, "internal/httpapi", cur, report.FileOverhead, overhead); err != nil {
 			return err
 		}
@@ -290,6 +297,11 @@ func measureDelivery(r *runner, dir, count string) error {
 			"-count", count, "-timeout", "10m", b.pkg); err != nil {
 			return err
 		}
+	}
+	logf("delivery: local worker to Linear, without and with faults")
+	if err := r.goTest(report.FileDeliveryWorkerLinear, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryLocalWorkerLinear$", "-benchtime", "500x",
+		"-count", count, "-timeout", "10m", "./internal/store/sqlite"); err != nil {
+		return err
 	}
 	logf("delivery: stream path")
 	if err := r.goTest(report.FileDeliveryStream, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamPath$", "-benchtime", "200x",

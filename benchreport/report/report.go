@@ -67,6 +67,13 @@ const (
 	throughputModeRept = "repeat"
 )
 
+// The handler with tracing: BenchmarkHandlerOverheadTracing,
+// internal/httpapi, run in the same rounds as BenchmarkHandlerOverhead.
+const (
+	FileOverheadTracing = "overhead-tracing.json"
+	tracingBench        = "BenchmarkHandlerOverheadTracing/"
+)
+
 // Files and names of the delivery measurements.
 const (
 	// BenchmarkDeliveryLocalWorker, internal/store/sqlite and internal/store/dynamo
@@ -91,6 +98,14 @@ const (
 	unitTickets                = "tickets/s"
 	unitP50, unitP99           = "p50-ms", "p99-ms"
 	unitHelpdeskCalls          = "helpdesk-calls/ticket"
+)
+
+// BenchmarkDeliveryLocalWorkerLinear, internal/store/sqlite: the local
+// worker delivering to Linear (the fake's GraphQL side), without and with
+// faults.
+const (
+	FileDeliveryWorkerLinear = "delivery-worker.linear.json"
+	deliveryLinearBench      = "BenchmarkDeliveryLocalWorkerLinear"
 )
 
 // Meta describes the run: where, on what, with which commands. The
@@ -211,6 +226,23 @@ type Report struct {
 	// MCP is the MCP door's figures; nil when the results hold none (a
 	// results directory made before the door).
 	MCP *MCPReport
+	// ColdTracing is the Lambda build started with spans exported; nil
+	// when the results hold none (made before tracing).
+	ColdTracing *results.ColdStartBuild
+	// Tracing is the handler's overhead with tracing wired; nil when the
+	// results hold none (made before tracing).
+	Tracing *TracingReport
+}
+
+// TracingReport is BenchmarkHandlerOverheadTracing: the handler of
+// BenchmarkHandlerOverhead with the tracing the programs wire, as shipped
+// with nothing to export (NoExport), with the door's span on the no-op
+// provider (DoorNoop), and with spans recorded and exported to a
+// discarding exporter (Export).
+type TracingReport struct {
+	NoExportNew, NoExportRepeat Row
+	DoorNoopNew, DoorNoopRepeat Row
+	ExportNew, ExportRepeat     Row
 }
 
 // MCPReport is what the report shows of the MCP door.
@@ -268,6 +300,9 @@ func Load(dir string) (*Report, error) {
 		{&rp.HandlerEMFNew, handlerEMFNew}, {&rp.HandlerEMFRepeat, handlerEMFRepeat},
 		{&rp.HandlerPromNew, handlerPromNew}, {&rp.HandlerPromRepeat, handlerPromRepeat},
 	}); err != nil {
+		return nil, err
+	}
+	if rp.Tracing, err = loadTracing(dir); err != nil {
 		return nil, err
 	}
 	opkey, err := read(FileOpkey)
@@ -387,13 +422,21 @@ func Load(dir string) (*Report, error) {
 		return nil, err
 	}
 	var haveWith, haveWithout bool
-	for _, b := range rp.ColdStart.Builds {
+	for i, b := range rp.ColdStart.Builds {
 		if len(b.InitMs) == 0 || len(b.FirstMs) == 0 || len(b.PackageInitMs) == 0 {
 			return nil, fmt.Errorf("%s: build %q has no measurements", FileColdStart, b.Name)
 		}
-		if b.SQLite {
+		switch {
+		case b.Tracing && b.SQLite:
+			return nil, fmt.Errorf("%s: build %q: tracing is measured on the Lambda build, without SQLite", FileColdStart, b.Name)
+		case b.Tracing:
+			if rp.ColdTracing != nil {
+				return nil, fmt.Errorf("%s: two builds with tracing", FileColdStart)
+			}
+			rp.ColdTracing = &rp.ColdStart.Builds[i]
+		case b.SQLite:
 			rp.ColdWithSQLite, haveWith = b, true
-		} else {
+		default:
 			rp.ColdNoSQLite, haveWithout = b, true
 		}
 	}
@@ -436,6 +479,8 @@ func (rp *Report) loadDelivery(dir string) error {
 	}{
 		{FileDeliveryWorkerSQLite, deliveryWorkerBench, "local worker, SQLite", nil},
 		{FileDeliveryWorkerDynamoDB, deliveryWorkerBench, "local worker, DynamoDB Local", nil},
+		{FileDeliveryWorkerLinear, deliveryLinearBench + "/no-faults", "local worker, SQLite, to Linear", nil},
+		{FileDeliveryWorkerLinear, deliveryLinearBench + "/faults", "local worker, SQLite, to Linear, one create in ten failing first", nil},
 		{FileDeliveryStream, deliveryStreamBench, "stream path, DynamoDB Local", &rp.Delivery.Stream},
 	} {
 		run, err := readTestJSON(filepath.Join(dir, b.file))
@@ -750,4 +795,25 @@ func loadMCP(dir string) (*MCPReport, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// loadTracing reads BenchmarkHandlerOverheadTracing's rows; nil without
+// the file (a results directory made before tracing).
+func loadTracing(dir string) (*TracingReport, error) {
+	run, err := readTestJSON(filepath.Join(dir, FileOverheadTracing))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tr := &TracingReport{}
+	if err := run.fillRows([]namedRow{
+		{&tr.NoExportNew, tracingBench + "noexport_new_key"}, {&tr.NoExportRepeat, tracingBench + "noexport_repeat_key"},
+		{&tr.DoorNoopNew, tracingBench + "door_noop_new_key"}, {&tr.DoorNoopRepeat, tracingBench + "door_noop_repeat_key"},
+		{&tr.ExportNew, tracingBench + "export_new_key"}, {&tr.ExportRepeat, tracingBench + "export_repeat_key"},
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileOverheadTracing, err)
+	}
+	return tr, nil
 }

@@ -16,7 +16,12 @@ var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md f
 // The recorded results in testdata/run come from one short real run
 // (benchreport -count 2 -cell 300ms -coldstart-runs 1 -base
 // HEAD -keep ...): `go test -json` streams and the JSON of the throughput
-// and cold-start tests. The document rendered from them must stay the
+// and cold-start tests. overhead.json, overhead-tracing.json,
+// delivery-worker.linear.json and coldstart.json come from a later run of
+// the same commands, made when the tracing rows and the Linear worker
+// were added (BenchmarkHandlerOverhead and BenchmarkHandlerOverheadTracing
+// alternating, two rounds; cold starts with -coldstart-runs 3), on a
+// loaded machine. The document rendered from them must stay the
 // golden one; a change to the template or the arithmetic shows up here as
 // a diff to review (go test -run TestGolden -update ./report, in benchreport/).
 func TestGolden(t *testing.T) {
@@ -72,8 +77,37 @@ func TestFiguresFromRecordedRun(t *testing.T) {
 	}
 	// The recorded SQLite worker runs: 518.7 and 486.2 tickets/s, p99 232.8
 	// and 122.4 ms.
-	if len(rp.Delivery.Workers) != 2 {
-		t.Fatalf("delivery workers = %+v, want SQLite and DynamoDB", rp.Delivery.Workers)
+	if len(rp.Delivery.Workers) != 4 {
+		t.Fatalf("delivery workers = %+v, want SQLite, DynamoDB, and Linear without and with faults", rp.Delivery.Workers)
+	}
+	// The Linear rows: 500 tickets each; without faults one helpdesk call
+	// per ticket, with one create in ten failing first more than one.
+	for i, want := range []struct {
+		name  string
+		calls func(float64) bool
+	}{{"to Linear", func(c float64) bool { return c == 1 }}, {"failing first", func(c float64) bool { return c > 1 }}} {
+		w := rp.Delivery.Workers[2+i]
+		if !strings.Contains(w.Name, want.name) || w.Tickets != 500 || w.PerSecond.N != 2 || !want.calls(w.HelpdeskCalls.Center) {
+			t.Errorf("Linear worker %d = %+v", i, w)
+		}
+	}
+	// Tracing: every variant measured in both rounds; with no exporter the
+	// allocations are those without tracing, exported spans cost more.
+	tr := rp.Tracing
+	if tr == nil {
+		t.Fatal("no tracing rows")
+	}
+	for _, r := range []Row{tr.NoExportNew, tr.NoExportRepeat, tr.DoorNoopNew, tr.DoorNoopRepeat, tr.ExportNew, tr.ExportRepeat} {
+		if r.Time.N != rp.Meta.Count || r.Time.Center <= 0 {
+			t.Errorf("tracing row %s: %+v, want %d samples", r.Name, r.Time, rp.Meta.Count)
+		}
+	}
+	if tr.NoExportNew.Allocs.Center != rp.HandlerNew.Allocs.Center || tr.ExportNew.Allocs.Center <= tr.NoExportNew.Allocs.Center {
+		t.Errorf("allocations: %v without tracing, %v with no exporter, %v exported", rp.HandlerNew.Allocs.Center,
+			tr.NoExportNew.Allocs.Center, tr.ExportNew.Allocs.Center)
+	}
+	if c := rp.ColdTracing; c == nil || c.SQLite || c.Tags != rp.ColdNoSQLite.Tags || len(c.InitMs) == 0 {
+		t.Errorf("cold start with tracing: %+v, want the Lambda build's tags", c)
 	}
 	if w := rp.Delivery.Workers[0]; w.Tickets != 500 || w.PerSecond.N != 2 || !near(w.PerSecond.Center, (518.7+486.2)/2) ||
 		!near(w.P99ms.Center, (232.8+122.4)/2) || w.HelpdeskCalls.Center != 1 {
@@ -157,6 +191,16 @@ func TestMissingInputFails(t *testing.T) {
 		{"round-trip counts not logged", FileRoundTrips,
 			replaceAll("DynamoDB requests", "requests"),
 			"logged no"},
+		{"tracing variant not measured", FileOverheadTracing,
+			replaceAll("noexport_new_key", "noexport_key"),
+			"BenchmarkHandlerOverheadTracing/noexport_new_key"},
+		{"Linear worker not run", FileDeliveryWorkerLinear, nil, FileDeliveryWorkerLinear},
+		{"Linear worker with faults renamed", FileDeliveryWorkerLinear,
+			replaceAll("Linear/faults", "Linear/fault"),
+			"BenchmarkDeliveryLocalWorkerLinear/faults"},
+		{"cold start with tracing on the SQLite build", FileColdStart,
+			replaceAll(`"tracing": true`, `"tracing": true, "sqlite": true`),
+			"tracing is measured on the Lambda build"},
 		{"cold start without the SQLite build", FileColdStart,
 			replaceAll(`"sqlite": true`, `"sqlite": false`),
 			"with and one without SQLite"},

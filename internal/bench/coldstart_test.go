@@ -5,13 +5,16 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +37,8 @@ const coldEvent = `{"version":"2.0","rawPath":"/callback","headers":{"content-ty
 type build struct {
 	name, tags string
 	sqlite     bool
+	tracing    bool   // spans exported over OTLP/HTTP to a loopback receiver
+	same       *build // the build whose bootstraps this one runs, when it only differs in its environment
 	host       string // the host-arch bootstrap
 	hostSize   int64
 	armSize    int64 // the arm64 deploy build
@@ -47,6 +52,12 @@ type build struct {
 // event) and the first invoke's duration; three more times with
 // GODEBUG=inittrace=1 for the package initialisation. The function's
 // environment is built from scratch (none of the machine's AWS variables).
+// The Lambda build runs twice: without OTEL_EXPORTER_OTLP_ENDPOINT (as
+// deployed without the collector layer: the no-op provider), and with it
+// pointing at an OTLP/HTTP receiver on loopback (tracing on: the SDK's
+// provider and exporter set up at init, the first invoke's door span
+// exported before it returns); every traced cold start must have
+// exported a span, or the figure would not be what it names.
 func TestColdStart(t *testing.T) {
 	out := os.Getenv(envColdStartOut)
 	if out == "" {
@@ -55,11 +66,28 @@ func TestColdStart(t *testing.T) {
 	runs := envInt(t, envColdStartRuns, 7)
 	testenv.RIE(t) // fail early (or skip) when the emulator is missing
 	dir := t.TempDir()
+	lambdaBuild := &build{name: "Lambda build (no SQLite)", tags: "lambda.norpc,nosqlite"}
 	builds := []*build{
-		{name: "Lambda build (no SQLite)", tags: "lambda.norpc,nosqlite"},
+		lambdaBuild,
 		{name: "with SQLite", tags: "lambda.norpc", sqlite: true},
+		{name: "Lambda build, tracing on (OTLP to loopback)", tags: lambdaBuild.tags, tracing: true, same: lambdaBuild},
 	}
+	// The loopback collector counts the trace exports it is sent (the
+	// OTLP/HTTP exporter posts only when it has spans). It decodes
+	// nothing: this package is also built at a base revision's tree.
+	var exports atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if body, err := io.ReadAll(r.Body); err == nil && r.Method == http.MethodPost && r.URL.Path == "/v1/traces" && len(body) > 0 {
+			exports.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
 	for i, b := range builds {
+		if b.same != nil {
+			b.host, b.hostSize, b.armSize = b.same.host, b.same.hostSize, b.same.armSize
+			continue
+		}
 		b.host = filepath.Join(dir, fmt.Sprintf("bootstrap-%d", i))
 		b.hostSize = testenv.BuildBootstrap(t, b.tags, runtime.GOARCH, b.host)
 		b.armSize = testenv.BuildBootstrap(t, b.tags, "arm64", filepath.Join(dir, fmt.Sprintf("bootstrap-%d-arm64", i)))
@@ -68,8 +96,16 @@ func TestColdStart(t *testing.T) {
 	res := results.ColdStart{HostArch: runtime.GOARCH, Runs: runs, Traced: traced}
 	for _, b := range builds {
 		var inits, firsts []float64
+		endpoint := ""
+		if b.tracing {
+			endpoint = collector.URL
+		}
 		for range runs {
-			init, first, _ := coldStart(t, b.host, false)
+			before := exports.Load()
+			init, first, _ := coldStart(t, b.host, false, endpoint)
+			if b.tracing && exports.Load() == before {
+				t.Fatalf("%s: the cold start exported no span", b.name)
+			}
 			inits, firsts = append(inits, init), append(firsts, first)
 		}
 		// Package initialisation, from three more cold starts traced with
@@ -78,7 +114,7 @@ func TestColdStart(t *testing.T) {
 		var totals []float64
 		perPkg := map[string]pkgInit{}
 		for range traced {
-			_, _, trace := coldStart(t, b.host, true)
+			_, _, trace := coldStart(t, b.host, true, endpoint)
 			total, pkgs := summarizeInitTrace(trace)
 			totals = append(totals, total)
 			for _, p := range pkgs {
@@ -95,7 +131,7 @@ func TestColdStart(t *testing.T) {
 		top = top[:min(5, len(top))]
 		t.Logf("%s: host %d bytes, arm64 %d bytes, INIT REPORT %v ms, first invoke %v ms, package init %v ms",
 			b.name, b.hostSize, b.armSize, inits, firsts, totals)
-		res.Builds = append(res.Builds, results.ColdStartBuild{Name: b.name, Tags: b.tags, SQLite: b.sqlite,
+		res.Builds = append(res.Builds, results.ColdStartBuild{Name: b.name, Tags: b.tags, SQLite: b.sqlite, Tracing: b.tracing,
 			HostBytes: b.hostSize, ARM64Bytes: b.armSize, InitMs: inits, FirstMs: firsts, PackageInitMs: totals,
 			TopPackages: top})
 	}
@@ -111,12 +147,16 @@ var (
 
 // coldStart starts a fresh emulator with bootstrap, invokes it once and
 // returns the INIT REPORT and the first invoke's duration in ms, and, with
-// trace, the bootstrap's inittrace lines.
-func coldStart(t *testing.T, bootstrap string, trace bool) (initMs, firstMs float64, initTrace string) {
+// trace, the bootstrap's inittrace lines. A non-empty otlp is the
+// function's OTEL_EXPORTER_OTLP_ENDPOINT.
+func coldStart(t *testing.T, bootstrap string, trace bool, otlp string) (initMs, firstMs float64, initTrace string) {
 	t.Helper()
 	vars := map[string]string{
 		"TABLE_NAME": "cold-start", "HOOK_KEY": "cold-start-hook-key",
 		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1",
+	}
+	if otlp != "" {
+		vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp
 	}
 	if trace {
 		vars["GODEBUG"] = "inittrace=1"

@@ -36,11 +36,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // RequestIDMeta is the member of tools/call's params._meta that carries
@@ -244,14 +246,18 @@ type toolAnswer struct {
 }
 
 // rpcRequest is what the door reads of the JSON-RPC body itself: the
-// method and tool name for the log line, and the request_id member of
+// method and tool name for the log line, the request_id member of
 // params._meta, decoded with the callback's strict decoding of
 // metadata.request_id (the SDK's decoder would turn a lone surrogate into
-// U+FFFD, giving two request_ids one key). Everything else is the SDK's.
+// U+FFFD, giving two request_ids one key), and the W3C trace context of
+// params._meta (traceparent and tracestate: strings, "" when absent or
+// not a string), the tool call span's parent. Everything else is the SDK's.
 type rpcRequest struct {
-	Method    string
-	Tool      string
-	RequestID jsontext.Value // absent: nil
+	Method      string
+	Tool        string
+	RequestID   jsontext.Value // absent: nil
+	Traceparent string
+	Tracestate  string
 }
 
 type wireRPC struct {
@@ -287,6 +293,12 @@ func parseRPC(body []byte) (rpcRequest, bool) {
 			_ = jsonv2.Unmarshal(p.Name, &rr.Tool)
 			if v, ok := p.Meta[RequestIDMeta]; ok {
 				rr.RequestID = v
+			}
+			if v, ok := p.Meta[tracing.MetaTraceparent]; ok {
+				_ = jsonv2.Unmarshal(v, &rr.Traceparent)
+			}
+			if v, ok := p.Meta[tracing.MetaTracestate]; ok {
+				_ = jsonv2.Unmarshal(v, &rr.Tracestate)
 			}
 		}
 	}
@@ -479,6 +491,10 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		logs := !c.ran
 		c.ran = true
 		c.mu.Unlock()
+		// The call's span: a child of the trace context in params._meta
+		// when the request carries one, else of the HTTP request's span.
+		ctx, span := tracing.ToolCall(ctx, fn.Name, c.rpc.Traceparent, c.rpc.Tracestate)
+		defer span.End()
 
 		// The record afterToken read: the service does not read it again.
 		call := core.Call{Function: fn.Name, Content: req.Params.Arguments, ExternalUserID: c.user, User: &c.record,
@@ -503,6 +519,15 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		defer cancel()
 		o := d.cfg.Service.Answer(opCtx, call)
 		resp, body := httpapi.Answer(o)
+		if span.IsRecording() {
+			// The line's attributes (door, function, tenant, outcome,
+			// code, operation key) on the call's span; the HTTP status is
+			// the request span's.
+			tracing.SetLineAttrs(span, httpapi.AppendCallbackAttrs(make([]slog.Attr, 0, httpapi.LineAttrs), Path, httpapi.DoorMCP, o, resp.Name, 0, 0))
+			if o.Kind == core.KindInternal {
+				span.SetStatus(codes.Error, resp.Name)
+			}
+		}
 		if logs {
 			// serveMCP logs the line with the status it writes; if it has
 			// already returned (the client went away), the line is this

@@ -46,9 +46,7 @@ func (l *logHandler) Handle(ctx context.Context, r slog.Record) error {
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			attrs := make([]attribute.KeyValue, 0, len(lineAttrs))
 			r.Attrs(func(a slog.Attr) bool {
-				if k, ok := lineAttrs[a.Key]; ok && a.Value.Kind() == slog.KindString && a.Value.String() != "" {
-					attrs = append(attrs, k.String(a.Value.String()))
-				}
+				attrs = appendLineAttr(attrs, a)
 				return true
 			})
 			span.SetAttributes(attrs...)
@@ -66,4 +64,27 @@ func (l *logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (l *logHandler) WithGroup(name string) slog.Handler {
 	return &logHandler{next: l.next.WithGroup(name)}
+}
+
+// SetLineAttrs sets on span the attributes of lineAttrs that a door's
+// callback line (attrs) carries: what LogHandler sets from the line, for
+// a span that is not the one in the line's context (an MCP tool call's).
+func SetLineAttrs(span trace.Span, attrs []slog.Attr) {
+	if !span.IsRecording() {
+		return
+	}
+	kv := make([]attribute.KeyValue, 0, len(lineAttrs))
+	for _, a := range attrs {
+		kv = appendLineAttr(kv, a)
+	}
+	span.SetAttributes(kv...)
+}
+
+// appendLineAttr appends a's attribute when a is a non-empty string member
+// of lineAttrs.
+func appendLineAttr(kv []attribute.KeyValue, a slog.Attr) []attribute.KeyValue {
+	if k, ok := lineAttrs[a.Key]; ok && a.Value.Kind() == slog.KindString && a.Value.String() != "" {
+		kv = append(kv, k.String(a.Value.String()))
+	}
+	return kv
 }

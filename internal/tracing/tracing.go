@@ -66,6 +66,10 @@ var exporting atomic.Bool
 // and exports spans.
 func SetExporting(on bool) { exporting.Store(on) }
 
+// Exporting reports whether the installed provider records and exports
+// spans (SetExporting).
+func Exporting() bool { return exporting.Load() }
+
 // Tracer is the product's tracer on the global provider, looked up per
 // use so a provider installed later (otelsetup.Setup) is the one used.
 func Tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(ScopeName) }
@@ -133,6 +137,11 @@ func Door(h http.Handler) http.Handler {
 	return otelhttp.NewHandler(h, "callback",
 		otelhttp.WithSpanNameFormatter(doorSpanName),
 		otelhttp.WithMeterProvider(noMeter),
+		// The installed provider, named: without it the instrumentation
+		// takes the provider of the span already in the request's
+		// context, and on Lambda that span is the invocation's X-Ray
+		// parent, a remote span whose provider records nothing.
+		otelhttp.WithTracerProvider(otel.GetTracerProvider()),
 	)
 }
 

@@ -1,20 +1,18 @@
+//go:build !nosqlite
+
 package localserver
 
 import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -23,63 +21,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/otlptest"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
-// otlpReceiver is an OTLP/HTTP trace receiver on loopback: it decodes
-// each POST /v1/traces body with the OTLP protobuf types and keeps the
-// raw bytes, for the secrets search.
-type otlpReceiver struct {
-	mu    sync.Mutex
-	raw   bytes.Buffer
-	spans []*tracepb.Span
-}
-
-func (rc *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if r.URL.Path != "/v1/traces" || err != nil {
-		http.Error(w, "not a trace export", http.StatusNotFound)
-		return
-	}
-	var req coltrace.ExportTraceServiceRequest
-	if err := proto.Unmarshal(body, &req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	rc.raw.Write(body)
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			rc.spans = append(rc.spans, ss.GetSpans()...)
-		}
-	}
-	rc.mu.Unlock()
-	b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(b)
-}
-
-func (rc *otlpReceiver) snapshot() ([]*tracepb.Span, []byte) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]*tracepb.Span(nil), rc.spans...), bytes.Clone(rc.raw.Bytes())
-}
-
-func attr(s *tracepb.Span, key string) (string, bool) {
-	for _, kv := range s.GetAttributes() {
-		if kv.GetKey() == key {
-			v := kv.GetValue()
-			switch {
-			case v.GetStringValue() != "":
-				return v.GetStringValue(), true
-			default:
-				return strings.TrimPrefix(strings.TrimPrefix(v.String(), "int_value:"), "bool_value:"), true
-			}
-		}
-	}
-	return "", false
-}
+func attr(s *tracepb.Span, key string) (string, bool) { return otlptest.Attr(s, key) }
 
 // A new call, its repeat, and the delivery of its ticket whose first send
 // the helpdesk answers 429, exported over OTLP/HTTP to a real receiver:
@@ -89,10 +36,8 @@ func attr(s *tracepb.Span, key string) (string, bool) {
 // spans; and none of the planted secrets (argument, nonce, hook key,
 // Zendesk token and e-mail) is anywhere in the exported bytes.
 func TestTracingExportsTheTicketsPath(t *testing.T) {
-	rc := &otlpReceiver{}
-	collector := httptest.NewServer(rc)
-	defer collector.Close()
-	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "trace-test"}
+	rc := otlptest.Start(t)
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rc.URL, "OTEL_SERVICE_NAME": "trace-test"}
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: func(k string) string { return env[k] }})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +92,7 @@ func TestTracingExportsTheTicketsPath(t *testing.T) {
 	var raw []byte
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		_ = tp.Flush(context.Background())
-		spans, raw = rc.snapshot()
+		spans, raw = rc.Snapshot()
 		done := false
 		for _, s := range spans {
 			if st, _ := attr(s, string(tracing.AttrState)); s.GetName() == tracing.SpanDelivery && st == "delivered" {
@@ -249,43 +194,8 @@ func TestTracingExportsTheTicketsPath(t *testing.T) {
 	t.Log("\n" + tree(spans))
 }
 
-// tree prints spans as a tree: each span under its parent, with its
-// links.
+// tree prints spans as a tree, with the attributes these tests read.
 func tree(spans []*tracepb.Span) string {
-	children := map[string][]*tracepb.Span{}
-	ids := map[string]bool{}
-	for _, s := range spans {
-		ids[hex.EncodeToString(s.GetSpanId())] = true
-	}
-	var roots []*tracepb.Span
-	for _, s := range spans {
-		p := hex.EncodeToString(s.GetParentSpanId())
-		if !ids[p] {
-			roots = append(roots, s)
-			continue
-		}
-		children[p] = append(children[p], s)
-	}
-	var b strings.Builder
-	var walk func(s *tracepb.Span, depth int)
-	walk = func(s *tracepb.Span, depth int) {
-		b.WriteString(strings.Repeat("  ", depth) + s.GetName() + " [" + hex.EncodeToString(s.GetSpanId()) + "]")
-		for _, k := range []string{string(tracing.AttrOutcome), string(tracing.AttrState), string(tracing.AttrAttempt),
-			"http.response.status_code", string(tracing.AttrReadAhead)} {
-			if v, ok := attr(s, k); ok {
-				b.WriteString(" " + k + "=" + v)
-			}
-		}
-		for _, l := range s.GetLinks() {
-			b.WriteString(" link→" + hex.EncodeToString(l.GetSpanId()))
-		}
-		b.WriteString("\n")
-		for _, c := range children[hex.EncodeToString(s.GetSpanId())] {
-			walk(c, depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 0)
-	}
-	return b.String()
+	return otlptest.Tree(spans, string(tracing.AttrOutcome), string(tracing.AttrState), string(tracing.AttrAttempt),
+		"http.response.status_code", string(tracing.AttrReadAhead))
 }

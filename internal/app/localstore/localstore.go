@@ -25,6 +25,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 // The store kinds of the local file's store.kind, and the SQLite file
@@ -117,6 +118,7 @@ func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 	if err != nil {
 		return nil, nil, "", err
 	}
+	otelsetup.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per DynamoDB request while spans export
 	client := DynamoDBClient(awsCfg, cfg.Endpoint)
 	name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
 	if cfg.Endpoint != "" {

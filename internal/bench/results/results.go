@@ -55,6 +55,7 @@ type ColdStartBuild struct {
 	Name          string    `json:"name"`
 	Tags          string    `json:"tags"`
 	SQLite        bool      `json:"sqlite"`
+	Tracing       bool      `json:"tracing"` // spans exported over OTLP/HTTP (to a loopback receiver)
 	HostBytes     int64     `json:"host_bytes"`
 	ARM64Bytes    int64     `json:"arm64_bytes"`
 	InitMs        []float64 `json:"init_ms"`         // the emulator's INIT REPORT of each cold start

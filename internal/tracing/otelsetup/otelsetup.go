@@ -145,7 +145,14 @@ func must(r *resource.Resource, _ error) *resource.Resource {
 // records it, plus the read-ahead mark: a GetItem of an item whose
 // partition key starts with readAheadPrefix (the operation items, which
 // only the claim's read-ahead reads) carries idem.read_ahead=true.
+//
+// It instruments only while spans export (call it after Setup): on the
+// no-op provider each request would run the instrumentation's
+// middlewares for spans nobody records.
 func AWS(cfg *aws.Config, readAheadPrefix string) {
+	if !tracing.Exporting() {
+		return
+	}
 	otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithAttributeBuilder(
 		otelaws.DefaultAttributeBuilder, dynamoDBAttributes(readAheadPrefix)))
 }
