@@ -1,6 +1,7 @@
 package inregion
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -121,18 +122,34 @@ func TestProxyCarriesAnAbandonedRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(p)
-	defer srv.Close()
-	// The model's shortest delay for a transaction is 19.4 ms, half of it
-	// before forwarding: a client that gives up after 1 ms has gone
-	// before the request is forwarded.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	// The client gives up once the whole request has arrived, and the proxy
+	// starts only after the server has seen it go: whatever the machine's
+	// load, the request reaches the proxy and its client is gone.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Errorf("reading the request: %v", err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		cancel()
+		// The server sees the client go (it ends r's context) before the
+		// proxy starts, so the proxy's own check of it cannot race.
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+			t.Error("the server never saw the client go")
+		}
+		p.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/", strings.NewReader(`{}`))
 	req.Header.Set("X-Amz-Target", "DynamoDB_20120810.TransactWriteItems")
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		_ = resp.Body.Close()
-		t.Fatalf("the client got an answer within 1 ms; want it to give up first")
+		t.Fatalf("the client got an answer after giving up; want it gone first")
 	}
 	// The proxy finishes the request after the client has gone; the wait is
 	// bounded so that a proxy that drops it fails instead of hanging.
