@@ -13,9 +13,9 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 // BenchmarkDeliveryStreamPath: callbacks commit tickets on DynamoDB Local

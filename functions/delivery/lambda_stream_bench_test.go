@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 // lambdaPollInterval is how often Lambda's event source mapping polls a
