@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -451,7 +452,7 @@ func (r *runner) checkoutBase(rev string) (string, error) {
 	if err := tar.Wait(); err != nil {
 		return "", err
 	}
-	for _, d := range []string{"internal/bench", "internal/testenv", "internal/store/dynamo/tableschema"} {
+	for _, d := range []string{"internal/bench", "internal/testkit/testenv", "internal/store/dynamo/tableschema"} {
 		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
 			return "", err
 		}
@@ -459,7 +460,15 @@ func (r *runner) checkoutBase(rev string) (string, error) {
 			return "", err
 		}
 	}
-	r.note("git archive " + rev + " | tar -x -C $TMP/base   # with this revision's internal/bench, internal/testenv, internal/store/dynamo/tableschema")
+	// A base older than internal/testkit keeps its own callback helper at
+	// internal/callbacktest; the benchmarks import it from its testkit path,
+	// so the base's own copy (built against the base's API) goes there.
+	if _, err := os.Stat(filepath.Join(dir, "internal/testkit/callbacktest")); errors.Is(err, fs.ErrNotExist) {
+		if err := os.CopyFS(filepath.Join(dir, "internal/testkit/callbacktest"), os.DirFS(filepath.Join(dir, "internal/callbacktest"))); err != nil {
+			return "", err
+		}
+	}
+	r.note("git archive " + rev + " | tar -x -C $TMP/base   # with this revision's internal/bench, internal/testkit/testenv, internal/store/dynamo/tableschema")
 	return dir, nil
 }
 

@@ -11,27 +11,8 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
-
-// clock is a test clock that moves only when the test moves it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // counting counts the claims that reach the store it wraps.
 type counting struct {
@@ -307,7 +288,7 @@ func TestCacheFindsTheOperationUnderEitherPolicysKey(t *testing.T) {
 // the record's last second it answers, after it the call goes to the
 // store, which treats the expired record as absent.
 func TestCacheEntryNeverOutlivesItsRecord(t *testing.T) {
-	clk := newClock()
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	store := &counting{Store: memstore.New()}
 	g := &idem.Guard[memstore.Writes]{Store: store, Retention: time.Hour, Now: clk.Now, Cache: idem.NewCache(16)}
 	p := &planned{}
@@ -329,7 +310,7 @@ func TestCacheEntryNeverOutlivesItsRecord(t *testing.T) {
 // InProgress on every call, each one a claim; a busy answer is not
 // cached either.
 func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
-	clk := newClock()
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	mem := memstore.New()
 	store := &counting{Store: mem}
 	g := &idem.Guard[memstore.Writes]{Store: store, Retention: time.Hour, Now: clk.Now, Cache: idem.NewCache(16)}
@@ -427,7 +408,7 @@ func pendingWriter(t *testing.T, c idem.Call, now, expires time.Time) (w *writer
 // sleeper is a WaitPolicy.Sleep that moves the clock instead of
 // sleeping, counts the pauses and runs then after the n-th.
 type sleeper struct {
-	clk    *clock
+	clk    *testenv.Clock
 	pauses []time.Duration
 	then   func(n int, ctx context.Context) error
 }
@@ -453,7 +434,7 @@ func (s *sleeper) total() (sum time.Duration) {
 // A pending record the other writer completes during the wait is
 // Replayed, its result byte for byte, and cached.
 func TestWaitReplaysWhatAnotherWriterCompletes(t *testing.T) {
-	clk := newClock()
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	c := orderCall("c-7", "r1", `{}`)
 	w, complete := pendingWriter(t, c, clk.Now(), clk.Now().Add(time.Hour))
 	sl := &sleeper{clk: clk, then: func(n int, _ context.Context) error {
@@ -486,7 +467,7 @@ func TestWaitReplaysWhatAnotherWriterCompletes(t *testing.T) {
 func TestWaitEndsInProgressAtItsBound(t *testing.T) {
 	for _, moving := range []bool{true, false} {
 		t.Run(map[bool]string{true: "moving clock", false: "still clock"}[moving], func(t *testing.T) {
-			clk := newClock()
+			clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 			start := clk.Now()
 			c := orderCall("c-7", "r1", `{}`)
 			w, _ := pendingWriter(t, c, start, start.Add(time.Hour))
@@ -515,7 +496,7 @@ func TestWaitEndsInProgressAtItsBound(t *testing.T) {
 // A pending record that expires during the wait frees the key: the next
 // claim takes it (Created).
 func TestWaitClaimsAKeyWhosePendingRecordExpires(t *testing.T) {
-	clk := newClock()
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	c := orderCall("c-7", "r1", `{}`)
 	w, _ := pendingWriter(t, c, clk.Now(), clk.Now().Add(time.Second))
 	sl := &sleeper{clk: clk}
@@ -527,7 +508,7 @@ func TestWaitClaimsAKeyWhosePendingRecordExpires(t *testing.T) {
 // The call's context ending during the wait ends it at once: InProgress,
 // with the context's error and the hint, and no claim after it.
 func TestWaitEndsWithTheContext(t *testing.T) {
-	clk := newClock()
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	c := orderCall("c-7", "r1", `{}`)
 	w, _ := pendingWriter(t, c, clk.Now(), clk.Now().Add(time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -550,7 +531,7 @@ func TestWaitEndsWithTheContext(t *testing.T) {
 // Without a Wait, InProgress is answered at once, with no hint; the
 // default sleep ends with the context (no Sleep given: a real timer).
 func TestNoWait(t *testing.T) {
-	clk := newClock()
+	clk := testenv.NewClock(time.Now().UTC().Truncate(time.Second))
 	c := orderCall("c-7", "r1", `{}`)
 	w, _ := pendingWriter(t, c, clk.Now(), clk.Now().Add(time.Hour))
 	g := &idem.Guard[memstore.Writes]{Store: w, Retention: time.Hour, Now: clk.Now}

@@ -17,14 +17,14 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/app/operator"
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // opsStore is a store as the operator's command sees it, with tickets

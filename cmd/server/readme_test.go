@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // section returns the text between <!-- name:begin --> and <!-- name:end -->

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 // TestSlackStyleURLNeverShown: a webhook URL that carries secrets in its

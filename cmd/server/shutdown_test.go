@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite/sqlitetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/sqlitetest"
 )
 
 // TestLocalServerSIGTERMFinishesInFlight: the built local server gets

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/emftest"
 )
 
 // checkEMFLines: in the deployed binary's output, every callback line is

@@ -13,9 +13,10 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
 )
 
 // BenchmarkDeliveryStreamPath: callbacks commit tickets on DynamoDB Local
@@ -71,7 +72,7 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 // pollStream follows every shard of the stream from its start until ctx
 // ends, handing the filtered records to h in batches of up to 10.
 func pollStream(ctx context.Context, endpoint, streamARN string, h *deliverylambda.Handler) error {
-	sc := streamsClient(endpoint)
+	sc := streamtest.Client(endpoint)
 	iters := map[string]*string{}
 	for ctx.Err() == nil {
 		if err := openShards(ctx, sc, streamARN, iters); err != nil {
@@ -89,7 +90,7 @@ func pollStream(ctx context.Context, endpoint, streamARN string, h *deliverylamb
 			iters[id] = out.NextShardIterator
 			var ev events.DynamoDBEvent
 			for _, r := range out.Records {
-				if rec := toLambda(r, streamARN); passesFilter(rec) {
+				if rec := toLambda(r, streamARN); streamtest.PassesFilter(rec) {
 					ev.Records = append(ev.Records, rec)
 				}
 			}
@@ -128,9 +129,9 @@ func ignoreCancel(ctx context.Context, err error) error {
 	return err
 }
 
-// toLambda is lambdaRecord without a testing.T.
+// toLambda is streamtest.Record without a testing.T.
 func toLambda(r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
-	return lambdaRecord(panicTB{}, r, streamARN)
+	return streamtest.Record(panicTB{}, r, streamARN)
 }
 
 // panicTB turns a conversion failure of the poller into a panic: it runs

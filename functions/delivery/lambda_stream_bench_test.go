@@ -16,11 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
 )
 
 // lambdaPollInterval is how often Lambda's event source mapping polls a
@@ -200,7 +201,7 @@ func lambdaPoller(ctx context.Context, endpoint, streamARN string, h *deliveryla
 		wg.Go(func() { lane(ctx, cancel, lanes[i], h, es) })
 	}
 	defer wg.Wait()
-	sc := streamsClient(endpoint)
+	sc := streamtest.Client(endpoint)
 	iters := map[string]*string{}
 	tick := time.NewTicker(lambdaPollInterval)
 	defer tick.Stop()
@@ -219,7 +220,7 @@ func lambdaPoller(ctx context.Context, endpoint, streamARN string, h *deliveryla
 			iters[id] = out.NextShardIterator
 			for _, r := range out.Records {
 				rec := toLambda(r, streamARN)
-				if !passesFilter(rec) {
+				if !streamtest.PassesFilter(rec) {
 					continue
 				}
 				select {

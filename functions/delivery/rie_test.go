@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,23 +14,18 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -83,6 +78,51 @@ func batchFailures(t *testing.T, answer []byte) []string {
 	return seqs
 }
 
+// rieTable starts DynamoDB Local with a table whose stream is on and
+// which holds user-a, and returns its endpoint, name, stream and store.
+func rieTable(t *testing.T) (endpoint, table, streamARN string, store *dynamo.Store) {
+	t.Helper()
+	endpoint = testenv.DynamoDB(t)
+	client := testenv.DynamoClient(t, endpoint)
+	table, streamARN = streamTable(t, client)
+	store = dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
+	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	return endpoint, table, streamARN, store
+}
+
+// startDelivery builds the delivery bootstrap and runs it under the RIE
+// on table, with the destination's settings in dest; it returns the
+// invoke URL and the function's output.
+func startDelivery(t *testing.T, endpoint, table string, dest map[string]string) (string, *testenv.Buffer) {
+	t.Helper()
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	testenv.BuildFunction(t, "./functions/delivery", "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
+	vars := map[string]string{
+		"TABLE_NAME":                table,
+		"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
+		"DELIVERY_TIMEOUT":          "3s",
+		// The template's Timeout: the sweep claims nothing once less than
+		// one lease plus one call timeout is left.
+		"AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
+	}
+	maps.Copy(vars, dest)
+	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, vars)
+	return invokeURL, output
+}
+
+// pendingInserts is the stream's event holding one pending insert of
+// each of ids, and no other insert of them.
+func pendingInserts(t *testing.T, endpoint, streamARN string, ids []string) []byte {
+	t.Helper()
+	ev, n := streamtest.Event(t, endpoint, streamARN, ids)
+	if n != len(ids) {
+		t.Fatalf("the stream holds %d pending ticket inserts, want %d", n, len(ids))
+	}
+	return ev
+}
+
 // TestDeliveryUnderRIE runs the built delivery bootstrap under the Lambda
 // Runtime Interface Emulator against DynamoDB Local (its stream enabled)
 // and the fake helpdesk: the path a deployed stack takes, minus AWS.
@@ -90,37 +130,20 @@ func TestDeliveryUnderRIE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bootstrap and starts DynamoDB Local and the RIE")
 	}
-	endpoint := testenv.DynamoDB(t)
-	client := testenv.DynamoClient(t, endpoint)
-	table, streamARN := streamTable(t, client)
-	store := dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
+	endpoint, table, streamARN, store := rieTable(t)
 	ctx := context.Background()
-	if err := store.PutUser(ctx, core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{Email: email, Token: token})
 
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	testenv.BuildFunction(t, "./functions/delivery", "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
 	secret, _ := json.Marshal(map[string]string{"email": email, "token": token})
-	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, map[string]string{
-		"TABLE_NAME":                table,
-		"AWS_ENDPOINT_URL_DYNAMODB": endpoint,
-		"DELIVERY_KIND":             "zendesk",
-		"DELIVERY_URL":              fake.URL(),
-		"DELIVERY_SECRET":           string(secret),
-		"DELIVERY_TIMEOUT":          "3s",
-		// The template's Timeout: the sweep claims nothing once less than
-		// one lease plus one call timeout is left.
-		"AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
+	invokeURL, output := startDelivery(t, endpoint, table, map[string]string{
+		"DELIVERY_KIND":   "zendesk",
+		"DELIVERY_URL":    fake.URL(),
+		"DELIVERY_SECRET": string(secret),
 	})
 
 	t.Run("stream", func(t *testing.T) {
 		ids := createThroughCallback(t, startCallback(t, endpoint, table), 3)
-		ev, n := streamEvent(t, endpoint, streamARN, ids)
-		if n != len(ids) {
-			t.Fatalf("the stream holds %d pending ticket inserts, want %d", n, len(ids))
-		}
+		ev := pendingInserts(t, endpoint, streamARN, ids)
 		for round := range 2 { // the second is the stream delivering the same records again
 			if f := batchFailures(t, testenv.Invoke(t, invokeURL, ev)); len(f) != 0 {
 				t.Errorf("round %d: batch item failures %v", round, f)
@@ -162,6 +185,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 		if err := json.Unmarshal(raw, &plain); err != nil {
 			t.Fatal(err)
 		}
+		client := testenv.DynamoClient(t, endpoint)
 		for _, r := range plain.Records {
 			item, err := attributevalue.UnmarshalMapJSON(r.Change.NewImage)
 			if err != nil {
@@ -248,150 +272,17 @@ func createThroughCallback(t *testing.T, callbackURL string, n int) []string {
 // ticket id it answers.
 func createOnce(t *testing.T, callbackURL, title, requestID string) string {
 	t.Helper()
-	{
-		body := fmt.Sprintf(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":%q}},`+
-			`"context":{"externalUserId":"user-a","metadata":{"request_id":%q}}}`, title, requestID)
-		nc, err := nonce.Generate(hookKey, nonce.DefaultMinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := json.Marshal(events.LambdaFunctionURLRequest{
-			Version: "2.0", RawPath: "/callback", Body: body,
-			Headers: map[string]string{strings.ToLower(httpapi.NonceHeader): nc, "content-type": "application/json"},
-			RequestContext: events.LambdaFunctionURLRequestContext{
-				HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: http.MethodPost, Path: "/callback"},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var resp events.LambdaFunctionURLResponse
-		if err := json.Unmarshal(testenv.Invoke(t, callbackURL, ev), &resp); err != nil {
-			t.Fatal(err)
-		}
-		var got struct {
-			Status   string `json:"status"`
-			TicketID string `json:"ticket_id"`
-		}
-		if err := json.Unmarshal([]byte(resp.Body), &got); err != nil || got.Status != "created" {
-			t.Fatalf("create_ticket: %d %s", resp.StatusCode, resp.Body)
-		}
-		return got.TicketID
+	body := fmt.Sprintf(`{"type":"tool_call","function":{"name":"create_ticket","content":{"title":%q}},`+
+		`"context":{"externalUserId":"user-a","metadata":{"request_id":%q}}}`, title, requestID)
+	resp := streamtest.Callback(t, callbackURL, hookKey, body)
+	var got struct {
+		Status   string `json:"status"`
+		TicketID string `json:"ticket_id"`
 	}
-}
-
-// streamEvent reads the table's stream as Lambda's event source mapping
-// does (DescribeStream, GetShardIterator, GetRecords), keeps the records
-// the template's filter passes (INSERT of a TICKET# item whose
-// delivery_state is pending) until it has one for each of ids, and builds
-// the events.DynamoDBEvent the function receives from them.
-func streamEvent(t *testing.T, endpoint, streamARN string, ids []string) ([]byte, int) {
-	t.Helper()
-	ctx := context.Background()
-	sc := streamsClient(endpoint)
-	want := map[string]bool{}
-	for _, id := range ids {
-		want[id] = true
+	if err := json.Unmarshal([]byte(resp.Body), &got); err != nil || got.Status != "created" {
+		t.Fatalf("create_ticket: %d %s", resp.StatusCode, resp.Body)
 	}
-	var ev events.DynamoDBEvent
-	found := 0
-	deadline := time.Now().Add(30 * time.Second)
-	for found < len(ids) {
-		if time.Now().After(deadline) {
-			t.Fatalf("stream: %d of %d ticket inserts after 30s", found, len(ids))
-		}
-		ev.Records, found = nil, 0
-		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: &streamARN})
-		if err != nil {
-			t.Fatalf("DescribeStream: %v", err)
-		}
-		for _, sh := range desc.StreamDescription.Shards {
-			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: &streamARN,
-				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-			if err != nil {
-				t.Fatalf("GetShardIterator: %v", err)
-			}
-			iter := it.ShardIterator
-			for iter != nil {
-				out, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
-				if err != nil {
-					t.Fatalf("GetRecords: %v", err)
-				}
-				for _, r := range out.Records {
-					rec := lambdaRecord(t, r, streamARN)
-					if !passesFilter(rec) {
-						continue
-					}
-					ev.Records = append(ev.Records, rec)
-					if want[strings.TrimPrefix(rec.Change.Keys[tableschema.PartitionKey].String(), "TICKET#")] {
-						found++
-					}
-				}
-				if len(out.Records) == 0 {
-					break // caught up with an open shard
-				}
-				iter = out.NextShardIterator
-			}
-		}
-	}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, found
-}
-
-// streamsClient reads the streams of DynamoDB Local at endpoint.
-func streamsClient(endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.New(dynamodbstreams.Options{
-		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
-	})
-}
-
-// lambdaRecord converts a record of the streams API into the record
-// Lambda delivers, images through the SDK's attribute value package.
-func lambdaRecord(t testing.TB, r streamtypes.Record, streamARN string) events.DynamoDBEventRecord {
-	t.Helper()
-	image := func(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-		if m == nil {
-			return nil
-		}
-		av, err := attributevalue.FromDynamoDBStreamsMap(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := attributevalue.MarshalMapJSON(av)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out map[string]events.DynamoDBAttributeValue
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	c := r.Dynamodb
-	return events.DynamoDBEventRecord{
-		AWSRegion: testenv.Region, EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
-		EventSource: "aws:dynamodb", EventVersion: aws.ToString(r.EventVersion), EventSourceArn: streamARN,
-		Change: events.DynamoDBStreamRecord{
-			ApproximateCreationDateTime: events.SecondsEpochTime{Time: aws.ToTime(c.ApproximateCreationDateTime)},
-			Keys:                        image(c.Keys), NewImage: image(c.NewImage),
-			SequenceNumber: aws.ToString(c.SequenceNumber), SizeBytes: aws.ToInt64(c.SizeBytes),
-			StreamViewType: string(c.StreamViewType),
-		},
-	}
-}
-
-// passesFilter is template.yaml's FilterCriteria pattern.
-func passesFilter(r events.DynamoDBEventRecord) bool {
-	pk, ok := r.Change.Keys[tableschema.PartitionKey]
-	if r.EventName != "INSERT" || !ok || pk.DataType() != events.DataTypeString || !strings.HasPrefix(pk.String(), "TICKET#") {
-		return false
-	}
-	st, ok := r.Change.NewImage["delivery_state"]
-	return ok && st.DataType() == events.DataTypeString && st.String() == "pending"
+	return got.TicketID
 }
 
 // TestLinearDeliveryUnderRIE: the built delivery bootstrap, configured as
@@ -404,27 +295,15 @@ func TestLinearDeliveryUnderRIE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the bootstrap and starts DynamoDB Local and the RIE")
 	}
-	endpoint := testenv.DynamoDB(t)
-	client := testenv.DynamoClient(t, endpoint)
-	table, streamARN := streamTable(t, client)
-	store := dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
+	endpoint, table, streamARN, store := rieTable(t)
 	ctx := context.Background()
-	if err := store.PutUser(ctx, core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
 	const key = "lin_api_RIE-KEY-NEVER-LOGGED"
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{LinearKey: key})
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	testenv.BuildFunction(t, "./functions/delivery", "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
-	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, map[string]string{
-		"TABLE_NAME":                  table,
-		"AWS_ENDPOINT_URL_DYNAMODB":   endpoint,
-		"DELIVERY_KIND":               "linear",
-		"DELIVERY_URL":                fake.LinearURL(),
-		"DELIVERY_TEAM_ID":            fake.Config().LinearTeamID,
-		"DELIVERY_SECRET":             `{"api_key":"` + key + `"}`,
-		"DELIVERY_TIMEOUT":            "3s",
-		"AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
+	invokeURL, output := startDelivery(t, endpoint, table, map[string]string{
+		"DELIVERY_KIND":    "linear",
+		"DELIVERY_URL":     fake.LinearURL(),
+		"DELIVERY_TEAM_ID": fake.Config().LinearTeamID,
+		"DELIVERY_SECRET":  `{"api_key":"` + key + `"}`,
 	})
 
 	callback := startCallback(t, endpoint, table)
@@ -436,10 +315,7 @@ func TestLinearDeliveryUnderRIE(t *testing.T) {
 		t.Fatalf("the repeated callback answered ticket %s, the first %s", again, first)
 	}
 	ids = append(ids, first)
-	ev, n := streamEvent(t, endpoint, streamARN, ids)
-	if n != len(ids) {
-		t.Fatalf("the stream holds %d pending ticket inserts, want %d", n, len(ids))
-	}
+	ev := pendingInserts(t, endpoint, streamARN, ids)
 	for round := range 2 { // the second is the stream delivering the same records again
 		if f := batchFailures(t, testenv.Invoke(t, invokeURL, ev)); len(f) != 0 {
 			t.Errorf("round %d: batch item failures %v", round, f)

@@ -17,7 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) {

@@ -44,7 +44,7 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 		t.Skip("runs go list")
 	}
 	// Neither links local or operator code, nor test support
-	// (internal/testkit/: the role check's IAM evaluator and recorders).
+	// (internal/testkit/: every shared test helper, fake and suite).
 	local := []string{"internal/app/localserver", "internal/app/localstore", "internal/app/operator", "cmd/", "internal/testkit/"}
 	rules := []struct {
 		pkg       string
@@ -74,6 +74,45 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 					t.Errorf("%s (tags %q) does not link %s, which it runs", r.pkg, tags, n)
 				}
 			}
+		}
+	}
+}
+
+// TestNoProductCodeImportsTestKit: shared test support lives under
+// internal/testkit and only tests import it: no package outside it
+// imports it from a non-test file, with either tag set. A package that
+// did would be test support in a product folder, or ship test code.
+func TestNoProductCodeImportsTestKit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go not on PATH: %v", err)
+	}
+	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
+		cmd := exec.Command(goBin, "list", "-tags", tags, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -tags %q ./...: %v", tags, err)
+		}
+		seen := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Fields(line)
+			pkg, _ := strings.CutPrefix(f[0], module)
+			if strings.HasPrefix(pkg, "internal/testkit/") {
+				continue
+			}
+			seen++
+			for _, imp := range f[1:] {
+				if rest, ok := strings.CutPrefix(imp, module); ok && strings.HasPrefix(rest, "internal/testkit/") {
+					t.Errorf("%s (tags %q) imports %s outside its tests", pkg, tags, rest)
+				}
+			}
+		}
+		if seen < 20 {
+			t.Fatalf("go list -tags %q ./... listed %d packages outside internal/testkit; want the whole module", tags, seen)
 		}
 	}
 }

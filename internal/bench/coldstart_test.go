@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // Environment of TestColdStart.

@@ -1,5 +1,5 @@
 // Package bench measures the callback against its stores; it has only
-// test files besides this one, so that they can use internal/testenv.
+// test files besides this one, so that they can use internal/testkit/testenv.
 //
 //   - BenchmarkDynamoDB and BenchmarkSQLite: the full callback path
 //     (httpapi.Handler with nonce.Off → core.Service → store) against the

@@ -12,11 +12,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/configtest"
 )
 
 // checkedEnv is what the callback function has at start: FromEnv, then

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/configtest"
 )
 
 // env turns a map into a getenv.

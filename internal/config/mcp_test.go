@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/configtest"
 )
 
 // TestMCPSettings: the door is off without issuer and audience, one

@@ -3,7 +3,7 @@ package config
 import (
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/configtest"
 )
 
 func TestMetricsListen(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/core/coretest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 func names(fns []core.Function) []string {

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
-	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite/sqlitetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/sqlitetest"
 )
 
 // These tests inject failures around the transaction on the real SQLite

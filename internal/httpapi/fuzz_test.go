@@ -16,7 +16,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
 // FuzzParseCall: ParseCall never panics, and what it accepts has a JSON

@@ -23,13 +23,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 const hookKey = "httpapi-test-hook-key"

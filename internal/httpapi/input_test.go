@@ -17,7 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
 // inputHarness is a handler without authentication on an in-memory store,

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 )
 
 // BenchmarkStages splits BenchmarkHandlerOverhead/new_key into its steps,

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/core/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // TestAddedToolReachesTheDoor: a tool added to the service's tools

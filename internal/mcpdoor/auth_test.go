@@ -16,7 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
 // nothingDone fails t if the request read users or touched the store.

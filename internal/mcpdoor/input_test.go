@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
 // TestBadInput: each bad tools/call of the contract gets its answer and

@@ -15,7 +15,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
 // rpcRequestBody is a JSON-RPC body for method on revision: a request

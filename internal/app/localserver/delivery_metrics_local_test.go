@@ -16,11 +16,11 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 // TestLocalPrometheusDeliveries: four tickets through the local server on

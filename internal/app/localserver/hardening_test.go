@@ -12,7 +12,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/localstore"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // signingEndpoint is a stand-in DynamoDB endpoint that records the access

@@ -21,11 +21,11 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // The four calls are callbacktest.FourCalls, as the callback

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 )
 
 func callbackBody(user, requestID string) string {

@@ -3,7 +3,7 @@ package localstore
 import (
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // TestMain stops the DynamoDB Local that testenv starts.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/config/configtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/configtest"
 )
 
 // load reads the config file at path and checks its store block, as each

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // The local AWS configuration takes its region from the SDK's chain, as

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
 
 func mustURL(t testing.TB, raw string) *url.URL {

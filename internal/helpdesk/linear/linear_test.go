@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 const ticketID = "3f1c1f0e-8a4b-4c1d-9e2f-5b6a7c8d9e0f"

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/helpdesktest"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
 
 // update rewrites the golden files under testdata instead of comparing.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 // A send whose answer is lost is Unknown; the lookup by the delivery key

@@ -23,7 +23,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf/emftest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/emftest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

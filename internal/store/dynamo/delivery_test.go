@@ -12,13 +12,13 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
-	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/matrixtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // deliveryHarness opens a fresh table per test; Corrupt writes a

@@ -3,7 +3,7 @@ package dynamo_test
 import (
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 )
 
 func childEnv(endpoint, table string) []string {

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
 )
 
 // BenchmarkDeliveryLocalWorker: the local server's worker on a SQLite file

@@ -11,11 +11,11 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/matrixtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/matrixtest"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
-	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 )
 
 func open(t *testing.T, path string) *sqlite.Store {

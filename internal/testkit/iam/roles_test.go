@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,22 +14,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
-	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
-	"github.com/aivax-examples/idempotent-callback/internal/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/iam"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -137,7 +129,7 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 
 	// The stream, read with the delivery role as the event source mapping
 	// reads it, then delivered.
-	ev := streamEvent(t, dlDDB.URL(), table, first.TicketID)
+	ev, _ := streamtest.Event(t, dlDDB.URL(), streamtest.ARN(t, dlDDB.URL(), table), []string{first.TicketID})
 	if f := invoke(t, dlURL, ev); !strings.Contains(f, `"batchItemFailures":[]`) {
 		t.Errorf("stream batch: %s, want no failures", f)
 	}
@@ -248,132 +240,16 @@ type answer struct {
 	Deduplicated bool   `json:"deduplicated"`
 }
 
-// callback sends body to the callback function as AIVAX does (a function
-// URL event with a fresh nonce of the hook key) and returns its answer.
+// callback sends body to the callback function as AIVAX does and
+// returns its answer.
 func callback(t *testing.T, url, body string) answer {
 	t.Helper()
-	nc, err := nonce.Generate(hookKey, nonce.DefaultMinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := json.Marshal(events.LambdaFunctionURLRequest{
-		Version: "2.0", RawPath: "/callback", Body: body,
-		Headers: map[string]string{strings.ToLower(httpapi.NonceHeader): nc, "content-type": "application/json"},
-		RequestContext: events.LambdaFunctionURLRequestContext{
-			HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: http.MethodPost, Path: "/callback"},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp events.LambdaFunctionURLResponse
-	if err := json.Unmarshal(testenv.Invoke(t, url, ev), &resp); err != nil {
-		t.Fatal(err)
-	}
 	var a answer
-	_ = json.Unmarshal([]byte(resp.Body), &a)
+	_ = json.Unmarshal([]byte(streamtest.Callback(t, url, hookKey, body).Body), &a)
 	return a
 }
 
 func invoke(t *testing.T, url string, ev []byte) string {
 	t.Helper()
 	return string(testenv.Invoke(t, url, ev))
-}
-
-// streamEvent reads the table's stream through endpoint (the delivery
-// function's recorder) as Lambda's event source mapping does: ListStreams
-// of the table, DescribeStream, GetShardIterator and GetRecords on each
-// shard, until the INSERT of ticket's item is read; it returns the
-// events.DynamoDBEvent of the records template.yaml's filter passes.
-func streamEvent(t *testing.T, endpoint, table, ticket string) []byte {
-	t.Helper()
-	ctx := context.Background()
-	sc := dynamodbstreams.New(dynamodbstreams.Options{
-		Region: testenv.Region, BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("testenv", "testenv", ""),
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		list, err := sc.ListStreams(ctx, &dynamodbstreams.ListStreamsInput{TableName: &table})
-		if err != nil || len(list.Streams) != 1 {
-			t.Fatalf("ListStreams: %v, %d streams", err, len(list.Streams))
-		}
-		arn := list.Streams[0].StreamArn
-		desc, err := sc.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: arn})
-		if err != nil {
-			t.Fatalf("DescribeStream: %v", err)
-		}
-		var ev events.DynamoDBEvent
-		found := false
-		for _, sh := range desc.StreamDescription.Shards {
-			it, err := sc.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: arn,
-				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
-			if err != nil {
-				t.Fatalf("GetShardIterator: %v", err)
-			}
-			for iter := it.ShardIterator; iter != nil; {
-				out, err := sc.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
-				if err != nil {
-					t.Fatalf("GetRecords: %v", err)
-				}
-				for _, r := range out.Records {
-					if rec, ok := lambdaRecord(t, r, *arn); ok {
-						ev.Records = append(ev.Records, rec)
-						found = found || rec.Change.Keys[tableschema.PartitionKey].String() == "TICKET#"+ticket
-					}
-				}
-				if len(out.Records) == 0 {
-					break // caught up with an open shard
-				}
-				iter = out.NextShardIterator
-			}
-		}
-		if found {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream has no insert of ticket %s after 30s", ticket)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// lambdaRecord is r as Lambda delivers it, when template.yaml's filter
-// passes it (an INSERT of a TICKET# item written pending).
-func lambdaRecord(t *testing.T, r streamtypes.Record, arn string) (events.DynamoDBEventRecord, bool) {
-	t.Helper()
-	image := func(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-		av, err := attributevalue.FromDynamoDBStreamsMap(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := attributevalue.MarshalMapJSON(av)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out map[string]events.DynamoDBAttributeValue
-		if err := json.Unmarshal(b, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	c := r.Dynamodb
-	rec := events.DynamoDBEventRecord{
-		AWSRegion: testenv.Region, EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
-		EventSource: "aws:dynamodb", EventVersion: aws.ToString(r.EventVersion), EventSourceArn: arn,
-		Change: events.DynamoDBStreamRecord{
-			ApproximateCreationDateTime: events.SecondsEpochTime{Time: aws.ToTime(c.ApproximateCreationDateTime)},
-			Keys:                        image(c.Keys), NewImage: image(c.NewImage),
-			SequenceNumber: aws.ToString(c.SequenceNumber), SizeBytes: aws.ToInt64(c.SizeBytes),
-			StreamViewType: string(c.StreamViewType),
-		},
-	}
-	pk, st := rec.Change.Keys[tableschema.PartitionKey], rec.Change.NewImage["delivery_state"]
-	ok := rec.EventName == "INSERT" && pk.DataType() == events.DataTypeString && strings.HasPrefix(pk.String(), "TICKET#") &&
-		st.DataType() == events.DataTypeString && st.String() == "pending"
-	return rec, ok
 }

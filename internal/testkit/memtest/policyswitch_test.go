@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 )
 
 // adapter is the in-memory store as the suite's Adapter.

@@ -1,6 +1,7 @@
 package fakehelpdesk
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -272,30 +273,16 @@ func New(tb testing.TB, cfg Config) *Server {
 	if tb != nil {
 		tb.Helper()
 	}
-	if cfg.Email == "" {
-		cfg.Email = DefaultEmail
-	}
-	if cfg.Token == "" {
-		cfg.Token = DefaultToken
-	}
-	if cfg.Secret == "" {
-		cfg.Secret = DefaultSecret
-	}
+	cfg.Email = cmp.Or(cfg.Email, DefaultEmail)
+	cfg.Token = cmp.Or(cfg.Token, DefaultToken)
+	cfg.Secret = cmp.Or(cfg.Secret, DefaultSecret)
 	if cfg.KeyTTL <= 0 {
 		cfg.KeyTTL = DefaultKeyTTL
 	}
-	if cfg.WebhookPath == "" {
-		cfg.WebhookPath = DefaultWebhookPath
-	}
-	if cfg.LinearKey == "" {
-		cfg.LinearKey = DefaultLinearKey
-	}
-	if cfg.LinearTeamID == "" {
-		cfg.LinearTeamID = DefaultLinearTeamID
-	}
-	if cfg.LinearTeamKey == "" {
-		cfg.LinearTeamKey = DefaultLinearTeamKey
-	}
+	cfg.WebhookPath = cmp.Or(cfg.WebhookPath, DefaultWebhookPath)
+	cfg.LinearKey = cmp.Or(cfg.LinearKey, DefaultLinearKey)
+	cfg.LinearTeamID = cmp.Or(cfg.LinearTeamID, DefaultLinearTeamID)
+	cfg.LinearTeamKey = cmp.Or(cfg.LinearTeamKey, DefaultLinearTeamKey)
 	verifier, err := standardwebhooks.NewWebhook(cfg.Secret)
 	if err != nil {
 		panic(fmt.Sprintf("fakehelpdesk: Config.Secret is not whsec_ followed by base64: %v", err))

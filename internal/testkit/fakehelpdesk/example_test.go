@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
 // The first create under key "k" is stored and its connection dropped

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 )
 
 // CheckSettleStale checks a person's Settle from a record read in a state

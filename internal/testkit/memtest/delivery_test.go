@@ -3,9 +3,9 @@ package memtest_test
 import (
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/delivery/deliverytest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
-	"github.com/aivax-examples/idempotent-callback/internal/store/storetest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 )
 
 func TestDeliveryConformance(t *testing.T) {

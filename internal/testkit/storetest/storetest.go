@@ -117,6 +117,24 @@ func Want(t *testing.T, o core.Outcome, k core.Kind) {
 	}
 }
 
+// Replays fails t unless got answers a repeat of first: deduplicated,
+// with first's ticket.
+func Replays(t *testing.T, got, first core.Outcome) {
+	t.Helper()
+	Want(t, got, core.KindDuplicate)
+	if got.TicketID() != first.TicketID() {
+		t.Fatalf("repeat ticket %q, want the first %q", got.TicketID(), first.TicketID())
+	}
+}
+
+// WantTickets fails t unless the store holds n tickets.
+func (e *Env) WantTickets(t *testing.T, n int) {
+	t.Helper()
+	if got := e.Tickets(); got != n {
+		t.Fatalf("tickets = %d, want %d", got, n)
+	}
+}
+
 const title = `{"title":"Cannot sign in"}`
 
 // Run runs package idem's conformance suite on the store's claims (the
@@ -153,13 +171,8 @@ func run(t *testing.T, h Harness, start time.Time) {
 		first := e.Create("user-a", "r1", title)
 		Want(t, first, core.KindCreated)
 		second := e.Create("user-a", "r1", title)
-		Want(t, second, core.KindDuplicate)
-		if second.TicketID() != first.TicketID() {
-			t.Fatalf("repeat ticket %q, want %q", second.TicketID(), first.TicketID())
-		}
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d, want 1", n)
-		}
+		Replays(t, second, first)
+		e.WantTickets(t, 1)
 	})
 
 	t.Run("policy arguments: changed arguments are a new operation", func(t *testing.T) {
@@ -222,9 +235,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 		if third.TicketID() != second.TicketID() || second.TicketID() == first.TicketID() {
 			t.Fatalf("reclaim: first %s second %s third %s", first.TicketID(), second.TicketID(), third.TicketID())
 		}
-		if n := e.Tickets(); n != 2 {
-			t.Fatalf("tickets = %d, want 2 (the old one stays)", n)
-		}
+		e.WantTickets(t, 2)
 		Want(t, e.Get("user-a", first.TicketID()), core.KindFound)
 	})
 
@@ -286,13 +297,8 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 			Want(t, first, core.KindCreated)
 			e.Svc.Policy = from.Other()
 			second := e.Create("user-a", "r-switch", `{ "priority" : "high", "title":"T"}`)
-			Want(t, second, core.KindDuplicate)
-			if second.TicketID() != first.TicketID() {
-				t.Fatalf("repeat ticket %q, want the first %q", second.TicketID(), first.TicketID())
-			}
-			if n := e.Tickets(); n != 1 {
-				t.Fatalf("tickets = %d, want 1", n)
-			}
+			Replays(t, second, first)
+			e.WantTickets(t, 1)
 		})
 	}
 
@@ -307,13 +313,8 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 			t.Fatalf("other arguments answered with the first ticket %q", first.TicketID())
 		}
 		again := e.Create("user-a", "r-switch", title)
-		Want(t, again, core.KindDuplicate)
-		if again.TicketID() != first.TicketID() {
-			t.Fatalf("the first arguments answered %q, want the first ticket %q", again.TicketID(), first.TicketID())
-		}
-		if n := e.Tickets(); n != 2 {
-			t.Fatalf("tickets = %d, want 2", n)
-		}
+		Replays(t, again, first)
+		e.WantTickets(t, 2)
 	})
 
 	t.Run("old and new instances side by side, one per key_policy, racing on one call: one ticket", func(t *testing.T) {
@@ -341,9 +342,7 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 		if counts[core.KindCreated] != 1 || counts[core.KindDuplicate] != 7 || len(ids) != 1 {
 			t.Fatalf("outcomes %v with ticket ids %v, want 1 created and 7 deduplicated, one ticket id", counts, ids)
 		}
-		if n := e.Tickets(); n != 1 {
-			t.Fatalf("tickets = %d, want 1", n)
-		}
+		e.WantTickets(t, 1)
 	})
 }
 
