@@ -222,7 +222,7 @@ func TestParseFileRefused(t *testing.T) {
 	}
 }
 
-func TestLoadFileMissing(t *testing.T) {
+func TestReadConfigFileMissing(t *testing.T) {
 	_, err := LoadFile(t.TempDir() + "/absent.json")
 	configtest.OneLine(t, err, "absent.json")
 }
