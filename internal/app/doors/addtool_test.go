@@ -3,7 +3,6 @@ package doors_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -27,13 +26,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memtest"
 )
 
-// createNote is a write tool defined here and nowhere else: its name,
-// schemas, annotations, validation, plan, answer and messages. It stores
-// each note as an item (a ticket holding the text) that the claim
-// commits, and answers with members of its own (note_id), which no door
-// knows.
-type createNote struct{ plans atomic.Int32 }
-
 const noteBusy = "The notebook is busy and the note may or may not be saved. Call again with the same text and request."
 
 // noteAnswer is create_note's answer, stored by the first call and
@@ -44,7 +36,12 @@ type noteAnswer struct {
 	Deduplicated bool   `json:"deduplicated"`
 }
 
-func (n *createNote) tool() core.Function {
+// createNote is a write tool defined here and nowhere else (the README's
+// Adding a tool shows it): its name, schemas, annotations, validation,
+// plan, answer and messages. It stores each note as an item (a ticket
+// holding the text) that the claim commits, and answers with members of
+// its own (note_id), which no door knows.
+func createNote() core.Function {
 	return core.Function{
 		Name:        "create_note",
 		Description: "Save a note for the user's organisation; calling again with the same request saves it once.",
@@ -55,7 +52,7 @@ func (n *createNote) tool() core.Function {
 		}, Required: []string{"note_id", "deduplicated"}},
 		Write: &core.Write{
 			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
-				id := fmt.Sprintf("note-%d", n.plans.Add(1))
+				id := r.NewID()
 				stored, err := json.Marshal(noteAnswer{Status: core.KindCreated.String(), NoteID: id})
 				return stored, core.Writes{Tickets: []core.Ticket{{ID: id, TenantID: r.User.TenantID, UserID: r.User.UserID,
 					OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
@@ -103,8 +100,7 @@ const addToolHookKey = "add-tool-hook-key"
 // through both doors (nothing written), and after the store recovers
 // the same request creates. The doors hold no line about it.
 func TestWriteToolInOneFile(t *testing.T) {
-	notes := &createNote{}
-	tools, err := core.NewTools(append(core.Functions(), notes.tool())...)
+	tools, err := core.NewTools(append(core.Functions(), createNote())...)
 	if err != nil {
 		t.Fatal(err)
 	}
