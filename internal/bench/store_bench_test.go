@@ -30,13 +30,13 @@ var canonicalArgs = func() string {
 }()
 
 // storeCall is what one create_ticket callback hands the store: the
-// operation (real key, fingerprint and stored core.Result) and its ticket.
+// operation (real key, fingerprint and stored core.TicketResult) and its ticket.
 func storeCall(requestID string) (idem.Record, core.Ticket, time.Time) {
 	now := time.Now()
 	key, fp := idem.Key(idem.PolicyArguments, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
 	alt, _ := idem.Key(idem.PolicyRequest, benchUser.TenantID, requestID, core.CreateTicket, canonicalArgs)
 	id := uuid.NewString()
-	result, err := json.Marshal(core.Result{Status: "created", TicketID: id})
+	result, err := json.Marshal(core.TicketResult{Status: "created", TicketID: id})
 	if err != nil {
 		panic(err)
 	}

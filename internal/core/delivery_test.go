@@ -35,7 +35,7 @@ func TestGetTicketShowsDelivery(t *testing.T) {
 		if out.Kind != core.KindFound {
 			t.Fatalf("get: %v %v", out.Kind, out.Err)
 		}
-		b, err := json.Marshal(out.Ticket)
+		b, err := json.Marshal(out.FoundTicket())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,8 @@ type Field struct {
 // (tool_<name>.go): its name, description and arguments, its answer, and
 // the write or the read it performs. The catalogue (GET /functions), the
 // validation of a call, the MCP tools/list and the dispatch of
-// Service.Answer all come from it.
+// Service.Answer all come from it. The tool builds its answer's body
+// (Outcome.Body); the doors send it without reading it.
 type Function struct {
 	Name        string
 	Description string
@@ -86,9 +87,10 @@ type Write struct {
 	// sends nothing (idem.Plan); a repeat of a completed call never runs
 	// its writes.
 	Plan func(r Request, k idem.OpKey) (stored []byte, w Writes, err error)
-	// Answer is the answer a stored result gives: the first call's
-	// (repeat false) or a repeat's; false when it cannot be read.
-	Answer func(stored []byte, repeat bool) (Outcome, bool)
+	// Answer is the body a stored result gives (Outcome.Body): the first
+	// call's (repeat false, answered as the tool's Answer.Kind) or a
+	// repeat's (answered deduplicated); false when it cannot be read.
+	Answer func(stored []byte, repeat bool) (body []byte, ok bool)
 	// InProgress and Mismatch are the messages for the model when the
 	// key's operation is still pending, or was made with other arguments.
 	InProgress, Mismatch string

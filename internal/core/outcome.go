@@ -1,6 +1,9 @@
 package core
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Kind is what became of a callback that reached the service.
 // internal/httpapi maps each Kind to its HTTP status and body in one
@@ -11,9 +14,9 @@ type Kind int
 // The outcomes the service produces.
 const (
 	KindInternal   Kind = iota // 500, no detail
-	KindCreated                // 200 created
-	KindDuplicate              // 200 stored result + deduplicated:true
-	KindFound                  // 200 get_ticket answer
+	KindCreated                // 200 a write's first answer
+	KindDuplicate              // 200 a write's stored answer, replayed
+	KindFound                  // 200 a read's answer
 	KindInProgress             // 200 pending operation
 	KindBusy                   // 200 busy, retryable
 	KindRejected               // 200 correctable input error
@@ -54,6 +57,13 @@ const (
 	CodeTicketNotFound        = "ticket_not_found"
 )
 
+// ToolAnswer reports whether k is a tool's own answer (created,
+// deduplicated, found): its body is the tool's, Outcome.Body. The other
+// kinds' bodies are the doors' (retryable, rejection, short error).
+func (k Kind) ToolAnswer() bool {
+	return k == KindCreated || k == KindDuplicate || k == KindFound
+}
+
 // Outcome is what happened to one callback: the answer, and how far the
 // call got (function, tenant, key), which the caller logs.
 type Outcome struct {
@@ -61,8 +71,10 @@ type Outcome struct {
 	Code    string // rejection code
 	Message string // for the model: what happened and what to do next
 
-	Result *Result     // created and duplicate: create_ticket's answer
-	Ticket *TicketView // found
+	// Body is a tool's own answer (Kind.ToolAnswer), the JSON the doors
+	// send as it is: the tool builds it, with its "status"; nothing else
+	// reads its members.
+	Body json.RawMessage
 
 	// What the call resolved to, as far as it got; never sent.
 	Function string // the function named by the call
@@ -71,45 +83,17 @@ type Outcome struct {
 	Err      error  // the cause of a busy or internal outcome
 }
 
-// Result is create_ticket's answer. The operation stores it (as JSON,
-// with Deduplicated false) in the same transaction as the ticket, and
-// every repeat replays it with Deduplicated true: the replay is the
-// original answer but for that member.
-type Result struct {
-	Status       string `json:"status"`
-	TicketID     string `json:"ticket_id"`
-	Deduplicated bool   `json:"deduplicated"`
-}
-
-// TicketView is what get_ticket returns of a ticket.
-type TicketView struct {
-	TicketID    string `json:"ticket_id"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Priority    string `json:"priority"`
-	CreatedAt   string `json:"created_at"`
-	// Delivery is absent for a ticket with no delivery state.
-	Delivery *DeliveryView `json:"delivery,omitempty"`
-}
-
-// DeliveryView is get_ticket's view of a ticket's delivery: the helpdesk's
-// id and URL only once delivered.
-type DeliveryView struct {
-	State       string `json:"state"`
-	ExternalID  string `json:"external_id,omitempty"`
-	ExternalURL string `json:"external_url,omitempty"`
+// Answered is a tool's own answer of kind k with body v, encoded as the
+// doors send it; a body that does not encode is an internal outcome.
+func Answered(k Kind, v any) Outcome {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return Outcome{Kind: KindInternal, Err: err}
+	}
+	return Outcome{Kind: k, Body: b}
 }
 
 // Reject builds a correctable-input rejection.
 func Reject(code, message string) Outcome {
 	return Outcome{Kind: KindRejected, Code: code, Message: message}
-}
-
-// TicketID is the ticket of a created or duplicate outcome, "" for any
-// other.
-func (o Outcome) TicketID() string {
-	if o.Result == nil {
-		return ""
-	}
-	return o.Result.TicketID
 }

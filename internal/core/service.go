@@ -217,11 +217,16 @@ func (s *Service) write(ctx context.Context, fn *Function, r Request, c idem.Cal
 	o := g.Do(ctx, c, func(k idem.OpKey) ([]byte, Writes, error) { return fn.Write.Plan(r, k) })
 	switch o.Status {
 	case idem.Created, idem.Replayed:
-		out, ok := fn.Write.Answer(o.Result, o.Status == idem.Replayed)
-		if !ok {
+		repeat := o.Status == idem.Replayed
+		body, ok := fn.Write.Answer(o.Result, repeat)
+		if !ok || len(body) == 0 {
 			return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", o.Key, o.Result)}, o.Key
 		}
-		return out, o.Key
+		kind := fn.Answer.Kind
+		if repeat {
+			kind = KindDuplicate
+		}
+		return Outcome{Kind: kind, Body: body}, o.Key
 	case idem.Conflict:
 		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict,
 			Message: "This request_id already belongs to another user; the application must mint a new request_id."}, o.Key

@@ -196,7 +196,7 @@ func TestHandleRejections(t *testing.T) {
 				if after := f.count(); after != before {
 					t.Fatalf("a rejected call wrote: (ops, tickets) %v -> %v", before, after)
 				}
-				if out.Key != "" || out.TicketID() != "" || out.Result != nil || out.Ticket != nil {
+				if out.Key != "" || out.TicketID() != "" || out.Body != nil {
 					t.Fatalf("a rejection carries a key, ticket or result: %+v", out)
 				}
 				if out.Kind == core.KindRejected {
@@ -314,8 +314,8 @@ func TestCreateThenDuplicate(t *testing.T) {
 		if out.Kind != core.KindDuplicate || out.TicketID() != "ticket-1" || out.Key != first.Key {
 			t.Fatalf("%s: %+v; want duplicate of ticket-1", tc.name, out)
 		}
-		if want := (core.Result{Status: "created", TicketID: "ticket-1", Deduplicated: true}); *out.Result != want {
-			t.Fatalf("%s: replayed result %+v; want %+v", tc.name, *out.Result, want)
+		if want := `{"status":"created","ticket_id":"ticket-1","deduplicated":true}`; string(out.Body) != want {
+			t.Fatalf("%s: replayed result %s; want %s", tc.name, out.Body, want)
 		}
 		if f.count() != before {
 			t.Fatalf("%s: a duplicate wrote: %v -> %v", tc.name, before, f.count())
@@ -398,7 +398,7 @@ func TestRequestIDConflict(t *testing.T) {
 		f.handle(t, create("user-a", "r-1", okArgs))
 		before := f.count()
 		out := f.handle(t, create("user-b", "r-1", okArgs))
-		if out.Kind != core.KindConflict || out.Code != core.CodeRequestIDConflict || out.TicketID() != "" || out.Result != nil {
+		if out.Kind != core.KindConflict || out.Code != core.CodeRequestIDConflict || out.TicketID() != "" || out.Body != nil {
 			t.Fatalf("%s: other user of the tenant, same request_id and arguments: %+v; want request_id_conflict", policy, out)
 		}
 		checkMessage(t, out.Message)
@@ -488,7 +488,7 @@ func TestUserDisabledAfterCreating(t *testing.T) {
 		body(core.GetTicket, `{"ticket_id":`+q(first.TicketID())+`}`, ctx("user-e", "")),
 	} {
 		out := f.handle(t, b)
-		if out.Kind != core.KindForbidden || out.Result != nil || out.Ticket != nil || out.Key != "" {
+		if out.Kind != core.KindForbidden || out.Body != nil || out.Key != "" {
 			t.Fatalf("disabled user got %+v; want forbidden, nothing disclosed", out)
 		}
 	}
@@ -525,11 +525,11 @@ func TestGetTicket(t *testing.T) {
 	found := get("user-b", created.TicketID(), "") // same tenant, another user
 	want := core.TicketView{TicketID: created.TicketID(), Title: "Cannot sign in", Description: "Since Monday.",
 		Priority: "normal", CreatedAt: "2026-11-10T12:00:00Z"}
-	if found.Kind != core.KindFound || found.Ticket == nil || *found.Ticket != want || found.TenantID != "tenant-a" {
-		t.Fatalf("get_ticket: %+v (ticket %+v); want %+v", found, found.Ticket, want)
+	if tk := found.FoundTicket(); found.Kind != core.KindFound || tk == nil || *tk != want || found.TenantID != "tenant-a" {
+		t.Fatalf("get_ticket: %+v (body %s); want %+v", found, found.Body, want)
 	}
-	if out := get("user-a", urgent.TicketID(), ""); out.Ticket == nil || out.Ticket.Priority != "urgent" || out.Ticket.Description != "" {
-		t.Fatalf("get_ticket urgent: %+v", out.Ticket)
+	if tk := get("user-a", urgent.TicketID(), "").FoundTicket(); tk == nil || tk.Priority != "urgent" || tk.Description != "" {
+		t.Fatalf("get_ticket urgent: %+v", tk)
 	}
 	if out := get("user-a", "  "+created.TicketID()+" ", ""); out.Kind != core.KindFound {
 		t.Fatalf("ticket_id with spaces around: %+v; want found", out)
@@ -540,7 +540,7 @@ func TestGetTicket(t *testing.T) {
 	otherTenant := get("user-c", created.TicketID(), "")
 	missing := get("user-a", "ticket-404", "")
 	for _, out := range []core.Outcome{otherTenant, missing} {
-		if out.Kind != core.KindRejected || out.Code != core.CodeTicketNotFound || out.Ticket != nil {
+		if out.Kind != core.KindRejected || out.Code != core.CodeTicketNotFound || out.Body != nil {
 			t.Fatalf("get_ticket: %+v; want ticket_not_found", out)
 		}
 	}

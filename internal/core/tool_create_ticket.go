@@ -38,10 +38,20 @@ func init() {
 	})
 }
 
+// TicketResult is create_ticket's answer. The operation stores it (as
+// JSON, with Deduplicated false) in the same transaction as the ticket,
+// and every repeat replays it with Deduplicated true: the replay is the
+// original answer but for that member.
+type TicketResult struct {
+	Status       string `json:"status"`
+	TicketID     string `json:"ticket_id"`
+	Deduplicated bool   `json:"deduplicated"`
+}
+
 // planTicket is the ticket to write, with its delivery record when a
 // helpdesk is configured, and the answer to store.
 func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
-	result := Result{Status: KindCreated.String(), TicketID: r.NewID()}
+	result := TicketResult{Status: KindCreated.String(), TicketID: r.NewID()}
 	stored, err := json.Marshal(result)
 	if err != nil {
 		return nil, Writes{}, err
@@ -57,14 +67,23 @@ func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 
 // ticketAnswer is the stored create_ticket answer, with deduplicated:
 // true for a repeat.
-func ticketAnswer(stored []byte, repeat bool) (Outcome, bool) {
-	var r Result
+func ticketAnswer(stored []byte, repeat bool) ([]byte, bool) {
+	var r TicketResult
 	if err := json.Unmarshal(stored, &r); err != nil || r.Status == "" || r.TicketID == "" {
-		return Outcome{}, false
+		return nil, false
 	}
-	if !repeat {
-		return Outcome{Kind: KindCreated, Result: &r}, true
+	r.Deduplicated = repeat
+	b, err := json.Marshal(r)
+	return b, err == nil
+}
+
+// TicketID is the ticket_id of a create_ticket answer (created or
+// deduplicated), "" for any other outcome. It reads the body as a
+// caller of the service does; the doors never call it.
+func (o Outcome) TicketID() string {
+	var r TicketResult
+	if !o.Kind.ToolAnswer() || json.Unmarshal(o.Body, &r) != nil {
+		return ""
 	}
-	r.Deduplicated = true
-	return Outcome{Kind: KindDuplicate, Result: &r}, true
+	return r.TicketID
 }

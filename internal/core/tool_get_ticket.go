@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -48,10 +49,46 @@ func getTicket(ctx context.Context, s *Service, r Request) Outcome {
 	if err != nil {
 		return Outcome{Kind: KindInternal, Err: fmt.Errorf("ticket %s arguments unreadable: %v", t.ID, err)}
 	}
-	return Outcome{Kind: KindFound, Ticket: &TicketView{
+	return Answered(KindFound, Found{Status: KindFound.String(), Ticket: &TicketView{
 		TicketID: t.ID, Title: a.Title, Description: a.Description, Priority: a.Priority,
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339), Delivery: deliveryView(t.Delivery),
-	}}
+	}})
+}
+
+// Found is get_ticket's answer.
+type Found struct {
+	Status string      `json:"status"`
+	Ticket *TicketView `json:"ticket"`
+}
+
+// TicketView is what get_ticket returns of a ticket.
+type TicketView struct {
+	TicketID    string `json:"ticket_id"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Priority    string `json:"priority"`
+	CreatedAt   string `json:"created_at"`
+	// Delivery is absent for a ticket with no delivery state.
+	Delivery *DeliveryView `json:"delivery,omitempty"`
+}
+
+// DeliveryView is get_ticket's view of a ticket's delivery: the helpdesk's
+// id and URL only once delivered.
+type DeliveryView struct {
+	State       string `json:"state"`
+	ExternalID  string `json:"external_id,omitempty"`
+	ExternalURL string `json:"external_url,omitempty"`
+}
+
+// FoundTicket is the ticket of a found answer (get_ticket's, or a read
+// tool's of the same shape), nil for any other outcome. It reads the body
+// as a caller of the service does; the doors never call it.
+func (o Outcome) FoundTicket() *TicketView {
+	var f Found
+	if o.Kind != KindFound || json.Unmarshal(o.Body, &f) != nil {
+		return nil
+	}
+	return f.Ticket
 }
 
 // deliveryView shows a ticket's delivery state, and the helpdesk's id and

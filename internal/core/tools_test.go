@@ -51,8 +51,8 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 		t.Fatalf("create_ticket beside peek_ticket: %v %s", created.Kind, created.Message)
 	}
 	o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+created.TicketID()+`"}`, ctx("user-b", "")))
-	if o.Kind != core.KindFound || o.Ticket.Title != coretest.Peeked+"Cannot sign in" || o.Function != coretest.PeekTicket {
-		t.Fatalf("peek_ticket: %v %+v %s; want found with the peeked title", o.Kind, o.Ticket, o.Message)
+	if tk := o.FoundTicket(); o.Kind != core.KindFound || tk == nil || tk.Title != coretest.Peeked+"Cannot sign in" || o.Function != coretest.PeekTicket {
+		t.Fatalf("peek_ticket: %v %s %s; want found with the peeked title", o.Kind, o.Body, o.Message)
 	}
 	if o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+created.TicketID()+`"}`, ctx("user-c", ""))); o.Code != core.CodeTicketNotFound {
 		t.Fatalf("peek_ticket from another tenant: %v %q; want ticket_not_found", o.Kind, o.Code)
@@ -83,32 +83,38 @@ func (n *notes) tool() core.Function {
 	return core.Function{
 		Name: "add_note", Description: "Add a note (a tool of the tests).",
 		Fields: []core.Field{{Name: "text", Description: "The note.", Required: true, MaxLen: 50}},
-		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{"ticket_id": map[string]any{"type": "string"}},
-			Required: []string{"ticket_id"}},
+		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{"note_id": map[string]any{"type": "string"}},
+			Required: []string{"note_id"}},
 		Busy: "The notes are busy; add the note again with the same request.",
 		Write: &core.Write{
 			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
 				n.n++
-				res := core.Result{Status: "created", TicketID: fmt.Sprintf("note-%d", n.n)}
+				res := noteAnswer{Status: "created", NoteID: fmt.Sprintf("note-%d", n.n)}
 				stored, err := json.Marshal(res)
-				return stored, core.Writes{Tickets: []core.Ticket{{ID: res.TicketID, TenantID: r.User.TenantID,
+				return stored, core.Writes{Tickets: []core.Ticket{{ID: res.NoteID, TenantID: r.User.TenantID,
 					UserID: r.User.UserID, OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
 			},
-			Answer: func(stored []byte, repeat bool) (core.Outcome, bool) {
-				var r core.Result
-				if json.Unmarshal(stored, &r) != nil || r.TicketID == "" {
-					return core.Outcome{}, false
+			Answer: func(stored []byte, repeat bool) ([]byte, bool) {
+				var r noteAnswer
+				if json.Unmarshal(stored, &r) != nil || r.NoteID == "" {
+					return nil, false
 				}
-				if !repeat {
-					return core.Outcome{Kind: core.KindCreated, Result: &r}, true
-				}
-				r.Deduplicated = true
-				return core.Outcome{Kind: core.KindDuplicate, Result: &r}, true
+				r.Deduplicated = repeat
+				b, err := json.Marshal(r)
+				return b, err == nil
 			},
 			InProgress: "The note is still being added.",
 			Mismatch:   "This request added another note.",
 		},
 	}
+}
+
+// noteAnswer is add_note's answer: members of its own, which the service
+// passes on without reading.
+type noteAnswer struct {
+	Status       string `json:"status"`
+	NoteID       string `json:"note_id"`
+	Deduplicated bool   `json:"deduplicated,omitempty"`
 }
 
 // TestAddedWriteToolClaimsItsKey: a tool that writes gets the request_id
@@ -135,10 +141,12 @@ func TestAddedWriteToolClaimsItsKey(t *testing.T) {
 	}
 	first := note("r-1", "hello")
 	again := note("r-1", "hello")
-	if first.Kind != core.KindCreated || again.Kind != core.KindDuplicate || again.TicketID() != first.TicketID() ||
-		!again.Result.Deduplicated || again.Key == "" || again.Key != first.Key {
-		t.Fatalf("first %v %q, repeat %v %q; want created, then the same answer deduplicated under one key",
-			first.Kind, first.TicketID(), again.Kind, again.TicketID())
+	if first.Kind != core.KindCreated || again.Kind != core.KindDuplicate ||
+		string(first.Body) != `{"status":"created","note_id":"note-1"}` ||
+		string(again.Body) != `{"status":"created","note_id":"note-1","deduplicated":true}` ||
+		again.Key == "" || again.Key != first.Key {
+		t.Fatalf("first %v %s, repeat %v %s; want created, then the same answer deduplicated under one key",
+			first.Kind, first.Body, again.Kind, again.Body)
 	}
 	if o := note("r-1", "other"); o.Code != core.CodeArgumentsMismatch || o.Message != "This request added another note." {
 		t.Fatalf("other arguments: %q %q; want arguments_mismatch with the tool's message", o.Code, o.Message)

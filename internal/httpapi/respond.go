@@ -25,10 +25,6 @@ type (
 	errorBody struct {
 		Error string `json:"error"`
 	}
-	foundBody struct {
-		Status string           `json:"status"`
-		Ticket *core.TicketView `json:"ticket"`
-	}
 	retryableBody struct {
 		Status    string `json:"status"`
 		Retryable bool   `json:"retryable"`
@@ -56,20 +52,20 @@ func answer(o core.Outcome) reply {
 	case !ok:
 		return reply{response: ResponseInternal, body: errorBody{ResponseInternal.Name}, out: o,
 			err: fmt.Errorf("outcome %v has no response", o.Kind)}
-	case (o.Kind == core.KindCreated || o.Kind == core.KindDuplicate) && o.Result == nil,
-		o.Kind == core.KindFound && o.Ticket == nil:
+	case o.Kind.ToolAnswer() && len(o.Body) == 0:
 		return reply{response: ResponseInternal, body: errorBody{ResponseInternal.Name}, out: o,
 			err: fmt.Errorf("outcome %v without its body", o.Kind)}
 	}
 	rep := reply{response: r, out: o, err: o.Err}
-	switch o.Kind {
-	case core.KindCreated, core.KindDuplicate:
-		rep.body = o.Result // core.Result: the one encoding of the answer and its replay
-	case core.KindFound:
-		rep.body = foundBody{r.Name, o.Ticket}
-	case core.KindInProgress, core.KindBusy:
+	switch k := o.Kind; {
+	case k.ToolAnswer():
+		// The tool's own answer, sent as the tool encoded it: the one
+		// encoding of an answer and its replay. A body that is not JSON is
+		// answered 500 by write.
+		rep.body = o.Body
+	case k == core.KindInProgress, k == core.KindBusy:
 		rep.body = retryableBody{r.Name, true, o.Message}
-	case core.KindRejected, core.KindConflict:
+	case k == core.KindRejected, k == core.KindConflict:
 		rep.body = rejectionBody{r.Name, codeMessage{o.Code, o.Message}}
 	default:
 		rep.body = errorBody{r.Name}

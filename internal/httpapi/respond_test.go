@@ -12,23 +12,28 @@ import (
 // HTTP produces, answered with the literal status and bytes expected,
 // including texts that need escaping.
 func TestAnswers(t *testing.T) {
-	ticket := &core.TicketView{TicketID: "t-1", Title: "<b>&amp;</b>", Description: "line\nbreak \u2028",
-		Priority: "normal", CreatedAt: "2026-11-30T12:00:00Z"}
+	body := func(k core.Kind, b string) core.Outcome { return core.Outcome{Kind: k, Body: []byte(b)} }
 	for _, tc := range []struct {
 		name   string
 		rep    reply
 		status int
 		body   string
 	}{
-		{"created", answer(core.Outcome{Kind: core.KindCreated, Result: &core.Result{Status: "created", TicketID: "t-1"}}),
+		// A tool's own answer is sent as the tool encoded it, whatever
+		// its members, compacted and with <, > and & escaped as every
+		// body is.
+		{"created", answer(body(core.KindCreated, `{"status":"created","ticket_id":"t-1","deduplicated":false}`)),
 			200, `{"status":"created","ticket_id":"t-1","deduplicated":false}`},
-		{"duplicate", answer(core.Outcome{Kind: core.KindDuplicate, Result: &core.Result{Status: "created", TicketID: "t-1", Deduplicated: true}}),
+		{"duplicate", answer(body(core.KindDuplicate, `{"status":"created","ticket_id":"t-1","deduplicated":true}`)),
 			200, `{"status":"created","ticket_id":"t-1","deduplicated":true}`},
-		{"created without its result", answer(core.Outcome{Kind: core.KindCreated}), 500, `{"error":"internal"}`},
-		{"duplicate without its result", answer(core.Outcome{Kind: core.KindDuplicate}), 500, `{"error":"internal"}`},
-		{"found", answer(core.Outcome{Kind: core.KindFound, Ticket: ticket}), 200,
-			`{"status":"found","ticket":{"ticket_id":"t-1","title":"\u003cb\u003e\u0026amp;\u003c/b\u003e","description":"line\nbreak \u2028","priority":"normal","created_at":"2026-11-30T12:00:00Z"}}`},
-		{"found without its ticket", answer(core.Outcome{Kind: core.KindFound}), 500, `{"error":"internal"}`},
+		{"another tool's members", answer(body(core.KindCreated, `{"status":"created", "note_id":"n-1","words":[1, 2]}`)),
+			200, `{"status":"created","note_id":"n-1","words":[1,2]}`},
+		{"created without its body", answer(core.Outcome{Kind: core.KindCreated}), 500, `{"error":"internal"}`},
+		{"duplicate without its body", answer(core.Outcome{Kind: core.KindDuplicate}), 500, `{"error":"internal"}`},
+		{"found", answer(body(core.KindFound, `{"status":"found","ticket":{"ticket_id":"t-1","title":"<b>&amp;</b>","description":"line\nbreak \u2028"}}`)), 200,
+			`{"status":"found","ticket":{"ticket_id":"t-1","title":"\u003cb\u003e\u0026amp;\u003c/b\u003e","description":"line\nbreak \u2028"}}`},
+		{"found without its body", answer(core.Outcome{Kind: core.KindFound}), 500, `{"error":"internal"}`},
+		{"a body that is not JSON", answer(body(core.KindFound, `{"status":"found",`)), 500, `{"error":"internal"}`},
 		{"in progress", answer(core.Outcome{Kind: core.KindInProgress, Message: `wait "a" bit`}), 200,
 			`{"status":"in_progress","retryable":true,"message":"wait \"a\" bit"}`},
 		{"busy", answer(core.Outcome{Kind: core.KindBusy, Message: "again", Err: core.ErrBusy}), 200,

@@ -33,7 +33,7 @@ func BenchmarkStages(b *testing.B) {
 	}
 	key, _ := idem.Key(idem.PolicyArguments, "tenant-a", call.RequestID, fn.Name, canonical)
 	created := answer(core.Outcome{Kind: core.KindCreated,
-		Result:   &core.Result{Status: "created", TicketID: "0f8e4a52-5a3b-4a0b-9d7e-0b5f3c1e2d4a"},
+		Body:     []byte(`{"status":"created","ticket_id":"0f8e4a52-5a3b-4a0b-9d7e-0b5f3c1e2d4a","deduplicated":false}`),
 		Function: fn.Name, TenantID: "tenant-a", Key: key})
 	h := &Handler{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(string(body)))

@@ -548,11 +548,10 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 			// without detail.
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 		}
-		ok := o.Kind == core.KindCreated || o.Kind == core.KindDuplicate || o.Kind == core.KindFound
 		return &mcp.CallToolResult{
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 			StructuredContent: json.RawMessage(body),
-			IsError:           !ok,
+			IsError:           !o.Kind.ToolAnswer(),
 		}, nil
 	}
 }

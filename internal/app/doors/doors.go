@@ -114,8 +114,11 @@ type Config struct {
 	MCPNames config.MCPNames
 	Auth     httpapi.Authenticator
 	Deliver  bool // each new ticket is written pending (the outbox)
-	Metrics  metrics.Recorder
-	Logger   *slog.Logger
+	// Tools are the tools both doors serve; nil: the product's
+	// (core.Functions).
+	Tools   *core.Tools
+	Metrics metrics.Recorder
+	Logger  *slog.Logger
 }
 
 // Build is the callback's graph on c.Store, outermost first: the MCP door
@@ -134,6 +137,7 @@ func Build(c Config) (http.Handler, error) {
 		Retention: c.Common.Retention,
 		NewID:     uuid.NewString,
 		Deliver:   c.Deliver,
+		Tools:     c.Tools,
 	}
 	return withMCP(&httpapi.Handler{
 		Service:   svc,

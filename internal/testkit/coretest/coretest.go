@@ -39,7 +39,8 @@ func Peek() core.Function {
 			if err != nil {
 				return core.Outcome{Kind: core.KindInternal, Err: err}
 			}
-			return core.Outcome{Kind: core.KindFound, Ticket: &core.TicketView{TicketID: t.ID, Title: Peeked + a.Title}}
+			return core.Answered(core.KindFound, core.Found{Status: core.KindFound.String(),
+				Ticket: &core.TicketView{TicketID: t.ID, Title: Peeked + a.Title}})
 		},
 	}
 }

@@ -117,7 +117,7 @@ func (e *Env) Get(id string) *core.TicketView {
 	if out.Kind != core.KindFound {
 		e.T.Fatalf("get_ticket: kind %v, err %v", out.Kind, out.Err)
 	}
-	return out.Ticket
+	return out.FoundTicket()
 }
 
 // Record reads id's delivery record.

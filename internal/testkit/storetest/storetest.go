@@ -218,8 +218,8 @@ func run(t *testing.T, h Harness, start time.Time) {
 		}
 		found := e.Get("user-c", a.TicketID()) // same tenant, other user
 		Want(t, found, core.KindFound)
-		if found.Ticket.Title != "Cannot sign in" || found.Ticket.Priority != "normal" {
-			t.Fatalf("get_ticket = %+v", found.Ticket)
+		if tk := found.FoundTicket(); tk == nil || tk.Title != "Cannot sign in" || tk.Priority != "normal" {
+			t.Fatalf("get_ticket = %s", found.Body)
 		}
 	})
 

@@ -1,0 +1,315 @@
+package doors_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
+	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
+	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
+	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
+)
+
+const noteBusy = "The notebook is busy and the note may or may not be saved. Call again with the same text and request."
+
+// noteAnswer is create_note's answer, stored by the first call and
+// replayed with deduplicated: true.
+type noteAnswer struct {
+	Status       string `json:"status"`
+	NoteID       string `json:"note_id"`
+	Deduplicated bool   `json:"deduplicated"`
+}
+
+// createNote is a write tool defined here and nowhere else (the README's
+// Adding a tool shows it): its name, schemas, annotations, validation,
+// plan, answer and messages. It stores each note as an item (a ticket
+// holding the text) that the claim commits, and answers with members of
+// its own (note_id), which no door knows.
+func createNote() core.Function {
+	return core.Function{
+		Name:        "create_note",
+		Description: "Save a note for the user's organisation; calling again with the same request saves it once.",
+		Fields: []core.Field{{Name: "text", Description: "The note, 1 to 200 characters.",
+			Required: true, MinLen: 1, MaxLen: 200, Trim: true, NoControl: true}},
+		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{
+			"note_id": map[string]any{"type": "string"}, "deduplicated": map[string]any{"type": "boolean"},
+		}, Required: []string{"note_id", "deduplicated"}},
+		Write: &core.Write{
+			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
+				id := r.NewID()
+				stored, err := json.Marshal(noteAnswer{Status: core.KindCreated.String(), NoteID: id})
+				return stored, core.Writes{Tickets: []core.Ticket{{ID: id, TenantID: r.User.TenantID, UserID: r.User.UserID,
+					OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
+			},
+			Answer: func(stored []byte, repeat bool) ([]byte, bool) {
+				var a noteAnswer
+				if json.Unmarshal(stored, &a) != nil || a.NoteID == "" {
+					return nil, false
+				}
+				a.Deduplicated = repeat
+				b, err := json.Marshal(a)
+				return b, err == nil
+			},
+			InProgress: "The note is still being saved; check again later with the same request.",
+			Mismatch:   "This request already saved another note; start a new request for this one.",
+		},
+		Busy: noteBusy,
+	}
+}
+
+// busyStore answers every claim busy while busy is set, writing nothing,
+// as a throttled or timed-out store does.
+type busyStore struct {
+	core.Store
+	busy atomic.Bool
+}
+
+func (s *busyStore) Claims() idem.Store[core.Writes] {
+	return core.ClaimFunc(func(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
+		if s.busy.Load() {
+			return nil, core.ErrBusy
+		}
+		return s.Store.Claims().Claim(ctx, rec, w, now)
+	})
+}
+
+const addToolHookKey = "add-tool-hook-key"
+
+// TestWriteToolInOneFile: create_note, registered on the service that
+// doors.Build composes, is listed by GET /functions and MCP tools/list
+// (schemas and annotations from its definition) and answered by both
+// doors: a call through one door creates, its repeat through the other
+// replays the stored answer (deduplicated: true), other text on the same
+// request gets its mismatch message, a busy store its busy message
+// through both doors (nothing written), and after the store recovers
+// the same request creates. The doors hold no line about it.
+func TestWriteToolInOneFile(t *testing.T) {
+	tools, err := core.NewTools(append(core.Functions(), createNote())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, _ := tools.Lookup("create_note")
+	mem := memtest.New()
+	store := &busyStore{Store: mem}
+	auth, err := nonce.New(addToolHookKey, nonce.MinCost, nonce.CapCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	base := "http://" + srv.Listener.Addr().String()
+	m := config.MCP{Issuer: "http://127.0.0.1:1", Audience: base + mcpdoor.Path, UserClaim: "sub",
+		DevKey: filepath.Join(t.TempDir(), "dev-key.pem")}
+	h, err := doors.Build(doors.Config{
+		Store:    store,
+		Users:    memstore.Users{"user-a": {ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}},
+		Common:   config.Common{Policy: string(idem.PolicyRequest), Retention: time.Hour},
+		MCP:      m,
+		MCPNames: config.MCPFileNames,
+		Auth:     auth,
+		Tools:    tools,
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = h
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	// The AIVAX door: each request with a fresh nonce of the hook key.
+	aivax := func(method, path, body string) (int, string) {
+		t.Helper()
+		n, err := nonce.Generate(addToolHookKey, nonce.MinCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Nonce", n)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	callback := func(text, requestID string) (int, string) {
+		return aivax(http.MethodPost, "/callback", `{"type":"tool_call","function":{"name":"create_note","content":{"text":`+
+			strconvQuote(text)+`}},"context":{"externalUserId":"user-a","metadata":{"request_id":"`+requestID+`"}}}`)
+	}
+
+	// The MCP door: the Go SDK's client with a token of the development
+	// issuer the door trusts.
+	dev, err := jwtauth.LoadDevIssuer(m.DevKey, m.Issuer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := dev.Token("sub", "user-a", m.Audience, nil, time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "add-tool-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m.Audience,
+		HTTPClient: &http.Client{Transport: bearer{token}}, DisableStandaloneSSE: true, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: mcpdoor.Revisions[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	callMCP := func(text, requestID string) (*mcp.CallToolResult, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"text": text},
+			Meta: mcp.Meta{mcpdoor.RequestIDMeta: requestID}})
+		if err != nil {
+			t.Fatalf("tools/call create_note: %v", err)
+		}
+		text0, ok := res.Content[0].(*mcp.TextContent)
+		if len(res.Content) != 1 || !ok {
+			t.Fatalf("content %v; want one text item", res.Content)
+		}
+		return res, text0.Text
+	}
+
+	// Listed by both catalogues, from its definition.
+	status, body := aivax(http.MethodGet, "/functions", "")
+	var cat struct {
+		Functions []struct {
+			Name          string          `json:"name"`
+			ContentFormat json.RawMessage `json:"contentFormat"`
+		} `json:"functions"`
+	}
+	if err := json.Unmarshal([]byte(body), &cat); status != http.StatusOK || err != nil || len(cat.Functions) != 3 ||
+		cat.Functions[0].Name != "create_note" || !sameJSON(cat.Functions[0].ContentFormat, fn.Schema()) {
+		t.Fatalf("GET /functions: %d %s; want create_note first (name order) with its schema", status, body)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed *mcp.Tool
+	for _, tool := range list.Tools {
+		if tool.Name == "create_note" {
+			listed = tool
+		}
+	}
+	if listed == nil || len(list.Tools) != 3 {
+		t.Fatalf("tools/list: %d tools, create_note %v; want it among the product's two", len(list.Tools), listed)
+	}
+	in, _ := json.Marshal(listed.InputSchema)
+	out, _ := json.Marshal(listed.OutputSchema)
+	a := listed.Annotations
+	if !sameJSON(in, fn.Schema()) || !sameJSON(out, fn.OutputSchema()) || listed.Description != fn.Description ||
+		a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || !a.IdempotentHint {
+		t.Fatalf("tools/list create_note: input %s output %s annotations %+v", in, out, a)
+	}
+
+	// The callback creates; MCP's repeat replays the stored answer.
+	answer := func(id string, repeat bool) string {
+		return string(mustJSON(t, noteAnswer{Status: "created", NoteID: id, Deduplicated: repeat}))
+	}
+	status, body = callback("Call the printer vendor", "r-1")
+	var first noteAnswer
+	if err := json.Unmarshal([]byte(body), &first); err != nil || status != http.StatusOK || first.NoteID == "" ||
+		body != answer(first.NoteID, false)+"\n" {
+		t.Fatalf("callback create_note: %d %s; want 200 created with a note_id", status, body)
+	}
+	res, text := callMCP("Call the printer vendor", "r-1")
+	if want := answer(first.NoteID, true); text != want || res.IsError || !sameJSON(mustJSON(t, res.StructuredContent), []byte(want)) {
+		t.Fatalf("MCP repeat: %s (isError %v); want %s", text, res.IsError, want)
+	}
+	// MCP creates; the callback's repeat replays it.
+	res, text = callMCP("Order toner", "r-2")
+	var second noteAnswer
+	if err := json.Unmarshal([]byte(text), &second); err != nil || res.IsError || second.NoteID == first.NoteID ||
+		text != answer(second.NoteID, false) {
+		t.Fatalf("MCP create_note: %s (isError %v); want a second note created", text, res.IsError)
+	}
+	if status, body = callback("Order toner", "r-2"); status != http.StatusOK || body != answer(second.NoteID, true)+"\n" {
+		t.Fatalf("callback repeat: %d %s; want %s", status, body, answer(second.NoteID, true))
+	}
+	// The same request with other text (the request policy): the tool's
+	// own mismatch message.
+	if status, body = callback("Order paper", "r-2"); !strings.Contains(body, `"arguments_mismatch"`) ||
+		!strings.Contains(body, "This request already saved another note") {
+		t.Fatalf("other text, same request: %d %s; want arguments_mismatch with create_note's message", status, body)
+	}
+
+	// A busy store: each door answers with the tool's busy message, and
+	// nothing is written; once it recovers, the same request creates.
+	store.busy.Store(true)
+	wantBusy := `{"status":"busy","retryable":true,"message":"` + noteBusy + `"}`
+	if status, body = callback("Water the plants", "r-3"); status != http.StatusOK || body != wantBusy+"\n" {
+		t.Fatalf("callback, store busy: %d %s; want %s", status, body, wantBusy)
+	}
+	if res, text = callMCP("Water the plants", "r-3"); text != wantBusy || !res.IsError {
+		t.Fatalf("MCP, store busy: %s (isError %v); want %s as an error result", text, res.IsError, wantBusy)
+	}
+	store.busy.Store(false)
+	res, text = callMCP("Water the plants", "r-3")
+	var third noteAnswer
+	if err := json.Unmarshal([]byte(text), &third); err != nil || res.IsError || text != answer(third.NoteID, false) ||
+		third.NoteID == first.NoteID || third.NoteID == second.NoteID {
+		t.Fatalf("MCP after the store recovered: %s; want a third note created", text)
+	}
+
+	// One item per created note, holding its text; repeats, the mismatch
+	// and the busy calls wrote nothing.
+	if ops, items := mem.Count(); ops != 3 || items != 3 {
+		t.Errorf("store holds %d operations, %d items; want 3 and 3", ops, items)
+	}
+	for id, text := range map[string]string{first.NoteID: "Call the printer vendor", second.NoteID: "Order toner", third.NoteID: "Water the plants"} {
+		tk, err := store.Ticket(ctx, id)
+		if err != nil || tk.Arguments != `{"text":`+strconvQuote(text)+`}` {
+			t.Errorf("%s: %+v, %v; want the note %q", id, tk, err, text)
+		}
+	}
+}
+
+// bearer sends the access token on every request of the MCP client.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return string(mustMarshal(x)) == string(mustMarshal(y))
+}
+
+func mustMarshal(v any) []byte { b, _ := json.Marshal(v); return b }
