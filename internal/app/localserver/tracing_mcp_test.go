@@ -101,24 +101,7 @@ func TestTracingMCPToolCall(t *testing.T) {
 	call("00-" + metaTrace + "-" + metaSpan + "-01")
 	call("00-not-a-traceparent")
 
-	var spans []*tracepb.Span
-	var raw []byte
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_ = tp.Flush(context.Background())
-		spans, raw = rc.Snapshot()
-		delivered := false
-		for _, s := range spans {
-			if st, _ := attr(s, string(tracing.AttrState)); s.GetName() == tracing.SpanDelivery && st == "delivered" {
-				delivered = true
-			}
-		}
-		if delivered {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivered span after 30 s; %d spans:\n%s", len(spans), tree(spans))
-		}
-	}
+	spans, raw := waitDelivered(t, tp, rc)
 	t.Log("\n" + tree(spans))
 
 	byID := map[string]*tracepb.Span{}

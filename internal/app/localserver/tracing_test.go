@@ -88,24 +88,7 @@ func TestTracingExportsTheTicketsPath(t *testing.T) {
 
 	// Wait for the delivered step's span (the second send, after the 429's
 	// Retry-After of 1 s).
-	var spans []*tracepb.Span
-	var raw []byte
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_ = tp.Flush(context.Background())
-		spans, raw = rc.Snapshot()
-		done := false
-		for _, s := range spans {
-			if st, _ := attr(s, string(tracing.AttrState)); s.GetName() == tracing.SpanDelivery && st == "delivered" {
-				done = true
-			}
-		}
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivered span after 30 s; %d spans", len(spans))
-		}
-	}
+	spans, raw := waitDelivered(t, tp, rc)
 
 	byID := map[string]*tracepb.Span{}
 	var doors, deliveries []*tracepb.Span
@@ -195,6 +178,25 @@ func TestTracingExportsTheTicketsPath(t *testing.T) {
 }
 
 // tree prints spans as a tree, with the attributes these tests read.
+// waitDelivered flushes tp until rc holds the span of a delivery step that
+// ended delivered, and returns every span and the bytes exported; the
+// test fails after 30 s without one.
+func waitDelivered(t *testing.T, tp *otelsetup.Provider, rc *otlptest.Receiver) ([]*tracepb.Span, []byte) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_ = tp.Flush(context.Background())
+		spans, raw := rc.Snapshot()
+		for _, s := range spans {
+			if st, _ := attr(s, string(tracing.AttrState)); s.GetName() == tracing.SpanDelivery && st == "delivered" {
+				return spans, raw
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no delivered span after 30 s; %d spans:\n%s", len(spans), tree(spans))
+		}
+	}
+}
+
 func tree(spans []*tracepb.Span) string {
 	return otlptest.Tree(spans, string(tracing.AttrOutcome), string(tracing.AttrState), string(tracing.AttrAttempt),
 		"http.response.status_code", string(tracing.AttrReadAhead))
