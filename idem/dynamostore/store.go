@@ -343,6 +343,12 @@ func (s *Store) holder(held claimHeld, rec idem.Record) (*idem.Record, error) {
 		}
 		return &r, nil
 	}
+	if own == nil {
+		// A condition failed, so a record holds a key, but DynamoDB sent
+		// none back: nothing was written, and without the record there is
+		// no result to replay. Failed, never Created.
+		return nil, errors.New("dynamostore: the claim's condition failed but DynamoDB returned no item (ReturnValuesOnConditionCheckFailure ALL_OLD)")
+	}
 	return own, nil
 }
 

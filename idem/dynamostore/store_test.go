@@ -287,3 +287,27 @@ func TestRefusedIndexCountsTheCallersWritesOnly(t *testing.T) {
 		t.Fatalf("%d items written by refused claims", n)
 	}
 }
+
+// itemlessCancel answers every transaction as DynamoDB does when the
+// claim's condition failed but the request did not ask for the item
+// back: a cancellation whose reason carries no Item.
+type itemlessCancel struct{ dynamostore.Client }
+
+func (itemlessCancel) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	failed, none := string(types.BatchStatementErrorCodeEnumConditionalCheckFailed), "None"
+	return nil, &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"),
+		CancellationReasons: []types.CancellationReason{{Code: &failed}, {Code: &none}, {Code: &none}}}
+}
+
+// A failed claim whose holder DynamoDB did not return is Failed: nothing
+// was written, so it is never answered Created with the plan's result.
+func TestClaimHeldWithoutItemIsFailed(t *testing.T) {
+	s := dynamostore.New(itemlessCancel{}, "table", dynamostore.Options{})
+	now := time.Now()
+	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: retention, Now: func() time.Time { return now }}
+	o := g.Do(context.Background(), call("alice", "r1", `{"sku":"A-1"}`),
+		func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) { return []byte(`{"order_id":"first"}`), nil, nil })
+	if o.Status != idem.Failed || o.Result != nil {
+		t.Fatalf("status %v, result %q (err %v); want Failed with no result", o.Status, o.Result, o.Err)
+	}
+}
