@@ -17,9 +17,8 @@ var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md f
 // (benchreport -count 2 -cell 300ms -coldstart-runs 1 -base
 // HEAD -keep ...): `go test -json` streams and the JSON of the throughput
 // and cold-start tests. overhead.json, overhead-tracing.json,
-// delivery-worker.linear.json and coldstart.json come from a later run of
-// the same commands, made when the tracing rows and the Linear worker
-// were added (BenchmarkHandlerOverhead and BenchmarkHandlerOverheadTracing
+// delivery-worker.linear.json and coldstart.json come from a separate run
+// of the same commands (BenchmarkHandlerOverhead and BenchmarkHandlerOverheadTracing
 // alternating, two rounds; cold starts with -coldstart-runs 3), on a
 // loaded machine. The document rendered from them must stay the
 // golden one; a change to the template or the arithmetic shows up here as

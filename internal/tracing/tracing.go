@@ -107,8 +107,8 @@ func TraceID(traceparent string) string {
 }
 
 // LinkTicket links span to the span that created the ticket, as its
-// stored traceparent names it; a ticket without one (created with tracing
-// unavailable, or before tickets carried it) is marked unlinked.
+// stored traceparent names it; a ticket item without one (written while
+// no span was recording) is marked unlinked.
 func LinkTicket(span trace.Span, traceparent string) {
 	if !span.IsRecording() {
 		return
