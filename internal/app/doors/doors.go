@@ -139,6 +139,11 @@ func Build(c Config) (http.Handler, error) {
 		Deliver:   c.Deliver,
 		Tools:     c.Tools,
 	}
+	// A misconfigured service (retention, store, clock of ids) stops the
+	// program here, not on every write.
+	if err := svc.Check(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	return withMCP(&httpapi.Handler{
 		Service:   svc,
 		Auth:      c.Auth,

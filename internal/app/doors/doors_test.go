@@ -5,9 +5,12 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -114,5 +117,15 @@ func TestMCPURLRules(t *testing.T) {
 	}
 	if err := file(`{"issuer":"http://127.0.0.1:3210/dev-issuer","audience":"http://127.0.0.1:3210/mcp","dev_key":"k.pem","scopes":["tickets"]}`); err != nil {
 		t.Errorf("the development issuer: %v", err)
+	}
+}
+
+// A service that could not hold a key (here a retention under a second:
+// records keep whole seconds) stops Build, before any request.
+func TestBuildChecksTheService(t *testing.T) {
+	_, err := Build(Config{Store: memtest.New(), Users: memstore.Users{},
+		Common: config.Common{Policy: "arguments", Retention: 500 * time.Millisecond}, Logger: discard()})
+	if err == nil || !strings.Contains(err.Error(), "Retention") {
+		t.Fatalf("Build with a 500 ms retention: %v; want an error naming Retention", err)
 	}
 }
