@@ -306,7 +306,9 @@ func TestClaimHeldWithoutItemIsFailed(t *testing.T) {
 	now := time.Now()
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: retention, Now: func() time.Time { return now }}
 	o := g.Do(context.Background(), call("alice", "r1", `{"sku":"A-1"}`),
-		func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) { return []byte(`{"order_id":"first"}`), nil, nil })
+		func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+			return []byte(`{"order_id":"first"}`), nil, nil
+		})
 	if o.Status != idem.Failed || o.Result != nil {
 		t.Fatalf("status %v, result %q (err %v); want Failed with no result", o.Status, o.Result, o.Err)
 	}
