@@ -55,7 +55,7 @@ unit:
 ## load: the multi-process load guarantees, one package at a time so that
 ## they do not compete with the rest of the suite for two cores.
 load:
-	go test -race -count=1 -p 1 -run '^TestLoad' -v ./internal/store/... 2>&1 | grep -E '^(---|ok|FAIL|PASS)|outcomes:'; exit $${PIPESTATUS[0]}
+	go test -race -count=1 -p 1 -run '^TestLoad' -v ./internal/store/... 2>&1 | grep -E '^(---|ok|FAIL|PASS)|outcomes:|^ +[a-z_]+\.go:[0-9]+: '; exit $${PIPESTATUS[0]}
 
 ## fuzz: each fuzz target for FUZZTIME (10s in CI; fuzz-long for hours).
 fuzz:

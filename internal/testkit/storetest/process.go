@@ -86,8 +86,8 @@ func child(open func() (core.Store, error)) (Counts, error) {
 				case core.KindBusy, core.KindInternal:
 					// Say why, so a failing run shows the cause.
 					reason := fmt.Sprint(o.Err)
-					if len(reason) > 60 {
-						reason = reason[:60]
+					if len(reason) > 160 {
+						reason = reason[:60] + "…" + reason[len(reason)-100:]
 					}
 					name += "(" + strings.ReplaceAll(reason, " ", "_") + ")"
 				}
