@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/bench/inregion"
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -38,8 +39,9 @@ const (
 // Local as the other benchmarks see it, with the requests counted), and the
 // proxy adding the in-region latency model's delay. Each hop has its own
 // proxy, client, store and handler (warm user cache) on one table. Cases:
-// a new operation one at a time and from 16 concurrent clients, a repeat,
-// and the floors under the same hop (one bare GetItem of the operation, one
+// a new operation one at a time and from 16 concurrent clients, a repeat
+// (and the same repeat on a warm instance with the result cache), and the
+// floors under the same hop (one bare GetItem of the operation, one
 // bare conditional PutItem, one bare TransactWriteItems of the three items the
 // store writes, built by the store itself) and the Powertools pattern's
 // three plain writes. The one-at-a-time cases of both hops take turns, one
@@ -166,7 +168,13 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 	if err := store.PutUser(ctx, benchUser); err != nil {
 		t.Fatal(err)
 	}
-	h := newHandler(store, usercache.New(store, time.Hour, 16))
+	users := usercache.New(store, time.Hour, 16)
+	h := newHandler(store, users)
+	// The callback function's service keeps completed operations in
+	// memory (doors.ResultCache); the repeat is measured without it (h) and
+	// with it (cached), each handler on its own service.
+	cached := newHandler(store, users)
+	cached.Service.Cache = doors.ResultCache(0)
 	ids := requestIDs("inregion-" + kind)
 	newOp := func() string { return outcome(serve(h, ids())) }
 	for range 20 { // warm-up: the user cache, connections, DynamoDB Local's JIT
@@ -178,6 +186,12 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 	if o := outcome(serve(h, repeatID)); o != "created" {
 		t.Fatalf("setting up the repeat: %s", o)
 	}
+	// The warm instance: its first repeat is answered by DynamoDB and
+	// fills its cache; every measured one is answered from the cache.
+	if o := outcome(serve(cached, repeatID)); o != "deduplicated" {
+		t.Fatalf("warming the cached repeat: %s", o)
+	}
+	store.Wait()
 	bare := newBareItems(t, table)
 	heldKey := bare.next(repeatID).opKey()
 	var next captured // the items of the next bare write, prepared untimed
@@ -187,6 +201,9 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 		client: client, table: table, heldKey: heldKey, fresh: func() captured { return bare.next(ids()) }, cases: []seqCase{
 			{results.InRegionNew, "new operation", "created", nil, newOp},
 			{results.InRegionRepeat, "repeat", "deduplicated", nil, func() string { return outcome(serve(h, repeatID)) }},
+			{results.InRegionRepeatCached, "repeat on a warm instance, result cache on", "deduplicated", nil, func() string {
+				return outcome(serve(cached, repeatID))
+			}},
 			{results.InRegionGet, "bare GetItem of the operation", "ok", nil, func() string {
 				out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: heldKey, ConsistentRead: aws.Bool(true)})
 				if err == nil && out.Item == nil {

@@ -39,6 +39,11 @@ type Lambda struct {
 	HookKey          string
 	UserCacheTTL     time.Duration // 0: usercache.DefaultTTL
 	UserCacheSize    int           // 0: usercache.DefaultSize
+	// ResultCacheSize is how many completed operations the warm instance
+	// keeps to answer repeats without a DynamoDB call (idem.Cache); 0:
+	// doors.DefaultResultCacheSize, ResultCacheOff: no cache
+	// (RESULT_CACHE_SIZE=0).
+	ResultCacheSize  int
 	CallTimeout      time.Duration // each DynamoDB call; 0: dynamo.DefaultCallTimeout
 	MetricsNamespace string        // CloudWatch namespace of the EMF metrics; "": emf.DefaultNamespace
 	// Deliver: DELIVERY_KIND names a destination, so new tickets are
@@ -68,7 +73,12 @@ const (
 const (
 	minMaxBody, maxMaxBody             = 1024, 16 << 20
 	minUserCacheSize, maxUserCacheSize = 1, 1 << 20
+	maxResultCacheSize                 = 1 << 20
 )
+
+// ResultCacheOff is Lambda.ResultCacheSize when RESULT_CACHE_SIZE is 0:
+// the callback keeps no completed operation in memory.
+const ResultCacheOff = -1
 
 // key names a setting: its name in the Lambda's environment, and in the
 // local file ("" when only the environment has it).
@@ -149,6 +159,17 @@ var lambdaSettings = append(tableSettings(func(c *Lambda) (*string, *string) { r
 	{key{env: "USER_CACHE_SIZE"}, func(c *Lambda, v string) (err error) {
 		c.UserCacheSize, err = integer(v, 0, minUserCacheSize, maxUserCacheSize)
 		return err
+	}},
+	{key{env: "RESULT_CACHE_SIZE"}, func(c *Lambda, v string) (err error) {
+		if v == "0" {
+			c.ResultCacheSize = ResultCacheOff
+			return nil
+		}
+		c.ResultCacheSize, err = integer(v, 0, 1, maxResultCacheSize)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer from 0 (off) to %d", v, maxResultCacheSize)
+		}
+		return nil
 	}},
 	{key{env: "STORE_CALL_TIMEOUT"}, func(c *Lambda, v string) (err error) {
 		c.CallTimeout, err = duration(v, 0)

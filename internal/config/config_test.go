@@ -51,6 +51,12 @@ func TestFromEnvAccepted(t *testing.T) {
 			func(c Lambda) bool { return c.PublicURL == "https://example.org" }},
 		{"USER_CACHE_TTL/SIZE", map[string]string{"USER_CACHE_TTL": "5s", "USER_CACHE_SIZE": "7"},
 			func(c Lambda) bool { return c.UserCacheTTL == 5*time.Second && c.UserCacheSize == 7 }},
+		{"RESULT_CACHE_SIZE=7", map[string]string{"RESULT_CACHE_SIZE": "7"},
+			func(c Lambda) bool { return c.ResultCacheSize == 7 }},
+		{"RESULT_CACHE_SIZE=0 is off", map[string]string{"RESULT_CACHE_SIZE": "0"},
+			func(c Lambda) bool { return c.ResultCacheSize == ResultCacheOff }},
+		{"RESULT_CACHE_SIZE unset is the default", map[string]string{},
+			func(c Lambda) bool { return c.ResultCacheSize == 0 }},
 		{"STORE_CALL_TIMEOUT", map[string]string{"STORE_CALL_TIMEOUT": "750ms"},
 			func(c Lambda) bool { return c.CallTimeout == 750*time.Millisecond }},
 	}
@@ -94,6 +100,8 @@ func TestFromEnvRefused(t *testing.T) {
 		{"PUBLIC_URL without scheme -> PUBLIC_URL", map[string]string{"PUBLIC_URL": "example.org/callback"}, "PUBLIC_URL"},
 		{"USER_CACHE_TTL=-5s -> USER_CACHE_TTL", map[string]string{"USER_CACHE_TTL": "-5s"}, "USER_CACHE_TTL"},
 		{"USER_CACHE_SIZE=0 -> USER_CACHE_SIZE", map[string]string{"USER_CACHE_SIZE": "0"}, "USER_CACHE_SIZE"},
+		{"RESULT_CACHE_SIZE=-1 -> RESULT_CACHE_SIZE", map[string]string{"RESULT_CACHE_SIZE": "-1"}, "RESULT_CACHE_SIZE"},
+		{"RESULT_CACHE_SIZE=many -> RESULT_CACHE_SIZE", map[string]string{"RESULT_CACHE_SIZE": "many"}, "RESULT_CACHE_SIZE"},
 		{"STORE_CALL_TIMEOUT=x -> STORE_CALL_TIMEOUT", map[string]string{"STORE_CALL_TIMEOUT": "x"}, "STORE_CALL_TIMEOUT"},
 	}
 	for _, tc := range tests {

@@ -27,6 +27,7 @@ func effective(t *testing.T, c config.Lambda) config.Lambda {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, httpapi.DefaultMaxBody)
 	c.UserCacheTTL = cmp.Or(c.UserCacheTTL, usercache.DefaultTTL)
 	c.UserCacheSize = cmp.Or(c.UserCacheSize, usercache.DefaultSize)
+	c.ResultCacheSize = cmp.Or(c.ResultCacheSize, doors.DefaultResultCacheSize)
 	c.CallTimeout = cmp.Or(c.CallTimeout, dynamo.DefaultCallTimeout)
 	c.MetricsNamespace = cmp.Or(c.MetricsNamespace, emf.DefaultNamespace)
 	return c
@@ -51,7 +52,7 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 			Policy: string(idem.PolicyArguments), Retention: 24 * time.Hour, MaxBodyBytes: 64 << 10,
 			MinCost: 4, MaxCost: 10,
 		},
-		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, CallTimeout: 2 * time.Second,
+		TableName: "tickets", UserCacheTTL: 60 * time.Second, UserCacheSize: 1024, ResultCacheSize: 4096, CallTimeout: 2 * time.Second,
 		MetricsNamespace: "AIVAX/Callback",
 	}
 	if got := effective(t, c); got != want {

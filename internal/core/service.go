@@ -69,6 +69,15 @@ type Service struct {
 	// Tools are the tools the service answers; nil means the product's
 	// (create_ticket and get_ticket, as Functions lists them).
 	Tools *Tools
+	// Cache, when set, is the Guard's idem.Cache: a repeat of a call this
+	// process has seen completed is answered from memory, without a store
+	// call. Answer runs every check up to the arguments (function, user
+	// and tenant, request_id, arguments) before the Guard, so a cached
+	// repeat is authorized and validated like any other; the Guard then
+	// judges the cached record as it judges the store's (another owner is
+	// still a conflict). Share one Cache only among services over the same
+	// store. Nil: every write asks the store.
+	Cache *idem.Cache
 }
 
 func (s *Service) tools() *Tools {
@@ -192,9 +201,9 @@ func checkRequestID(c Call) (Outcome, bool) {
 }
 
 // Guard is the judge of the service's claims: idem.Guard over Store,
-// under the service's Policy and Retention, on its clock.
+// under the service's Policy and Retention, on its clock, with its Cache.
 func (s *Service) Guard() *idem.Guard[Writes] {
-	return &idem.Guard[Writes]{Store: s.Store.Claims(), Policy: s.Policy, Retention: s.Retention, Now: s.Now}
+	return &idem.Guard[Writes]{Store: s.Store.Claims(), Policy: s.Policy, Retention: s.Retention, Now: s.Now, Cache: s.Cache}
 }
 
 // Check reports what makes the service unfit to answer writes: its

@@ -52,7 +52,9 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 // line) → doors.Build (httpapi.Handler with EMF metrics in each request's
 // line, and with MCP_ISSUER and MCP_AUDIENCE the MCP door on /mcp beside
 // it) → core.Service → core.TimedStore → dynamo.Store, and for users
-// usercache → core.TimedUsers → the same dynamo.Store. With
+// usercache → core.TimedUsers → the same dynamo.Store. The service keeps
+// completed operations in memory (RESULT_CACHE_SIZE, doors.ResultCache),
+// so a repeat landing on a warm instance makes no DynamoDB call. With
 // DELIVERY_KIND set, the service writes each new ticket pending in the
 // same transaction (the outbox).
 func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
@@ -86,6 +88,8 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 		Deliver:  cfg.Deliver,
 		Metrics:  rec,
 		Logger:   logger,
+
+		ResultCache: doors.ResultCache(cfg.ResultCacheSize),
 	})
 	if err != nil {
 		return nil, err

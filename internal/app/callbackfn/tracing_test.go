@@ -51,8 +51,10 @@ func TestLambdaDynamoDBSpans(t *testing.T) {
 	rc := otlptest.Start(t)
 	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
 	const hookKey = "hook-key-PLANTED-0c41"
+	// The result cache off (RESULT_CACHE_SIZE=0): the repeat's claim goes
+	// to DynamoDB, so both calls show a claim's spans.
 	env := map[string]string{"TABLE_NAME": table, "HOOK_KEY": hookKey, "NONCE_MIN_COST": "4",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": rc.URL}
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rc.URL, "RESULT_CACHE_SIZE": "0"}
 	getenv := func(k string) string { return env[k] }
 	cfg, err := config.FromEnv(getenv)
 	if err != nil {

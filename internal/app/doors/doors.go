@@ -6,6 +6,7 @@
 package doors
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,9 +117,29 @@ type Config struct {
 	Deliver  bool // each new ticket is written pending (the outbox)
 	// Tools are the tools both doors serve; nil: the product's
 	// (core.Functions).
-	Tools   *core.Tools
-	Metrics metrics.Recorder
-	Logger  *slog.Logger
+	Tools *core.Tools
+	// ResultCache is the service's cache of completed operations
+	// (core.Service.Cache), shared by both doors; nil: none.
+	ResultCache *idem.Cache
+	Metrics     metrics.Recorder
+	Logger      *slog.Logger
+}
+
+// DefaultResultCacheSize is how many completed operations the callback
+// function keeps in memory by default (RESULT_CACHE_SIZE unset). A
+// record is a few hundred bytes, so 4096 stay around a megabyte of a
+// 128 MB function, and they cover the repeats of several minutes of
+// traffic an instance serves, which is when agents retry.
+const DefaultResultCacheSize = 4096
+
+// ResultCache is the cache of completed operations for a configured size
+// (config.Lambda.ResultCacheSize): DefaultResultCacheSize entries for 0,
+// none for a negative size (config.ResultCacheOff).
+func ResultCache(size int) *idem.Cache {
+	if size < 0 {
+		return nil
+	}
+	return idem.NewCache(cmp.Or(size, DefaultResultCacheSize))
 }
 
 // Build is the callback's graph on c.Store, outermost first: the MCP door
@@ -138,6 +159,7 @@ func Build(c Config) (http.Handler, error) {
 		NewID:     uuid.NewString,
 		Deliver:   c.Deliver,
 		Tools:     c.Tools,
+		Cache:     c.ResultCache,
 	}
 	// A misconfigured service (retention, store, clock of ids) stops the
 	// program here, not on every write.

@@ -202,13 +202,14 @@ type InRegionHop struct {
 
 // Kinds of InRegionCase.
 const (
-	InRegionNew         = "new"          // a new operation through the whole callback path, one at a time
-	InRegionNewParallel = "new-parallel" // the same from Workers concurrent clients
-	InRegionRepeat      = "repeat"       // a repeat of a completed operation, one at a time
-	InRegionGet         = "get"          // one bare strongly consistent GetItem of the operation
-	InRegionPut         = "put"          // one bare conditional PutItem of an operation item
-	InRegionTransact    = "transact"     // one bare TransactWriteItems of the same three items the store sends
-	InRegionThreeWrites = "three-writes" // the Powertools pattern: claim, effect, completion, three requests
+	InRegionNew          = "new"           // a new operation through the whole callback path, one at a time
+	InRegionNewParallel  = "new-parallel"  // the same from Workers concurrent clients
+	InRegionRepeat       = "repeat"        // a repeat of a completed operation, one at a time
+	InRegionRepeatCached = "repeat-cached" // the repeat on a warm instance whose result cache (core.Service.Cache) holds it
+	InRegionGet          = "get"           // one bare strongly consistent GetItem of the operation
+	InRegionPut          = "put"           // one bare conditional PutItem of an operation item
+	InRegionTransact     = "transact"      // one bare TransactWriteItems of the same three items the store sends
+	InRegionThreeWrites  = "three-writes"  // the Powertools pattern: claim, effect, completion, three requests
 )
 
 // InRegionCase is one measured operation on one hop.
