@@ -13,7 +13,7 @@ LAMBDA_TAGS  := lambda.norpc,nosqlite
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags $(LAMBDA_TAGS) -trimpath -ldflags='-s -w'
 FUZZTIME ?= 10s
 
-.PHONY: run test tools fmt vet cfnlint unit load fuzz fuzz-long lint vuln build build-CallbackFunction \
+.PHONY: run test tools fmt vet cfnlint unit load path fuzz fuzz-long lint vuln build build-CallbackFunction \
 	build-DeliveryFunction bench dynamodb-local seed-local clean
 
 ## run: the product locally on the embedded SQLite store, on loopback.
@@ -22,7 +22,7 @@ run:
 	go run ./cmd/server -config $(CONFIG)
 
 ## test: everything CI runs. Installs the tools first (idempotent).
-test: tools fmt vet cfnlint unit load fuzz lint vuln
+test: tools fmt vet cfnlint unit load path fuzz lint vuln
 
 ## tools: the Go tools of tools/go.mod (golangci-lint, govulncheck,
 ## aws-lambda-rie), DynamoDB Local and the offline vulnerability database,
@@ -56,6 +56,12 @@ unit:
 ## they do not compete with the rest of the suite for two cores.
 load:
 	go test -race -count=1 -p 1 -run '^TestLoad' -v ./internal/store/... 2>&1 | grep -E '^(---|ok|FAIL|PASS)|outcomes:|^ +[a-z_]+\.go:[0-9]+: '; exit $${PIPESTATUS[0]}
+
+## path: the in-module files and packages one create_ticket runs on the
+## callback function, and its repeat, counted from coverage profiles
+## (TestCreateTicketPath; a plain go test skips it) against their budget.
+path:
+	go test -count=1 -covermode=count -coverpkg=$$(go list -m)/... -run '^TestCreateTicketPath$$' -v ./functions/callback 2>&1 | grep -v '^coverage: '; exit $${PIPESTATUS[0]}
 
 ## fuzz: each fuzz target for FUZZTIME (10s in CI; fuzz-long for hours).
 fuzz:

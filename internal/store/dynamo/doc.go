@@ -2,15 +2,16 @@
 // DynamoDB table (docs/contract.md, Stored items): partition key pk, TTL on
 // expires_at.
 //
-//   - transaction.go holds the one TransactWriteItems that claims an
-//     operation key and puts the ticket, and its bounded retry; a
-//     strongly consistent GetItem of the operation goes out beside it
-//     (the read-ahead, on unless Options.NoReadAhead), so that a repeat
-//     is answered at one read's latency: one request and one read unit
-//     more per claim, new operation or repeat;
-//   - errors.go is the one place SDK errors become domain errors, with
-//     errors.As, never by message;
-//   - items.go turns records into items and back.
+//   - store.go claims through package idem's DynamoDB store
+//     (idem/dynamostore): the one TransactWriteItems that claims an
+//     operation key and puts the ticket, its bounded retry, and a
+//     strongly consistent GetItem of the operation beside it (the
+//     read-ahead, on unless Options.NoReadAhead), so that a repeat is
+//     answered at one read's latency: one request and one read unit more
+//     per claim, new operation or repeat; SDK errors become domain errors
+//     in dynamostore.MapError, with errors.As, never by message;
+//   - items.go turns records into items and back;
+//   - delivery.go is the outbox: the delivery records and their states.
 //
 // The adapter talks to DynamoDB through Client, the narrow interface it
 // uses, so tests can inject faults; correctness is proven on DynamoDB Local.

@@ -3,14 +3,18 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Client is the part of *dynamodb.Client the adapter uses.
@@ -161,4 +165,101 @@ func (s *Store) put(ctx context.Context, item map[string]types.AttributeValue) e
 		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: item})
 		return err
 	})
+}
+
+// Claims implements core.Store: the claims of package idem's DynamoDB
+// store, with the product's writes as its items.
+func (s *Store) Claims() idem.Store[core.Writes] { return claims{s} }
+
+// claims is the Store's idem.Store: the one place its claims are made and
+// answered.
+type claims struct{ s *Store }
+
+// Claim implements idem.Store through package idem's DynamoDB store: ONE
+// TransactWriteItems puts the record (completed, with its result) if the
+// key is free, checks that the key the call has under the other key
+// policy (rec.AltKey) holds no live operation of the call's tenant and
+// arguments (one that does answers the call, as a repeat), and puts each
+// ticket, with its delivery record, if its id is new. Either all items
+// are written or none. The answer is dynamostore's
+// as it is: a ticket id that exists refuses the claim (idem.Refused).
+//
+// A strongly consistent GetItem of the operation goes out beside the
+// transaction (unless Options.NoReadAhead), so a repeat is answered by
+// the read, at one read's latency, when it finds a live operation other
+// than the one this call writes and not about to expire; otherwise the
+// transaction answers, its failed claim carrying the stored operation. A
+// new operation or a repeat thus costs two requests and waits for one
+// round trip. A TransactionConflict is retried with full jitter, at most
+// Options.ConflictRetries times, then answered busy.
+func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
+	s := c.s
+	items := make([]types.TransactWriteItem, 0, len(w.Tickets))
+	for _, t := range w.Tickets {
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName:           &s.table,
+			Item:                withTraceparent(ticketItem(t), t, tracing.Traceparent(ctx)),
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}})
+	}
+	return s.claims.Claim(ctx, rec, items, now)
+}
+
+// attrTraceparent is the ticket item's W3C traceparent of the span that
+// created it (docs/contract.md, Stored items), written in the ticket's
+// Put, so in the same transaction. It costs the item 66 bytes: the
+// 11-byte name and the 55-byte value ("00-" + 32 hex trace id + "-" + 16
+// hex span id + "-" + 2 hex flags). Only a ticket with a delivery record
+// carries it: the delivery is what links back to it.
+const attrTraceparent = "traceparent"
+
+// ReadAheadPrefix is the partition-key prefix of the items the claim's
+// read-ahead GetItem reads (the operations): the tracing of the AWS SDK
+// marks a GetItem of such an item as the read-ahead.
+const ReadAheadPrefix = prefixOperation
+
+// withTraceparent adds traceparent to item when t has a delivery record
+// and traceparent is set.
+func withTraceparent(item map[string]types.AttributeValue, t core.Ticket, traceparent string) map[string]types.AttributeValue {
+	if t.Delivery != nil && traceparent != "" {
+		item[attrTraceparent] = stringAttr(traceparent)
+	}
+	return item
+}
+
+// mapError makes SDK errors domain errors: the DynamoDB store of package
+// idem classifies them (throttling, timeouts, cancelled contexts, server
+// errors and whatever the SDK deems retryable → core.ErrBusy, which is
+// idem.ErrBusy; anything else unchanged, the SDK's error kept in the
+// chain for the log and errors.As).
+func mapError(err error) error { return dynamostore.MapError(err) }
+
+// The classes of a failed read-ahead (metrics.ReadAheadClasses).
+const (
+	ReadAheadAccessDenied = "access_denied"
+	ReadAheadThrottled    = "throttled"
+	ReadAheadTimeout      = "timeout"
+	ReadAheadOther        = "other"
+)
+
+// ReadAheadClass classifies a failed read-ahead's error (as
+// Options.OnReadAheadError receives it): access_denied when DynamoDB
+// refused the role (AccessDeniedException: a template whose role does not
+// allow the read), throttled for throttling and capacity errors, timeout
+// for a deadline or network timeout, other for anything else.
+func ReadAheadClass(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "AccessDeniedException":
+			return ReadAheadAccessDenied
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded":
+			return ReadAheadThrottled
+		}
+	}
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
+		return ReadAheadTimeout
+	}
+	return ReadAheadOther
 }
