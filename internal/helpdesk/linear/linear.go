@@ -205,6 +205,10 @@ func (i *issue) receipt() (delivery.Receipt, error) {
 	return delivery.Receipt{ExternalID: i.Identifier, ExternalURL: i.URL}, nil
 }
 
+// ours reports whether the issue carries the ticket's id: exactly once
+// rests on it, since the lookup before a resend asks for that id.
+func (i *issue) ours(ticketID string) bool { return i != nil && i.ID == ticketID }
+
 // Send creates the issue with id = t.ID once.
 func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
 	body, err := httpsend.TicketBody("linear", t, func(t delivery.HelpdeskTicket) ([]byte, error) { return Body(c.cfg.TeamID, t) })
@@ -228,8 +232,16 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 	readable := json.Unmarshal(resp.Body, &out) == nil
 	if readable && len(out.Errors) == 0 && resp.Status/100 == 2 && out.Data != nil && out.Data.IssueCreate != nil {
 		if ic := out.Data.IssueCreate; ic.Success {
-			if r, err := ic.Issue.receipt(); err == nil {
+			r, err := ic.Issue.receipt()
+			switch {
+			case err == nil && ic.Issue.ours(t.ID):
 				return r, nil
+			case err == nil:
+				// Linear created an issue under another id: a lookup of
+				// the ticket's id would never find it, so a resend would
+				// make a second one. The ticket ends refused, naming it.
+				return delivery.Receipt{}, c.fail(req, resp, delivery.Refused,
+					fmt.Sprintf("Linear created %s with id %q, not the ticket's id", r.ExternalID, ic.Issue.ID))
 			}
 		}
 		return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, "issueCreate answered without success and an issue")
@@ -284,8 +296,14 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 	readable := json.Unmarshal(resp.Body, &out) == nil
 	if readable && len(out.Errors) == 0 && resp.Status/100 == 2 && out.Data != nil && out.Data.Issue != nil {
 		r, err := out.Data.Issue.receipt()
-		if err == nil {
+		if err == nil && out.Data.Issue.ours(id) {
 			return r, true, nil
+		}
+		if err == nil {
+			// issue(id:) also resolves an identifier (ENG-123): an issue
+			// with another id is not the ticket's, and not proof of absence.
+			return delivery.Receipt{}, false, fmt.Errorf("linear lookup: %w", c.fail(req, resp, delivery.Unknown,
+				fmt.Sprintf("the lookup of %q answered %s, whose id is %q", id, r.ExternalID, out.Data.Issue.ID)))
 		}
 	}
 	var errs []gqlError
