@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -131,8 +132,8 @@ func TestReadmeQuickStart(t *testing.T) {
 	// Byte for byte what the README shows, once the README's ticket id
 	// stands for the one this run minted.
 	out := run()
-	got := decodeLines(t, strings.TrimSpace(out))
-	shown := decodeLines(t, strings.Join(want, "\n"))
+	got := jsonlines.Decode(t, strings.TrimSpace(out))
+	shown := jsonlines.Decode(t, strings.Join(want, "\n"))
 	id, _ := got[0]["ticket_id"].(string)
 	shownID, _ := shown[0]["ticket_id"].(string)
 	if len(got) != 2 || id == "" || shownID == "" {
@@ -162,7 +163,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if got := strings.TrimSpace(strings.ReplaceAll(mcpOut, mcpID, mcpShownID)); got != mcpWant {
 		t.Fatalf("MCP pair answered (ticket id replaced)\n%s\nREADME shows\n%s", got, mcpWant)
 	}
-	again := decodeLines(t, strings.TrimSpace(run()))
+	again := jsonlines.Decode(t, strings.TrimSpace(run()))
 	for i, o := range again {
 		if o["deduplicated"] != true || o["status"] != "created" {
 			t.Fatalf("second run, call %d: %v, want the stored ticket", i+1, o)
@@ -230,19 +231,6 @@ func mcpTicketID(lines string) string {
 	_ = json.Unmarshal([]byte(strings.SplitN(lines, "\n", 2)[0]), &answer)
 	id, _ := answer.Result.StructuredContent["ticket_id"].(string)
 	return id
-}
-
-func decodeLines(t *testing.T, s string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(s, "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("not a JSON line: %q", line)
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // TestRequestIDConflictRowSaysWhen: the README's and docs/contract.md's

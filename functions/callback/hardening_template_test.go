@@ -120,7 +120,7 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 	var kms *yaml.Node
 	for _, pol := range callbackPolicies(tp) {
 		for _, st := range pol {
-			a := child(st, "Action")
+			a := testenv.Child(st, "Action")
 			actions := []string{a.Value}
 			if a.Kind == yaml.SequenceNode {
 				actions = nil
@@ -135,7 +135,7 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 				if !strings.HasPrefix(action, "dynamodb:") {
 					continue
 				}
-				keys := child(child(child(st, "Condition"), "ForAllValues:StringLike"), "dynamodb:LeadingKeys")
+				keys := testenv.Child(testenv.Child(testenv.Child(st, "Condition"), "ForAllValues:StringLike"), "dynamodb:LeadingKeys")
 				if keys == nil {
 					t.Errorf("%s without a ForAllValues:StringLike dynamodb:LeadingKeys condition", action)
 					continue
@@ -163,7 +163,7 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 	if kms == nil {
 		t.Fatal("no kms:Decrypt statement")
 	}
-	ctxKey := child(child(child(kms, "Condition"), "StringEquals"), "kms:EncryptionContext:PARAMETER_ARN")
+	ctxKey := testenv.Child(testenv.Child(testenv.Child(kms, "Condition"), "StringEquals"), "kms:EncryptionContext:PARAMETER_ARN")
 	if ctxKey == nil {
 		t.Fatal("kms:Decrypt without a kms:EncryptionContext:PARAMETER_ARN condition")
 	}

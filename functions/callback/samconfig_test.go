@@ -69,7 +69,7 @@ func TestSamconfigOverridesAreTheTemplatesDefaultsOrSayWhy(t *testing.T) {
 	if len(overrides) == 0 {
 		t.Fatal("samconfig.toml has no parameter_overrides; this test checks the shipped ones")
 	}
-	for _, problem := range unexplainedOverrides(child(testenv.Template(t), "Parameters"), overrides, comments) {
+	for _, problem := range unexplainedOverrides(testenv.Child(testenv.Template(t), "Parameters"), overrides, comments) {
 		t.Error(problem)
 	}
 }
@@ -79,7 +79,7 @@ func TestSamconfigOverridesAreTheTemplatesDefaultsOrSayWhy(t *testing.T) {
 func unexplainedOverrides(params *yaml.Node, overrides map[string]string, comments []string) []string {
 	var problems []string
 	for name, v := range overrides {
-		p := child(params, name)
+		p := testenv.Child(params, name)
 		if p == nil {
 			problems = append(problems, fmt.Sprintf("samconfig.toml overrides %s, which template.yaml does not declare", name))
 			continue
@@ -106,7 +106,7 @@ func unexplainedOverrides(params *yaml.Node, overrides map[string]string, commen
 // that differs from the template's default unless a comment says why:
 // ReservedConcurrency="0" against the template's 10 unbounds the public URL.
 func TestSamOverridesCheck(t *testing.T) {
-	params := child(testenv.Template(t), "Parameters")
+	params := testenv.Child(testenv.Template(t), "Parameters")
 	const line = "parameter_overrides = \"KeyPolicy=\\\"arguments\\\" ReservedConcurrency=\\\"0\\\" Nope=\\\"x y\\\"\"\n"
 	got, comments := samOverrides(t, line)
 	if len(got) != 3 || got["ReservedConcurrency"] != "0" || got["Nope"] != "x y" || len(comments) != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // TestTemplate pins what template.yaml must say for the function to work
@@ -93,7 +94,7 @@ func TestTemplate(t *testing.T) {
 			if value(st, "Effect") != "Allow" {
 				t.Errorf("statement %s: Effect %q", value(st, "Sid"), value(st, "Effect"))
 			}
-			a := child(st, "Action")
+			a := testenv.Child(st, "Action")
 			switch {
 			case a == nil:
 				t.Errorf("statement %s: no Action", value(st, "Sid"))
@@ -108,7 +109,7 @@ func TestTemplate(t *testing.T) {
 			}
 			// X-Ray's write actions take no resource-level permissions:
 			// their statement alone may name "*".
-			if r := child(st, "Resource"); r == nil || (r.Value == "*" && value(st, "Sid") != "WriteTraces") {
+			if r := testenv.Child(st, "Resource"); r == nil || (r.Value == "*" && value(st, "Sid") != "WriteTraces") {
 				t.Errorf("statement %s: Resource missing or \"*\"", value(st, "Sid"))
 			}
 		}
@@ -121,13 +122,13 @@ func TestTemplate(t *testing.T) {
 	}
 	for _, a := range []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem"} {
 		if st := byAction[a]; st != nil {
-			if r := child(st, "Resource"); r.Tag != "!GetAtt" || r.Value != "TicketsTable.Arn" {
+			if r := testenv.Child(st, "Resource"); r.Tag != "!GetAtt" || r.Value != "TicketsTable.Arn" {
 				t.Errorf("%s: Resource must be !GetAtt TicketsTable.Arn", a)
 			}
 		}
 	}
 	if st := byAction["kms:Decrypt"]; st != nil {
-		if c := child(child(child(st, "Condition"), "StringEquals"), "kms:ViaService"); c == nil || c.Tag != "!Sub" ||
+		if c := testenv.Child(testenv.Child(testenv.Child(st, "Condition"), "StringEquals"), "kms:ViaService"); c == nil || c.Tag != "!Sub" ||
 			c.Value != "ssm.${AWS::Region}.amazonaws.com" {
 			t.Errorf("kms:Decrypt: want Condition StringEquals kms:ViaService ssm.${AWS::Region}.amazonaws.com")
 		}
@@ -140,7 +141,7 @@ func TestTemplate(t *testing.T) {
 			"aivax-hook-key":           "arn:aws:ssm:eu-west-1:123456789012:parameter/aivax-hook-key",
 		} {
 			ev := cfnEval{root: root, params: map[string]string{"HookKeyParameterName": name}}
-			got, err := ev.eval(child(st, "Resource"))
+			got, err := ev.eval(testenv.Child(st, "Resource"))
 			if err != nil {
 				t.Errorf("ssm:GetParameter Resource: %v", err)
 			} else if got != arn {
@@ -423,14 +424,14 @@ func callbackPolicies(tp tmpl) [][]*yaml.Node {
 		tp.t.Errorf("%s: no managed policies (AWSLambdaBasicExecutionRole writes to every log group)", role)
 	}
 	assume := tp.node(role + ".Properties.AssumeRolePolicyDocument.Statement")
-	if len(assume.Content) != 1 || value(child(assume.Content[0], "Principal"), "Service") != "lambda.amazonaws.com" ||
+	if len(assume.Content) != 1 || value(testenv.Child(assume.Content[0], "Principal"), "Service") != "lambda.amazonaws.com" ||
 		value(assume.Content[0], "Action") != "sts:AssumeRole" {
 		tp.t.Errorf("%s: want assumed by lambda.amazonaws.com only", role)
 	}
 	var out [][]*yaml.Node
 	logs := 0
 	for i, pol := range tp.node(role + ".Properties.Policies").Content {
-		sts := child(child(pol, "PolicyDocument"), "Statement")
+		sts := testenv.Child(testenv.Child(pol, "PolicyDocument"), "Statement")
 		if sts == nil || sts.Kind != yaml.SequenceNode {
 			tp.t.Errorf("%s Policies[%d]: want an inline PolicyDocument with a Statement list", role, i)
 			continue
@@ -443,10 +444,10 @@ func callbackPolicies(tp tmpl) [][]*yaml.Node {
 			}
 			logs++
 			var acts []string
-			for _, a := range child(st, "Action").Content {
+			for _, a := range testenv.Child(st, "Action").Content {
 				acts = append(acts, a.Value)
 			}
-			if r := child(st, "Resource"); value(st, "Effect") != "Allow" || r == nil || r.Tag != "!GetAtt" || r.Value != "CallbackLogGroup.Arn" ||
+			if r := testenv.Child(st, "Resource"); value(st, "Effect") != "Allow" || r == nil || r.Tag != "!GetAtt" || r.Value != "CallbackLogGroup.Arn" ||
 				!slices.Equal(acts, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
 				tp.t.Errorf("%s WriteOwnLogs: want logs:CreateLogStream and logs:PutLogEvents on !GetAtt CallbackLogGroup.Arn only", role)
 			}
@@ -498,20 +499,8 @@ func (tp tmpl) tagged(path, tag, want string) {
 	}
 }
 
-func child(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
 func value(n *yaml.Node, key string) string {
-	if c := child(n, key); c != nil {
+	if c := testenv.Child(n, key); c != nil {
 		return c.Value
 	}
 	return ""
@@ -520,7 +509,7 @@ func value(n *yaml.Node, key string) string {
 // get follows mapping keys from n; nil when one is missing.
 func get(n *yaml.Node, path ...string) *yaml.Node {
 	for _, key := range path {
-		n = child(n, key)
+		n = testenv.Child(n, key)
 	}
 	return n
 }
@@ -541,7 +530,7 @@ func (e cfnEval) ref(name string) (string, error) {
 	if v, ok := e.params[name]; ok {
 		return v, nil
 	}
-	if d := child(child(child(e.root, "Parameters"), name), "Default"); d != nil {
+	if d := testenv.Child(testenv.Child(testenv.Child(e.root, "Parameters"), name), "Default"); d != nil {
 		return d.Value, nil
 	}
 	return "", fmt.Errorf("unknown reference %s", name)
@@ -597,7 +586,7 @@ func (e cfnEval) list(n *yaml.Node) ([]string, error) {
 }
 
 func (e cfnEval) condition(name string) (bool, error) {
-	c := child(child(e.root, "Conditions"), name)
+	c := testenv.Child(testenv.Child(e.root, "Conditions"), name)
 	if c == nil {
 		return false, fmt.Errorf("unknown condition %s", name)
 	}

@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,46 @@ func BenchmarkRepeat(b *testing.B) {
 					b.Fatalf("%v %v", o.Status, o.Err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkRepeatCache is a repeat landing on a warm instance (a
+// completed record holds the key, and this process made or saw it), on
+// DynamoDB Local, with and without idem.Cache, with and without
+// ReadAhead: ns/op and the DynamoDB requests each repeat sends
+// (requests/op, every request counted, a read-ahead's included).
+func BenchmarkRepeatCache(b *testing.B) {
+	endpoint := testenv.DynamoDB(b)
+	var requests atomic.Int64
+	client, name := testenv.DynamoClient(b, endpoint, testenv.CountCalls(&requests)), testenv.CreateTable(b, endpoint)
+	for _, tc := range []struct {
+		name      string
+		readAhead bool
+		cache     bool
+	}{
+		{"transaction", false, false}, {"read-ahead", true, false}, {"cache", false, true}, {"cache+read-ahead", true, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			store := dynamostore.New(client, name, dynamostore.Options{ReadAhead: tc.readAhead})
+			g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: time.Hour}
+			if tc.cache {
+				g.Cache = idem.NewCache(1024)
+			}
+			c := call("alice", "bench-cache-"+tc.name, `{"sku":"A-1"}`)
+			plan := func(k idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+				return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("bench-cache-" + k.ID)}, nil
+			}
+			wantStatus(b, g.Do(context.Background(), c, plan), idem.Created) // the instance is warm from here
+			store.Wait()
+			before := requests.Load()
+			for b.Loop() {
+				if o := g.Do(context.Background(), c, plan); o.Status != idem.Replayed {
+					b.Fatalf("%v %v", o.Status, o.Err)
+				}
+			}
+			store.Wait()
+			b.ReportMetric(float64(requests.Load()-before)/float64(b.N), "requests/op")
 		})
 	}
 }

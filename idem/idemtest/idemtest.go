@@ -168,6 +168,18 @@ func run[W any](t *testing.T, open opener[W], start time.Time) {
 		}
 	}
 
+	// keyed is a call of alice under PolicyArguments, its key, and its
+	// record at e's now in state st with result, living an hour.
+	keyed := func(t *testing.T, e *harness[W], requestID string, st idem.State, result []byte) (idem.Call, idem.Record, time.Time) {
+		t.Helper()
+		c := call("alice", requestID, order)
+		k, err := idem.KeyOf(idem.PolicyArguments, c)
+		must(t, err)
+		now := e.Now()
+		return c, idem.Record{Key: k.ID, State: st, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
+			Fingerprint: k.Fingerprint, Result: result, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, now
+	}
+
 	t.Run("created, then the repeat replays the stored result byte for byte", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
 		first := e.Do(ctx, call("alice", "r1", order))
@@ -233,36 +245,42 @@ func run[W any](t *testing.T, open opener[W], start time.Time) {
 		})
 	}
 
-	t.Run("after a switch from request to arguments, the same request with other arguments is a new operation", func(t *testing.T) {
-		e := env(t, idem.PolicyRequest)
-		first := e.Do(ctx, call("alice", "r-switch", order))
-		want(t, first, idem.Created)
-		e.Guard.Policy = idem.PolicyArguments
-		other := e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`))
-		want(t, other, idem.Created) // not blocked, not replayed
-		if string(other.Result) == string(first.Result) {
-			t.Fatalf("other arguments got the first operation's result %s", other.Result)
-		}
-		replays(t, e.Do(ctx, call("alice", "r-switch", order)), first, "the first arguments no longer replay the first result")
-		replays(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`)), other, "the new operation does not replay")
-		effects(t, e, 2)
-	})
-
-	t.Run("after a switch from arguments to request, an operation claimed before it still replays when its request was made since with other arguments", func(t *testing.T) {
-		e := env(t, idem.PolicyArguments)
-		first := e.Do(ctx, call("alice", "r-switch", order))
-		want(t, first, idem.Created)
-		e.Guard.Policy = idem.PolicyRequest
-		// Other arguments: no operation of theirs is live under either key.
-		other := e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`))
-		want(t, other, idem.Created)
-		// The first call's own operation answers it, not the record of
-		// other arguments now under its request key.
-		replays(t, e.Do(ctx, call("alice", "r-switch", order)), first, "the first arguments no longer replay the first result")
-		replays(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`)), other, "the second operation does not replay")
-		want(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":4}`)), idem.Mismatch)
-		effects(t, e, 2)
-	})
+	// A switch of policy between two calls of one request with other
+	// arguments: the second is a new operation, each call then replays its
+	// own operation (not the record of the other arguments under its
+	// request key), and each case checks what else its switch implies.
+	for _, sw := range []struct {
+		name     string
+		from, to idem.Policy
+		then     func(t *testing.T, e *harness[W], first, other idem.Outcome)
+	}{
+		{"after a switch from request to arguments, the same request with other arguments is a new operation",
+			idem.PolicyRequest, idem.PolicyArguments,
+			func(t *testing.T, e *harness[W], first, other idem.Outcome) {
+				if string(other.Result) == string(first.Result) {
+					t.Fatalf("other arguments got the first operation's result %s", other.Result)
+				}
+			}},
+		{"after a switch from arguments to request, an operation claimed before it still replays when its request was made since with other arguments",
+			idem.PolicyArguments, idem.PolicyRequest,
+			func(t *testing.T, e *harness[W], _, _ idem.Outcome) {
+				want(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":4}`)), idem.Mismatch)
+			}},
+	} {
+		t.Run(sw.name, func(t *testing.T) {
+			e := env(t, sw.from)
+			first := e.Do(ctx, call("alice", "r-switch", order))
+			want(t, first, idem.Created)
+			e.Guard.Policy = sw.to
+			// Other arguments: no operation of theirs is live under either key.
+			other := e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`))
+			want(t, other, idem.Created) // not blocked, not replayed
+			replays(t, e.Do(ctx, call("alice", "r-switch", order)), first, "the first arguments no longer replay the first result")
+			replays(t, e.Do(ctx, call("alice", "r-switch", `{"sku":"A-1","qty":3}`)), other, "the second operation does not replay")
+			sw.then(t, e, first, other)
+			effects(t, e, 2)
+		})
+	}
 
 	// altClaim claims, under PolicyArguments, the record of c whose AltKey
 	// is c's key under PolicyRequest, after a record put under that key
@@ -381,13 +399,9 @@ func run[W any](t *testing.T, open opener[W], start time.Time) {
 
 	t.Run("a pending record answers in progress and is never taken over while it lives", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		c := call("alice", "r-pending", order)
-		k, err := idem.KeyOf(idem.PolicyArguments, c)
-		must(t, err)
-		now := e.Now()
+		c, pending, now := keyed(t, e, "r-pending", idem.StatePending, nil)
 		var none W
-		held, err := e.F.Store.Claim(ctx, idem.Record{Key: k.ID, State: idem.StatePending, Tenant: c.Tenant, Owner: c.Owner,
-			Function: c.Function, Fingerprint: k.Fingerprint, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, none, now)
+		held, err := e.F.Store.Claim(ctx, pending, none, now)
 		if err != nil || held != nil {
 			t.Fatalf("pending claim: held %v, err %v", held, err)
 		}
@@ -552,12 +566,7 @@ func run[W any](t *testing.T, open opener[W], start time.Time) {
 
 	t.Run("a record that cannot hold its key is refused as invalid, nothing written; the key stays free", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		c := call("alice", "r-invalid", order)
-		k, err := idem.KeyOf(idem.PolicyArguments, c)
-		must(t, err)
-		now := e.Now()
-		valid := idem.Record{Key: k.ID, State: idem.StateCompleted, Tenant: c.Tenant, Owner: c.Owner, Function: c.Function,
-			Fingerprint: k.Fingerprint, Result: []byte(`{"order_id":"never"}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		c, valid, now := keyed(t, e, "r-invalid", idem.StateCompleted, []byte(`{"order_id":"never"}`))
 		for _, tc := range []struct {
 			name   string
 			change func(*idem.Record)

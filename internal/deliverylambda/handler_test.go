@@ -24,6 +24,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -167,19 +168,6 @@ func failures(t *testing.T, out any) []string {
 	return seqs
 }
 
-func logLines(t *testing.T, logs string) []map[string]any {
-	t.Helper()
-	var lines []map[string]any
-	for l := range strings.Lines(logs) {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("log line not JSON: %q", l)
-		}
-		lines = append(lines, m)
-	}
-	return lines
-}
-
 // TestStreamBatch: the pending tickets of a batch reach the helpdesk once
 // each, also when a record comes twice in the batch and when the whole
 // batch comes again; records of other items, of tickets in another state
@@ -232,7 +220,7 @@ func TestStreamBatch(t *testing.T) {
 		t.Errorf("the token is in the logs:\n%s", logs)
 	}
 	delivered := map[string]int{}
-	for _, l := range logLines(t, logs) {
+	for _, l := range jsonlines.Decode(t, logs) {
 		if l["msg"] == "delivery" && l["state"] == "delivered" {
 			delivered[l["ticket_id"].(string)]++
 			if l["attempts"] != float64(1) || l["external_id"] == "" {

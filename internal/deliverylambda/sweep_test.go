@@ -14,6 +14,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
 )
 
 const scheduled = `{"detail-type":"Scheduled Event","source":"aws.events"}`
@@ -38,7 +39,7 @@ func TestSweepQueryFailsIsAnError(t *testing.T) {
 		t.Fatalf("Handle answered %#v, %v; want an error naming the query's cause", out, err)
 	}
 	var line map[string]any
-	for _, l := range logLines(t, f.logs.String()) {
+	for _, l := range jsonlines.Decode(t, f.logs.String()) {
 		if l["msg"] == "delivery sweep" {
 			line = l
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
@@ -135,16 +136,9 @@ func TestCallbackThenMCP(t *testing.T) {
 			}
 			body := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":"Cannot sign in"}},` +
 				`"context":{"externalUserId":"user-a","metadata":{"request_id":"req-both-doors"}}}`
-			req, _ := http.NewRequest(http.MethodPost, e.url+"/callback", strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Request-Nonce", n)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, b := callbacktest.Send(t, http.MethodPost, e.url+"/callback", n, body)
 			var cb answer
-			_ = json.NewDecoder(resp.Body).Decode(&cb)
-			_ = resp.Body.Close()
+			_ = json.Unmarshal(b, &cb)
 			if cb.Status != "created" {
 				t.Fatalf("callback: %+v", cb)
 			}

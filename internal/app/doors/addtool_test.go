@@ -23,6 +23,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
@@ -139,16 +140,8 @@ func TestWriteToolInOneFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Nonce", n)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		code, b := callbacktest.Send(t, method, base+path, n, body)
+		return code, string(b)
 	}
 	callback := func(text, requestID string) (int, string) {
 		return aivax(http.MethodPost, "/callback", `{"type":"tool_call","function":{"name":"create_note","content":{"text":`+

@@ -5,10 +5,8 @@ package localserver
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -21,29 +19,19 @@ func callbackBody(user, requestID string) string {
 
 func post(t *testing.T, url, hookKey, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/callback", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	n := ""
 	if hookKey != "" {
-		n, err := nonce.Generate(hookKey, 4)
-		if err != nil {
+		var err error
+		if n, err = nonce.Generate(hookKey, 4); err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("X-Request-Nonce", n)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, b := callbacktest.Send(t, http.MethodPost, url+"/callback", n, body)
 	var m map[string]any
-	b, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatalf("body %q: %v", b, err)
 	}
-	return resp.StatusCode, m
+	return code, m
 }
 
 func TestLocalSQLite(t *testing.T) {

@@ -76,6 +76,10 @@ func New(o Options) *Client {
 	}
 }
 
+// Now is the client's clock (Options.Now, or time.Now): the one the
+// destinations built on it read for what they date.
+func (c *Client) Now() time.Time { return c.now() }
+
 // Request is one HTTP call.
 type Request struct {
 	Method string

@@ -64,7 +64,6 @@ type Client struct {
 	cfg      Config
 	endpoint *url.URL
 	auth     string
-	now      func() time.Time
 	http     *httpsend.Client
 }
 
@@ -100,12 +99,8 @@ func New(c Config) (*Client, error) {
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("linear: timeout %s is negative", c.Timeout)
 	}
-	now := c.Now
-	if now == nil {
-		now = time.Now
-	}
 	ep, _ := url.Parse(strings.TrimRight(u.String(), "/") + "/graphql") // u parsed above
-	return &Client{cfg: c, endpoint: ep, auth: auth, now: now,
+	return &Client{cfg: c, endpoint: ep, auth: auth,
 		http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now})}, nil
 }
 
@@ -375,7 +370,7 @@ func (c *Client) request(body []byte) httpsend.Request {
 // A rate-limited answer is due no earlier than the reset its headers give.
 func (c *Client) fail(req httpsend.Request, resp *httpsend.Response, o delivery.Failure, why string) *delivery.SendError {
 	se := httpsend.StatusError(req, resp, o)
-	se.RetryAfter = max(se.RetryAfter, ResetAfter(resp.Header, c.now()))
+	se.RetryAfter = max(se.RetryAfter, ResetAfter(resp.Header, c.http.Now()))
 	if why != "" {
 		se.Err = fmt.Errorf("linear: %s: %w", why, se.Err)
 	}

@@ -76,7 +76,6 @@ type Client struct {
 	cfg  Config
 	u    *url.URL
 	key  []byte
-	now  func() time.Time
 	http *httpsend.Client
 }
 
@@ -100,11 +99,7 @@ func New(c Config) (*Client, error) {
 	if c.Timeout < 0 {
 		return nil, fmt.Errorf("webhook: timeout %s is negative", c.Timeout)
 	}
-	now := c.Now
-	if now == nil {
-		now = time.Now
-	}
-	return &Client{cfg: c, u: u, key: key, now: now,
+	return &Client{cfg: c, u: u, key: key,
 		http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now})}, nil
 }
 
@@ -148,7 +143,7 @@ func Sign(key []byte, id string, at time.Time, data []byte) string {
 // sign sets the three Standard Webhooks headers for data under id, with
 // this moment as the timestamp: every send and lookup is signed afresh.
 func (c *Client) sign(h http.Header, id string, data []byte) {
-	at := c.now()
+	at := c.http.Now()
 	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", strconv.FormatInt(at.Unix(), 10))
 	h.Set("webhook-signature", Sign(c.key, id, at, data))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -16,9 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
-
-// update rewrites the golden files under testdata instead of comparing.
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 var ticket = helpdesktest.Ticket()
 
@@ -59,7 +55,7 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatal(err)
 			}
 			req := s.Received()[0]
-			helpdesktest.Golden(t, tc.name, req.Body, *update)
+			helpdesktest.Golden(t, tc.name, req.Body)
 			if req.Method != http.MethodPost || req.Path != fakehelpdesk.DefaultWebhookPath ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
 				req.Header.Get("Content-Type") != "application/json" ||

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,9 +18,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
-
-// update rewrites the golden files under testdata instead of comparing.
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 var ticket = helpdesktest.Ticket()
 
@@ -55,7 +51,7 @@ func TestSendAsSent(t *testing.T) {
 				t.Fatalf("%d requests", len(got))
 			}
 			req := got[0]
-			helpdesktest.Golden(t, tc.name, req.Body, *update)
+			helpdesktest.Golden(t, tc.name, req.Body)
 			cfg := s.Config()
 			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))
 			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||

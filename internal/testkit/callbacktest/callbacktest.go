@@ -5,6 +5,9 @@ package callbacktest
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -82,4 +85,29 @@ func FourCalls(t testing.TB) []Call {
 	bad := `{"type":"tool_call","function":{"name":"create_ticket","content":{"title":""}},` +
 		`"context":{"externalUserId":"user-a","metadata":{"request_id":"metrics-r-2"}}}`
 	return []Call{{"create", n, create}, {"repeat", n, create}, {"rejection", n, bad}, {"401", "", create}}
+}
+
+// Send sends body to url as AIVAX does (JSON) with the nonce n in
+// X-Request-Nonce ("" for none), and returns the status and the body of
+// the answer; a request that cannot be made or sent fails the test.
+func Send(t testing.TB, method, url, n, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if n != "" {
+		req.Header.Set("X-Request-Nonce", n)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,13 +59,15 @@ func SendAfter(tb testing.TB, d delivery.Destination, first, second delivery.Hel
 	return SendError(tb, err)
 }
 
+// update is the -update flag of every test binary that calls Golden.
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
 // Golden compares got with the file testdata/name, after writing got
-// there when update is set (the test binary's -update flag, which each
-// package that calls Golden defines for itself).
-func Golden(tb testing.TB, name string, got []byte, update bool) {
+// there when the test binary runs with -update.
+func Golden(tb testing.TB, name string, got []byte) {
 	tb.Helper()
 	path := filepath.Join("testdata", name)
-	if update {
+	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // a golden file checked into the repository, readable like its neighbours
 			tb.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 // Stack fixes what a template's intrinsics resolve to: the pseudo
@@ -34,15 +36,15 @@ type Stack struct {
 // (and that the parameters create) add their statements.
 func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error) {
 	r := &resolver{tmpl: tmpl, st: st, conds: map[string]bool{}}
-	resources := child(tmpl, "Resources")
-	res := child(resources, role)
+	resources := testenv.Child(tmpl, "Resources")
+	res := testenv.Child(resources, role)
 	if res == nil {
 		return nil, fmt.Errorf("iam: no resource %s", role)
 	}
-	if typ := scalar(child(res, "Type")); typ != "AWS::IAM::Role" {
+	if typ := scalar(testenv.Child(res, "Type")); typ != "AWS::IAM::Role" {
 		return nil, fmt.Errorf("iam: %s is a %s, not an AWS::IAM::Role", role, typ)
 	}
-	if c := scalar(child(res, "Condition")); c != "" {
+	if c := scalar(testenv.Child(res, "Condition")); c != "" {
 		on, err := r.condition(c)
 		if err != nil {
 			return nil, err
@@ -51,13 +53,13 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 			return nil, fmt.Errorf("iam: %s is not created under these parameters (condition %s is false)", role, c)
 		}
 	}
-	props := child(res, "Properties")
+	props := testenv.Child(res, "Properties")
 	for _, unseen := range []string{"ManagedPolicyArns", "PermissionsBoundary"} {
-		if child(props, unseen) != nil {
+		if testenv.Child(props, unseen) != nil {
 			return nil, fmt.Errorf("iam: %s has %s, which this package cannot evaluate", role, unseen)
 		}
 	}
-	policies, err := r.eval(child(props, "Policies"))
+	policies, err := r.eval(testenv.Child(props, "Policies"))
 	if err != nil {
 		return nil, fmt.Errorf("iam: %s: %w", role, err)
 	}
@@ -67,7 +69,7 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 	}
 	for i := 0; resources != nil && i+1 < len(resources.Content); i += 2 {
 		name, pol := resources.Content[i].Value, resources.Content[i+1]
-		switch scalar(child(pol, "Type")) {
+		switch scalar(testenv.Child(pol, "Type")) {
 		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy":
 			return nil, fmt.Errorf("iam: the template has a policy resource, %s, which this package does not attach to roles", name)
 		case "AWS::IAM::RolePolicy":
@@ -101,22 +103,22 @@ func RoleStatements(tmpl *yaml.Node, role string, st Stack) ([]Statement, error)
 // a !Ref of a role of the template: a name this package cannot tie to a
 // role is an error.
 func (r *resolver) rolePolicy(name string, pol *yaml.Node, role string) (map[string]any, error) {
-	props := child(pol, "Properties")
-	target := child(props, "RoleName")
+	props := testenv.Child(pol, "Properties")
+	target := testenv.Child(props, "RoleName")
 	var ref string
 	switch {
 	case target != nil && target.Tag == "!Ref" && target.Kind == yaml.ScalarNode:
 		ref = target.Value
-	case child(target, "Ref") != nil:
-		ref = scalar(child(target, "Ref"))
+	case testenv.Child(target, "Ref") != nil:
+		ref = scalar(testenv.Child(target, "Ref"))
 	}
-	if ref == "" || scalar(child(child(child(r.tmpl, "Resources"), ref), "Type")) != "AWS::IAM::Role" {
+	if ref == "" || scalar(testenv.Child(testenv.Child(testenv.Child(r.tmpl, "Resources"), ref), "Type")) != "AWS::IAM::Role" {
 		return nil, fmt.Errorf("iam: the policy resource %s does not name a role of the template by !Ref", name)
 	}
 	if ref != role {
 		return nil, nil
 	}
-	if c := scalar(child(pol, "Condition")); c != "" {
+	if c := scalar(testenv.Child(pol, "Condition")); c != "" {
 		on, err := r.condition(c)
 		if err != nil {
 			return nil, err
@@ -125,14 +127,14 @@ func (r *resolver) rolePolicy(name string, pol *yaml.Node, role string) (map[str
 			return nil, nil
 		}
 	}
-	doc, err := r.eval(child(props, "PolicyDocument"))
+	doc, err := r.eval(testenv.Child(props, "PolicyDocument"))
 	if err != nil {
 		return nil, fmt.Errorf("iam: %s: %w", name, err)
 	}
 	if _, ok := doc.(map[string]any); !ok {
 		return nil, fmt.Errorf("iam: %s has no PolicyDocument", name)
 	}
-	return map[string]any{"PolicyName": scalar(child(props, "PolicyName")), "PolicyDocument": doc}, nil
+	return map[string]any{"PolicyName": scalar(testenv.Child(props, "PolicyName")), "PolicyDocument": doc}, nil
 }
 
 // statements converts a resolved Statement element (one statement or a
@@ -436,8 +438,8 @@ func (r *resolver) ref(name string) (any, error) {
 	if v, ok := r.st.Parameters[name]; ok {
 		return v, nil
 	}
-	if p := child(child(r.tmpl, "Parameters"), name); p != nil {
-		d := child(p, "Default")
+	if p := testenv.Child(testenv.Child(r.tmpl, "Parameters"), name); p != nil {
+		d := testenv.Child(p, "Default")
 		if d == nil {
 			return nil, fmt.Errorf("!Ref %s: the parameter has no default and Stack.Parameters gives none", name)
 		}
@@ -502,7 +504,7 @@ func (r *resolver) condition(name string) (bool, error) {
 	if v, ok := r.conds[name]; ok {
 		return v, nil
 	}
-	n := child(child(r.tmpl, "Conditions"), name)
+	n := testenv.Child(testenv.Child(r.tmpl, "Conditions"), name)
 	if n == nil {
 		return false, fmt.Errorf("no condition %s", name)
 	}
@@ -516,20 +518,6 @@ func (r *resolver) condition(name string) (bool, error) {
 	}
 	r.conds[name] = b
 	return b, nil
-}
-
-// child is the value of key in mapping m (nil when m is not a mapping or
-// has no such key).
-func child(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }
 
 func scalar(n *yaml.Node) string {

@@ -23,3 +23,17 @@ func Template(t testing.TB) *yaml.Node {
 	}
 	return doc.Content[0]
 }
+
+// Child is the value of key in mapping m (nil when m is not a mapping or
+// has no such key): the step of a walk down a template's nodes.
+func Child(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
