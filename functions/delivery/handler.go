@@ -1,7 +1,7 @@
-// Package deliveryfn is the delivery function's composition root: it
-// builds the graph functions/delivery starts, and links no HTTP door,
-// nonce check or operator code.
-package deliveryfn
+package main
+
+// This file is the delivery function's composition root: it builds the
+// graph main starts, and links no HTTP door, nonce check or operator code.
 
 import (
 	"cmp"

@@ -1,7 +1,8 @@
-// Package callbackfn is the callback function's composition root: it
-// builds the graph functions/callback starts (the AIVAX door and the MCP
-// door on DynamoDB), and links no helpdesk client and no operator code.
-package callbackfn
+package main
+
+// This file is the callback function's composition root: it builds the
+// graph main starts (the AIVAX door and the MCP door on DynamoDB), and
+// links no helpdesk client and no operator code.
 
 import (
 	"context"

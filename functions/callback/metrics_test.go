@@ -1,4 +1,4 @@
-package callbackfn
+package main
 
 import (
 	"bytes"
@@ -33,8 +33,6 @@ import (
 // secrets are what the calls carry that no metric may; the test adds
 // the operation key once known.
 var secrets = callbacktest.MetricsSecrets
-
-func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestLambdaEMFCounts: the four calls through the deployed handler on
 // DynamoDB Local, via the function URL adapter. Each call writes exactly
