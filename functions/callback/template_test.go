@@ -54,7 +54,7 @@ func TestTemplate(t *testing.T) {
 	}
 
 	// The table (docs/contract.md, Stored items). Its keys, index, billing
-	// and TTL are held to the Go definition by tableschema.TestMatchesTemplate.
+	// and TTL are held to the Go definition by dynamo_test.TestMatchesTemplate.
 	tb := "Resources.TicketsTable"
 	tp.str(tb+".Type", "AWS::DynamoDB::Table")
 	tp.str(tb+".Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled", "true")

@@ -10,7 +10,9 @@
 //     more per claim, new operation or repeat;
 //   - errors.go is the one place SDK errors become domain errors, with
 //     errors.As, never by message;
-//   - items.go turns records into items and back.
+//   - items.go turns records into items and back;
+//   - schema.go is the table's one Go definition (keys, TTL attribute,
+//     the delivery-due index), which template.yaml is held to.
 //
 // The adapter talks to DynamoDB through Client, the narrow interface it
 // uses, so tests can inject faults; correctness is proven on DynamoDB Local.

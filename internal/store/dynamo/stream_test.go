@@ -15,7 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 // TestPendingTicketID reads stream images of items as DynamoDB Local
@@ -41,7 +40,7 @@ func TestPendingTicketID(t *testing.T) {
 	image := func(pk string) []byte {
 		t.Helper()
 		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table,
-			Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+			Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
 			t.Fatalf("GetItem %s: %v", pk, err)
 		}
