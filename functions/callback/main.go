@@ -13,14 +13,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
-	logger := lambdalog.New(config.LogLevel(config.Env))
+	logger := lambdaurl.NewLogger(config.LogLevel(config.Env))
 	cfg, err := config.FromEnv(config.Env)
 	if err != nil {
 		logger.Error("bad configuration", slog.Any("error", err))

@@ -11,14 +11,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
-	logger := lambdalog.New(config.LogLevel(config.Env))
+	logger := lambdaurl.NewLogger(config.LogLevel(config.Env))
 	cfg, err := config.DeliveryFromEnv(config.Env)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))

@@ -10,6 +10,6 @@
 //
 // What two programs share has its own package: doors (the service and
 // both doors), destination (the helpdesk client of each kind), localstore
-// (a local file's store) and lambdalog (both Lambdas' logger). The tests
-// of this package check with go list which packages each Lambda links.
+// (a local file's store). The tests of this package check with go list
+// which packages each Lambda links.
 package app
