@@ -20,7 +20,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
@@ -98,10 +97,10 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	return tracing.Door(httpapi.Collect(h)), nil
 }
 
-// readParameter reads the hook key's SSM parameter (ssmparam.Read: one
+// readParameter reads the hook key's SSM parameter (config.ReadParameter: one
 // trailing line break trimmed, the value never in an error).
-func readParameter(ctx context.Context, c ssmparam.Getter, name string) (string, error) {
-	key, err := ssmparam.Read(ctx, c, name)
+func readParameter(ctx context.Context, c config.ParameterGetter, name string) (string, error) {
+	key, err := config.ReadParameter(ctx, c, name)
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}
