@@ -17,7 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
@@ -30,7 +30,7 @@ import (
 // (steps logged with their EMF metrics under METRICS_NAMESPACE) → the
 // destination and one DynamoDB client's dynamo.Store on TABLE_NAME.
 func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger) (*deliverylambda.Handler, error) {
-	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace, DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: cfg.MetricsNamespace, DeliveryLabels: destination.MetricLabels()}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}

@@ -137,15 +137,15 @@ func TestConfigImportsNothingInModule(t *testing.T) {
 	}
 }
 
-// TestMetricsKnowsNoDomainNorTransport: the metrics package and its two
-// recorders link neither the domain (core, delivery) nor the transport
+// TestMetricsKnowsNoDomainNorTransport: the metrics package (with its EMF
+// recorder) and the Prometheus recorder link neither the domain (core, delivery) nor the transport
 // (httpapi): the composition roots give them the labels' closed sets.
 func TestMetricsKnowsNoDomainNorTransport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
 	forbidden := []string{"internal/core", "internal/delivery", "internal/httpapi"}
-	for _, pkg := range []string{"internal/metrics", "internal/metrics/emf", "internal/metrics/prom"} {
+	for _, pkg := range []string{"internal/metrics", "internal/metrics/prom"} {
 		got := deps(t, pkg, "")
 		if !got[pkg] {
 			t.Fatalf("go list -deps ./%s does not list %s itself", pkg, pkg)
