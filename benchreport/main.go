@@ -452,7 +452,7 @@ func (r *runner) checkoutBase(rev string) (string, error) {
 	if err := tar.Wait(); err != nil {
 		return "", err
 	}
-	for _, d := range []string{"internal/bench", "internal/testkit/testenv", "internal/store/dynamo/tableschema"} {
+	for _, d := range []string{"internal/bench", "internal/testkit/testenv"} {
 		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
 			return "", err
 		}
@@ -468,9 +468,31 @@ func (r *runner) checkoutBase(rev string) (string, error) {
 			return "", err
 		}
 	}
-	r.note("git archive " + rev + " | tar -x -C $TMP/base   # with this revision's internal/bench, internal/testkit/testenv, internal/store/dynamo/tableschema")
+	// A base that keeps the table's definition in its own package
+	// (internal/store/dynamo/tableschema) gets the names testenv takes from
+	// internal/store/dynamo, as aliases of that package's.
+	if _, err := os.Stat(filepath.Join(dir, "internal/store/dynamo/tableschema")); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, "internal/store/dynamo/tableschema_base.go"), []byte(baseSchemaAliases), 0o600); err != nil {
+			return "", err
+		}
+	}
+	r.note("git archive " + rev + " | tar -x -C $TMP/base   # with this revision's internal/bench, internal/testkit/testenv")
 	return dir, nil
 }
+
+// baseSchemaAliases is the file checkoutBase adds to a base whose table
+// definition is the package internal/store/dynamo/tableschema.
+const baseSchemaAliases = `package dynamo
+
+import "github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+
+const PartitionKey = tableschema.PartitionKey
+
+var (
+	CreateTable = tableschema.CreateTable
+	EnableTTL   = tableschema.EnableTTL
+)
+`
 
 // machine fills in what the run ran on.
 func machine(m *report.Meta) {

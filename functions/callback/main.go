@@ -1,7 +1,7 @@
 // Command callback is the AIVAX Protocol Function callback, deployed as a
 // Lambda behind a function URL: the AIVAX door on /callback and, when
 // configured, the MCP door on /mcp. This file only wires: configuration,
-// then the composition root (internal/app/callbackfn), then start. The
+// then the composition root (handler.go), then start. The
 // local server is cmd/server, the operator's command cmd/deliveries.
 package main
 
@@ -13,22 +13,20 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app/callbackfn"
-	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
-	logger := lambdalog.New(config.LogLevel(config.Env))
+	logger := lambdaurl.NewLogger(config.LogLevel(config.Env))
 	cfg, err := config.FromEnv(config.Env)
 	if err != nil {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true})
-	h, herr := callbackfn.Handler(context.Background(), cfg, logger)
+	h, herr := Handler(context.Background(), cfg, logger)
 	err = errors.Join(err, herr)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))

@@ -18,8 +18,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app/callbackfn"
-	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
@@ -100,12 +98,12 @@ func runPathSteps(t *testing.T, calls int) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	logger := slog.New(lambdalog.Wrap(slog.NewJSONHandler(&logs, nil)))
+	logger := slog.New(lambdaurl.LogHandler(slog.NewJSONHandler(&logs, nil)))
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: func(string) string { return "" }, Service: "callback", Lambda: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := callbackfn.Handler(context.Background(), cfg, logger)
+	h, err := Handler(context.Background(), cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -340,7 +339,7 @@ func countItems(t *testing.T, c *dynamodb.Client, table string) map[string]int {
 			t.Fatalf("scan: %v", err)
 		}
 		for _, item := range page.Items {
-			pk, _ := item[tableschema.PartitionKey].(*types.AttributeValueMemberS)
+			pk, _ := item[dynamo.PartitionKey].(*types.AttributeValueMemberS)
 			if pk == nil {
 				t.Errorf("item without a string pk: %v", item)
 				continue

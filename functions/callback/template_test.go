@@ -15,7 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -55,7 +54,7 @@ func TestTemplate(t *testing.T) {
 	}
 
 	// The table (docs/contract.md, Stored items). Its keys, index, billing
-	// and TTL are held to the Go definition by tableschema.TestMatchesTemplate.
+	// and TTL are held to the Go definition by dynamo_test.TestMatchesTemplate.
 	tb := "Resources.TicketsTable"
 	tp.str(tb+".Type", "AWS::DynamoDB::Table")
 	tp.str(tb+".Properties.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled", "true")
@@ -158,11 +157,11 @@ func TestTemplate(t *testing.T) {
 // outcome fails here instead of leaving an alarm that never fires.
 func TestTemplateMetrics(t *testing.T) {
 	_, root := readTemplate(t)
-	emitted := emf.Emitted(destination.MetricLabels())
+	emitted := metrics.Emitted(destination.MetricLabels())
 	check := checker{t: t, emitted: emitted}
 
-	if v := get(root, "Parameters", "MetricsNamespace", "Default"); v == nil || v.Value != emf.DefaultNamespace {
-		t.Errorf("Parameters.MetricsNamespace.Default must be %q, the function's default", emf.DefaultNamespace)
+	if v := get(root, "Parameters", "MetricsNamespace", "Default"); v == nil || v.Value != metrics.DefaultNamespace {
+		t.Errorf("Parameters.MetricsNamespace.Default must be %q, the function's default", metrics.DefaultNamespace)
 	}
 	if v := get(root, "Globals", "Function", "Environment", "Variables", "METRICS_NAMESPACE"); v == nil || v.Tag != "!Ref" || v.Value != "MetricsNamespace" {
 		t.Errorf("Globals.Function.Environment.Variables.METRICS_NAMESPACE must be !Ref MetricsNamespace")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
@@ -251,7 +251,7 @@ func settle(ctx context.Context, err error) error {
 // source mapping keeps one key's records in order.
 func laneOf(r events.DynamoDBEventRecord, lanes int) int {
 	h := fnv.New32a()
-	pk := r.Change.Keys[tableschema.PartitionKey]
+	pk := r.Change.Keys[dynamo.PartitionKey]
 	_, _ = h.Write([]byte(pk.String()))
 	return int(h.Sum32() % uint32(lanes))
 }

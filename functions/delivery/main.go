@@ -1,7 +1,7 @@
 // Command delivery is the delivery function: fed by the tickets table's
 // DynamoDB stream and by a scheduled sweep, it delivers each pending
 // ticket to the configured helpdesk. This file only wires: configuration,
-// then the composition root (internal/app/deliveryfn), then start.
+// then the composition root (handler.go), then start.
 package main
 
 import (
@@ -11,15 +11,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/aivax-examples/idempotent-callback/internal/app/deliveryfn"
-	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
-	logger := lambdalog.New(config.LogLevel(config.Env))
+	logger := lambdaurl.NewLogger(config.LogLevel(config.Env))
 	cfg, err := config.DeliveryFromEnv(config.Env)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))
@@ -28,7 +27,7 @@ func main() {
 	var h *deliverylambda.Handler
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true})
 	if err == nil {
-		h, err = deliveryfn.Handler(context.Background(), cfg, logger)
+		h, err = Handler(context.Background(), cfg, logger)
 	}
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))

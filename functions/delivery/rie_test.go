@@ -21,7 +21,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
@@ -36,12 +35,12 @@ const (
 	token   = "ZENDESK-TOKEN-NEVER-LOGGED"
 )
 
-// streamTable creates a table as tableschema defines it (with the stream
+// streamTable creates a table as dynamo.CreateTable defines it (with the stream
 // the delivery function reads), and returns its name and stream ARN.
 func streamTable(t testing.TB, client *dynamodb.Client) (string, string) {
 	t.Helper()
 	name := fmt.Sprintf("delivery-rie-%d-%d", os.Getpid(), time.Now().UnixNano())
-	in := tableschema.CreateTable(name)
+	in := dynamo.CreateTable(name)
 	ctx := context.Background()
 	if _, err := client.CreateTable(ctx, in); err != nil {
 		t.Fatalf("create table: %v", err)
@@ -194,7 +193,7 @@ func TestDeliveryUnderRIE(t *testing.T) {
 			if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
 				t.Fatal(err)
 			}
-			if pk := item[tableschema.PartitionKey].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "TICKET#") {
+			if pk := item[dynamo.PartitionKey].(*types.AttributeValueMemberS).Value; strings.HasPrefix(pk, "TICKET#") {
 				ticket = strings.TrimPrefix(pk, "TICKET#")
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
@@ -34,7 +34,7 @@ func slowZendesk(b *testing.B, delay time.Duration) (*fakehelpdesk.Server, *zend
 // its metrics in Embedded Metric Format, its logs discarded.
 func deliveryHandler(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination) *deliverylambda.Handler {
 	return deliverylambda.Options{Engine: engine, Store: store, Destination: dst,
-		Log: slog.New(slog.DiscardHandler), Metrics: &emf.Recorder{DeliveryLabels: destination.MetricLabels()}}.Handler()
+		Log: slog.New(slog.DiscardHandler), Metrics: &metrics.EMF{DeliveryLabels: destination.MetricLabels()}}.Handler()
 }
 
 // streamRig is a stream-enabled table on DynamoDB Local and the delivery

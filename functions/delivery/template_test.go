@@ -16,7 +16,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -231,7 +231,7 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 		"ReadTicketsStream":                  {[]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, "map[!GetAtt:TicketsTable.StreamArn]"},
 		"ListTicketsStreams":                 {[]string{"dynamodb:ListStreams"}, "map[!Sub:${TicketsTable.Arn}/stream/*]"},
 		"UpdateTickets":                      {[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, "map[!GetAtt:TicketsTable.Arn]"},
-		"QueryDueIndex":                      {[]string{"dynamodb:Query"}, "map[!Sub:${TicketsTable.Arn}/index/" + tableschema.DeliveryDueIndex + "]"},
+		"QueryDueIndex":                      {[]string{"dynamodb:Query"}, "map[!Sub:${TicketsTable.Arn}/index/" + dynamo.DeliveryDueIndex + "]"},
 		"ReadDeliveryParameter":              {[]string{"ssm:GetParameter"}, ""},
 		"DecryptDeliveryParameterViaSsm":     {[]string{"kms:Decrypt"}, ""},
 		"SendFailedRecordsToDeadLetterQueue": {[]string{"sqs:SendMessage"}, "map[!GetAtt:DeliveryDeadLetterQueue.Arn]"},

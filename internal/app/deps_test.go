@@ -52,12 +52,12 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 		needed    []string
 	}{
 		{"functions/callback",
-			append([]string{"internal/helpdesk/", "internal/app/destination", "internal/app/deliveryfn", "internal/deliverylambda"}, local...),
-			[]string{"internal/app/callbackfn", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth"}},
+			append([]string{"internal/helpdesk/", "internal/app/destination", "internal/deliverylambda"}, local...),
+			[]string{"internal/app/doors", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth", "internal/usercache"}},
 		{"functions/delivery",
-			append([]string{"internal/httpapi", "internal/httpapi/", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors", "internal/app/callbackfn",
+			append([]string{"internal/httpapi", "internal/httpapi/", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors",
 				"internal/usercache", "internal/nonce"}, local...),
-			[]string{"internal/app/deliveryfn", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/helpdesk/linear", "internal/deliverylambda"}},
+			[]string{"internal/app/destination", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/helpdesk/linear", "internal/deliverylambda"}},
 	}
 	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
 		for _, r := range rules {
@@ -137,15 +137,15 @@ func TestConfigImportsNothingInModule(t *testing.T) {
 	}
 }
 
-// TestMetricsKnowsNoDomainNorTransport: the metrics package and its two
-// recorders link neither the domain (core, delivery) nor the transport
+// TestMetricsKnowsNoDomainNorTransport: the metrics package (with its EMF
+// recorder) and the Prometheus recorder link neither the domain (core, delivery) nor the transport
 // (httpapi): the composition roots give them the labels' closed sets.
 func TestMetricsKnowsNoDomainNorTransport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
 	forbidden := []string{"internal/core", "internal/delivery", "internal/httpapi"}
-	for _, pkg := range []string{"internal/metrics", "internal/metrics/emf", "internal/metrics/prom"} {
+	for _, pkg := range []string{"internal/metrics", "internal/metrics/prom"} {
 		got := deps(t, pkg, "")
 		if !got[pkg] {
 			t.Fatalf("go list -deps ./%s does not list %s itself", pkg, pkg)
@@ -162,7 +162,8 @@ func TestMetricsKnowsNoDomainNorTransport(t *testing.T) {
 
 // TestMainsOnlyWire: every program's main.go stays under 40 lines (read
 // the configuration, call its composition root, start); the building
-// lives in the program's package under internal/app.
+// lives in the Lambda's handler.go beside it, or in the local program's
+// package under internal/app.
 func TestMainsOnlyWire(t *testing.T) {
 	mains, err := filepath.Glob("../../*/*/main.go")
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 // checkedEnv is what the callback function has at start: FromEnv, then
 // the settings other packages own checked and defaulted by
-// doors.CheckSettings, as callbackfn does.
+// doors.CheckSettings, as functions/callback does.
 func checkedEnv(vars map[string]string) (config.Lambda, error) {
 	c, err := config.FromEnv(configtest.Env(vars))
 	if err == nil {

@@ -1,6 +1,7 @@
 // Package config reads the two configurations of docs/contract.md,
 // Configuration: the Lambda's environment variables and the local server's
-// JSON file. Bad configuration is one error naming the field, so the
+// JSON file, and the SSM parameters the functions take their secrets from
+// (ReadParameter). Bad configuration is one error naming the field, so the
 // program stops at start with one clear line.
 package config
 
@@ -45,7 +46,7 @@ type Lambda struct {
 	// (RESULT_CACHE_SIZE=0).
 	ResultCacheSize  int
 	CallTimeout      time.Duration // each DynamoDB call; 0: dynamo.DefaultCallTimeout
-	MetricsNamespace string        // CloudWatch namespace of the EMF metrics; "": emf.DefaultNamespace
+	MetricsNamespace string        // CloudWatch namespace of the EMF metrics; "": metrics.DefaultNamespace
 	// Deliver: DELIVERY_KIND names a destination, so new tickets are
 	// written pending for the delivery function.
 	Deliver bool
@@ -56,7 +57,7 @@ type Lambda struct {
 // Defaults this package applies itself. The other defaults belong to the
 // package that applies them, and a zero setting leaves them to it:
 // httpapi.DefaultMaxBody, usercache.DefaultTTL and usercache.DefaultSize,
-// dynamo.DefaultCallTimeout, emf.DefaultNamespace, the key policy's and the
+// dynamo.DefaultCallTimeout, metrics.DefaultNamespace, the key policy's and the
 // nonce costs' (doors.CheckSettings), the local file's store block
 // (localstore.CheckSettings: kind sqlite, localstore.DefaultSQLitePath),
 // and the delivery ones (see Destination).

@@ -12,7 +12,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
@@ -29,7 +29,7 @@ func effective(t *testing.T, c config.Lambda) config.Lambda {
 	c.UserCacheSize = cmp.Or(c.UserCacheSize, usercache.DefaultSize)
 	c.ResultCacheSize = cmp.Or(c.ResultCacheSize, doors.DefaultResultCacheSize)
 	c.CallTimeout = cmp.Or(c.CallTimeout, dynamo.DefaultCallTimeout)
-	c.MetricsNamespace = cmp.Or(c.MetricsNamespace, emf.DefaultNamespace)
+	c.MetricsNamespace = cmp.Or(c.MetricsNamespace, metrics.DefaultNamespace)
 	return c
 }
 
@@ -76,7 +76,7 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cmp.Or(d.MetricsNamespace, emf.DefaultNamespace); got != "AIVAX/Callback" {
+	if got := cmp.Or(d.MetricsNamespace, metrics.DefaultNamespace); got != "AIVAX/Callback" {
 		t.Errorf("delivery METRICS_NAMESPACE: %q", got)
 	}
 	dst := d.Destination

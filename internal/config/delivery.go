@@ -212,7 +212,7 @@ func deliveryKind(k string) (bool, error) {
 // DeliveryLambda is the configuration of the deployed delivery function.
 type DeliveryLambda struct {
 	TableName        string
-	MetricsNamespace string // "": emf.DefaultNamespace
+	MetricsNamespace string // "": metrics.DefaultNamespace
 	// SecretParameter is DELIVERY_SECRET_PARAMETER, the SSM SecureString
 	// holding the destination's credentials; it wins over DELIVERY_SECRET.
 	// When set, Destination has no credentials until WithSecret is given

@@ -46,5 +46,5 @@ func TestMetricsNamespaceFromEnv(t *testing.T) {
 	if c.MetricsNamespace != "Team/Callbacks" {
 		t.Errorf("MetricsNamespace %q", c.MetricsNamespace)
 	}
-	// Unset, it is emf.DefaultNamespace: see TestDefaultsAreTheOwners.
+	// Unset, it is metrics.DefaultNamespace: see TestDefaultsAreTheOwners.
 }

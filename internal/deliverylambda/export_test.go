@@ -6,7 +6,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 )
 
 // New returns the handler over store and destination, with its metrics in
@@ -20,8 +19,8 @@ func New(engine delivery.Engine, store delivery.Outbox, dst delivery.Destination
 // NewRecorder is the metrics recorder of the tests' handlers: Embedded
 // Metric Format under the default namespace, with the product's delivery
 // labels.
-func NewRecorder() *emf.Recorder {
-	return &emf.Recorder{DeliveryLabels: destination.MetricLabels()}
+func NewRecorder() *metrics.EMF {
+	return &metrics.EMF{DeliveryLabels: destination.MetricLabels()}
 }
 
 // NewWithMetrics is New with the metrics recorder: each recorded step is

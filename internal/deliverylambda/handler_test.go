@@ -21,7 +21,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
@@ -93,7 +92,7 @@ func zendeskFor(t *testing.T, fake *fakehelpdesk.Server) delivery.Destination {
 func (f *fixture) image(t *testing.T, pk string) json.RawMessage {
 	t.Helper()
 	out, err := f.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &f.table,
-		Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+		Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 	if err != nil || out.Item == nil {
 		t.Fatalf("GetItem %s: %v (found %t)", pk, err, out != nil && out.Item != nil)
 	}
@@ -183,7 +182,7 @@ func TestStreamBatch(t *testing.T) {
 	}
 	finalImage := f.image(t, "TICKET#"+final) // now delivered
 	if _, err := f.client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &f.table, Item: map[string]types.AttributeValue{
-		tableschema.PartitionKey: &types.AttributeValueMemberS{Value: "USER#u-1"}, "delivery_state": &types.AttributeValueMemberS{Value: "pending"},
+		dynamo.PartitionKey: &types.AttributeValueMemberS{Value: "USER#u-1"}, "delivery_state": &types.AttributeValueMemberS{Value: "pending"},
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/emftest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
@@ -57,7 +56,7 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 	f := newFixture(t, nil)
 	e := f.env
 	now := e.Now.Add(2500 * time.Millisecond) // the worker comes 2.5 s after the commits
-	recorder := &emf.Recorder{Namespace: testNamespace, Now: func() time.Time { return now }, DeliveryLabels: destination.MetricLabels()}
+	recorder := &metrics.EMF{Namespace: testNamespace, Now: func() time.Time { return now }, DeliveryLabels: destination.MetricLabels()}
 	h := deliverylambda.NewWithMetrics(delivery.Engine{MaxAttempts: 2, MaxLookups: 1, Lease: delivery.LeaseFor(2 * time.Second),
 		Now: func() time.Time { return now }}, f.store, zendeskFor(t, f.fake), slog.New(slog.NewJSONHandler(f.logs, nil)), recorder)
 

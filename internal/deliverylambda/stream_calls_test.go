@@ -9,7 +9,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
 
@@ -49,7 +49,7 @@ func TestStreamCallsPerTicket(t *testing.T) {
 			t.Fatal(err)
 		}
 		ignored = append(ignored, rec{seq: fmt.Sprint("m", i), name: "MODIFY",
-			image: fx.image(t, img[tableschema.PartitionKey].(map[string]any)["S"].(string))})
+			image: fx.image(t, img[dynamo.PartitionKey].(map[string]any)["S"].(string))})
 	}
 	ignored = append(ignored, rec{seq: "u", name: "INSERT", image: json.RawMessage(`{"pk":{"S":"USER#x"},"delivery_state":{"S":"pending"}}`)})
 	calls.Store(0)

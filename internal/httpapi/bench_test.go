@@ -20,7 +20,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
@@ -41,7 +40,7 @@ import (
 func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "", nil)
 	benchmarkDeliverNewKey(b)
-	benchmarkHandlerOverhead(b, "emf_", &emf.Recorder{CallbackLabels: httpapi.MetricLabels()})
+	benchmarkHandlerOverhead(b, "emf_", &metrics.EMF{CallbackLabels: httpapi.MetricLabels()})
 	benchmarkHandlerOverhead(b, "prometheus_", prom.New(httpapi.MetricLabels(), metrics.DeliveryLabels{}))
 }
 

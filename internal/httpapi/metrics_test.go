@@ -5,7 +5,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
 // TestHandlerAllocsWithMetrics: a callback through the handler with EMF
@@ -15,7 +15,7 @@ func TestHandlerAllocsWithMetrics(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	h := instrumentedHandler(&emf.Recorder{CallbackLabels: httpapi.MetricLabels()})
+	h := instrumentedHandler(&metrics.EMF{CallbackLabels: httpapi.MetricLabels()})
 	body := callBody(core.CreateTicket, "user-a", "allocs", `{"title":"Cannot sign in","priority":"high"}`)
 	serve := func() { serveOK(t, h, body) }
 	serve() // the create; the runs below repeat it, the costlier path

@@ -1,6 +1,8 @@
-// Package lambdaurl adapts Lambda function URL events (payload 2.0,
-// BUFFERED invoke mode) to a plain http.Handler, so the deployed function
-// and the local server serve the very same handler.
+// Package lambdaurl is what a deployed function takes from the Lambda
+// runtime: it adapts Lambda function URL events (payload 2.0, BUFFERED
+// invoke mode) to a plain http.Handler, so the deployed function and the
+// local server serve the very same handler, and it is both functions'
+// logger (NewLogger: JSON lines carrying each invocation's ids).
 //
 // A base64 body is decoded on the way in; the handler sees the decoded
 // bytes, applies its size limit to them and answers 400 when they do not

@@ -1,8 +1,8 @@
 // Package metrics names what the product measures and defines the one
 // small interface the callback handler and the delivery worker report
-// to. Two implementations: internal/metrics/emf writes CloudWatch Embedded
-// Metric Format into the Lambda's own log line, internal/metrics/prom
-// serves Prometheus on the local server. Both use the metric and label
+// to. Two implementations: EMF (emf_recorder.go, on the encoder of
+// emf.go) writes CloudWatch Embedded Metric Format into the Lambda's own
+// log line, internal/metrics/prom serves Prometheus on the local server. Both use the metric and label
 // names below, verbatim, so an alarm written against one holds for the
 // other.
 //

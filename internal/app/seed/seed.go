@@ -23,7 +23,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 // Options are the seedlocal command's flags: where the table is.
@@ -83,7 +82,7 @@ func Run(cfg config.Local, o Options) error {
 	return nil
 }
 
-// ensureTable creates the table of package tableschema (pk S, on demand,
+// ensureTable creates the table of dynamo.CreateTable (pk S, on demand,
 // TTL on expires_at) unless it exists, and waits until it is active.
 func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, error) {
 	_, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
@@ -100,7 +99,7 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, e
 	case !errors.As(err, &missing):
 		return false, fmt.Errorf("describe table %s: %w", table, err)
 	}
-	_, err = c.CreateTable(ctx, tableschema.CreateTable(table))
+	_, err = c.CreateTable(ctx, dynamo.CreateTable(table))
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) { // in use: created concurrently
 		return false, fmt.Errorf("create table %s: %w", table, err)
@@ -108,7 +107,7 @@ func ensureTable(ctx context.Context, c *dynamodb.Client, table string) (bool, e
 	if err := dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, time.Minute); err != nil {
 		return false, fmt.Errorf("wait for table %s: %w", table, err)
 	}
-	_, err = c.UpdateTimeToLive(ctx, tableschema.EnableTTL(table))
+	_, err = c.UpdateTimeToLive(ctx, dynamo.EnableTTL(table))
 	if err != nil {
 		// Some DynamoDB Local versions reject or ignore TTL; the claim's
 		// condition treats expired operations as absent anyway.

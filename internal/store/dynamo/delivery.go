@@ -13,8 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
-
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
@@ -24,8 +22,8 @@ import (
 // while the delivery is live (pending or delivering).
 const (
 	attrState          = "delivery_state"
-	attrDueAt          = tableschema.DeliveryDueAt // epoch seconds
-	attrShard          = tableschema.DeliveryShard
+	attrDueAt          = DeliveryDueAt // epoch seconds
+	attrShard          = DeliveryShard
 	attrAttempts       = "delivery_attempts"
 	attrLookupFailures = "delivery_lookup_failures"
 	attrSentUnknown    = "delivery_unknown" // BOOL: a send may have created it

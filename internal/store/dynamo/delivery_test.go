@@ -13,7 +13,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/matrixtest"
@@ -31,7 +30,7 @@ var deliveryHarness = deliverytest.Harness{
 	Corrupt: func(t *testing.T, s deliverytest.Adapter, id string) {
 		ts := s.(tableStore)
 		_, err := ts.client.UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-			TableName: &ts.table, Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: "TICKET#" + id}},
+			TableName: &ts.table, Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: "TICKET#" + id}},
 			UpdateExpression:          aws.String("SET created_at = :bad"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: "yesterday"}},
 		})
@@ -130,7 +129,7 @@ func TestDeliveryIndexIsSparse(t *testing.T) {
 	}
 	var keys []string
 	for _, item := range out.Items {
-		keys = append(keys, item[tableschema.PartitionKey].(*types.AttributeValueMemberS).Value)
+		keys = append(keys, item[dynamo.PartitionKey].(*types.AttributeValueMemberS).Value)
 	}
 	if len(keys) != 1 || keys[0] != "TICKET#"+live {
 		t.Fatalf("index holds %v, want only TICKET#%s (not %s, %s)", keys, live, done, plain)
@@ -153,8 +152,8 @@ func TestEnsureDeliveryIndexOnExistingTable(t *testing.T) {
 	table := fmt.Sprintf("old-%d", time.Now().UnixNano())
 	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(tableschema.PartitionKey), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(tableschema.PartitionKey), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(dynamo.PartitionKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(dynamo.PartitionKey), KeyType: types.KeyTypeHash}},
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@
 //     per claim, new operation or repeat; SDK errors become domain errors
 //     in dynamostore.MapError, with errors.As, never by message;
 //   - items.go turns records into items and back;
-//   - delivery.go is the outbox: the delivery records and their states.
+//   - delivery.go is the outbox: the delivery records and their states;
+//   - schema.go is the table's one Go definition (keys, TTL attribute,
+//     the delivery-due index), which template.yaml is held to.
 //
 // The adapter talks to DynamoDB through Client, the narrow interface it
 // uses, so tests can inject faults; correctness is proven on DynamoDB Local.

@@ -12,13 +12,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
 
 // Partition-key prefixes of the three item kinds.
 const (
 	// attrPK is the key attribute of every item.
-	attrPK = tableschema.PartitionKey
+	attrPK = PartitionKey
 
 	prefixOperation = "OP#"
 	prefixTicket    = "TICKET#"
@@ -35,9 +34,9 @@ func numberAttr(v int64) types.AttributeValue {
 // (docs/contract.md, Stored items), set here once for the claim, its
 // condition and its parsing.
 var operationAttributes = dynamostore.Attributes{
-	PartitionKey: tableschema.PartitionKey, Prefix: prefixOperation, State: "state", Tenant: "tenant_id",
+	PartitionKey: PartitionKey, Prefix: prefixOperation, State: "state", Tenant: "tenant_id",
 	Owner: "user_id", Function: "function", Fingerprint: "fingerprint", Result: "result",
-	CreatedAt: "created_at", ExpiresAt: tableschema.TTLAttribute,
+	CreatedAt: "created_at", ExpiresAt: TTLAttribute,
 }
 
 func ticketItem(t core.Ticket) map[string]types.AttributeValue {

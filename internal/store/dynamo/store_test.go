@@ -19,7 +19,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
@@ -114,7 +113,7 @@ func TestStoredItems(t *testing.T) {
 	storetest.Want(t, o, core.KindCreated)
 	get := func(pk string) map[string]types.AttributeValue {
 		out, err := s.client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &s.table,
-			Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+			Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
 			t.Fatalf("GetItem %s: %v", pk, err)
 		}
@@ -271,7 +270,7 @@ func TestPendingTicketID(t *testing.T) {
 	image := func(pk string) []byte {
 		t.Helper()
 		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table,
-			Key: map[string]types.AttributeValue{tableschema.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+			Key: map[string]types.AttributeValue{dynamo.PartitionKey: &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
 		if err != nil || out.Item == nil {
 			t.Fatalf("GetItem %s: %v", pk, err)
 		}

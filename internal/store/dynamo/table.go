@@ -8,13 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 )
-
-// DeliveryDueIndex is the sparse index of live deliveries
-// (tableschema.DeliveryDueIndex).
-const DeliveryDueIndex = tableschema.DeliveryDueIndex
 
 // EnsureDeliveryIndex adds DeliveryDueIndex to a table that lacks it, and
 // waits until the index is active; it reports whether it added it. Tickets
@@ -36,10 +30,10 @@ func EnsureDeliveryIndex(ctx context.Context, c *dynamodb.Client, table string) 
 	if err != nil || found {
 		return false, err
 	}
-	index := tableschema.DeliveryIndex()
+	index := DeliveryIndex()
 	_, err = c.UpdateTable(ctx, &dynamodb.UpdateTableInput{
 		TableName:            &table,
-		AttributeDefinitions: tableschema.AttributeDefinitions(),
+		AttributeDefinitions: AttributeDefinitions(),
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
 			IndexName: index.IndexName, KeySchema: index.KeySchema, Projection: index.Projection,
 		}}},

@@ -18,7 +18,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/iam"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
@@ -81,7 +80,7 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	keys := iam.Keys{Tables: map[string]string{"": tableschema.PartitionKey},
+	keys := iam.Keys{Tables: map[string]string{"": dynamo.PartitionKey},
 		Indexes: map[string]string{dynamo.DeliveryDueIndex: "delivery_shard"}}
 	cbDDB, dlDDB := iam.NewRecorder(t, endpoint, acct, keys), iam.NewRecorder(t, endpoint, acct, keys)
 	cbSSM := iam.NewSSM(t, acct, map[string]string{hookKeyParam: hookKey})

@@ -22,7 +22,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -110,7 +110,7 @@ func Event(t *testing.T, endpoint, streamARN string, tickets []string) ([]byte, 
 						continue
 					}
 					ev.Records = append(ev.Records, rec)
-					if want[strings.TrimPrefix(rec.Change.Keys[tableschema.PartitionKey].String(), "TICKET#")] {
+					if want[strings.TrimPrefix(rec.Change.Keys[dynamo.PartitionKey].String(), "TICKET#")] {
 						found++
 					}
 				}
@@ -173,7 +173,7 @@ func Record(t testing.TB, r streamtypes.Record, streamARN string) events.DynamoD
 // PassesFilter is template.yaml's FilterCriteria pattern: an INSERT of a
 // TICKET# item written pending.
 func PassesFilter(r events.DynamoDBEventRecord) bool {
-	pk, ok := r.Change.Keys[tableschema.PartitionKey]
+	pk, ok := r.Change.Keys[dynamo.PartitionKey]
 	if r.EventName != "INSERT" || !ok || pk.DataType() != events.DataTypeString || !strings.HasPrefix(pk.String(), "TICKET#") {
 		return false
 	}

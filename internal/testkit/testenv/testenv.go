@@ -24,7 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
 // EnvDynamoDBEndpoint names the variable that, when set, gives the endpoint
@@ -316,7 +316,7 @@ func CountCallsButReadAhead(n *atomic.Int64) func(*dynamodb.Options) {
 			if err := st.Initialize.Add(middleware.InitializeMiddlewareFunc("markReadAhead",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					if g, ok := in.Parameters.(*dynamodb.GetItemInput); ok {
-						if pk, ok := g.Key[tableschema.PartitionKey].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "OP#") {
+						if pk, ok := g.Key[dynamo.PartitionKey].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "OP#") {
 							ctx = middleware.WithStackValue(ctx, readAhead{}, true)
 						}
 					}
@@ -338,7 +338,7 @@ func CountCallsButReadAhead(n *atomic.Int64) func(*dynamodb.Options) {
 var tableSeq atomic.Int64
 
 // CreateTable creates a fresh, uniquely named table as the product defines
-// it (package tableschema: partition key pk, on-demand billing, TTL on
+// it (dynamo.CreateTable: partition key pk, on-demand billing, TTL on
 // expires_at), waits until it is ACTIVE, and deletes it when the test ends.
 func CreateTable(t testing.TB, endpoint string) (tableName string) {
 	t.Helper()
@@ -349,7 +349,7 @@ func CreateTable(t testing.TB, endpoint string) (tableName string) {
 	client := DynamoClient(t, endpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := client.CreateTable(ctx, tableschema.CreateTable(name))
+	_, err := client.CreateTable(ctx, dynamo.CreateTable(name))
 	if err != nil {
 		t.Fatalf("testenv: create table %s on %s: %v", name, endpoint, err)
 	}
@@ -367,7 +367,7 @@ func CreateTable(t testing.TB, endpoint string) (tableName string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if _, err := client.UpdateTimeToLive(ctx, tableschema.EnableTTL(name)); err != nil {
+	if _, err := client.UpdateTimeToLive(ctx, dynamo.EnableTTL(name)); err != nil {
 		t.Fatalf("testenv: TTL on table %s: %v", name, err)
 	}
 	t.Cleanup(func() {

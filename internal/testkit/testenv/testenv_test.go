@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -172,7 +172,7 @@ func TestCreateTableUnique(t *testing.T) {
 }
 
 // A table from CreateTable has the product's key schema and TTL, as
-// package tableschema defines them.
+// dynamo.CreateTable defines them.
 func TestCreateTableSchema(t *testing.T) {
 	endpoint := testenv.DynamoDB(t)
 	name := testenv.CreateTable(t, endpoint)
@@ -183,16 +183,16 @@ func TestCreateTableSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	ks := out.Table.KeySchema
-	if len(ks) != 1 || *ks[0].AttributeName != tableschema.PartitionKey || ks[0].KeyType != types.KeyTypeHash {
-		t.Errorf("KeySchema = %+v, want only %s HASH", ks, tableschema.PartitionKey)
+	if len(ks) != 1 || *ks[0].AttributeName != dynamo.PartitionKey || ks[0].KeyType != types.KeyTypeHash {
+		t.Errorf("KeySchema = %+v, want only %s HASH", ks, dynamo.PartitionKey)
 	}
 	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := ttl.TimeToLiveDescription
-	if d == nil || d.AttributeName == nil || *d.AttributeName != tableschema.TTLAttribute || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
-		t.Errorf("TTL = %+v, want %s ENABLED", d, tableschema.TTLAttribute)
+	if d == nil || d.AttributeName == nil || *d.AttributeName != dynamo.TTLAttribute || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled {
+		t.Errorf("TTL = %+v, want %s ENABLED", d, dynamo.TTLAttribute)
 	}
 }
 

@@ -1,4 +1,4 @@
-package emf_test
+package metrics_test
 
 import (
 	"bytes"
@@ -22,7 +22,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/emftest"
 )
 
@@ -71,18 +70,18 @@ func joinLines(lines [][]byte) []byte {
 }
 
 func TestGoldenLines(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
-	many := func(n int, unit emf.Unit) []emf.Metric {
-		ms := make([]emf.Metric, n)
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	many := func(n int, unit metrics.Unit) []metrics.Metric {
+		ms := make([]metrics.Metric, n)
 		for i := range ms {
-			ms[i] = emf.Metric{Name: fmt.Sprintf("m%03d", i), Unit: unit, Values: []float64{float64(i)}}
+			ms[i] = metrics.Metric{Name: fmt.Sprintf("m%03d", i), Unit: unit, Values: []float64{float64(i)}}
 		}
 		return ms
 	}
 	// A callback's event, with the members its log line carries itself.
-	cb := func(c metrics.Callback, store []float64, cold bool) emf.Event {
+	cb := func(c metrics.Callback, store []float64, cold bool) metrics.EMFEvent {
 		e := rec.CallbackEvent(c, store, cold)
-		for _, d := range []emf.Dimension{{Name: "function", Value: c.Function}, {Name: "outcome", Value: c.Outcome}, {Name: "code", Value: c.Code}} {
+		for _, d := range []metrics.Dimension{{Name: "function", Value: c.Function}, {Name: "outcome", Value: c.Outcome}, {Name: "code", Value: c.Code}} {
 			if d.Value != "" {
 				e.Dimensions = append(e.Dimensions, d)
 			}
@@ -95,7 +94,7 @@ func TestGoldenLines(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		ev   emf.Event
+		ev   metrics.EMFEvent
 	}{
 		{"created_cold.json", cb(metrics.Callback{Function: core.CreateTicket, Outcome: "created",
 			Duration: 12500 * time.Microsecond}, []float64{0.004, 0.0065}, true)},
@@ -104,17 +103,17 @@ func TestGoldenLines(t *testing.T) {
 		{"unknown_function.json", cb(metrics.Callback{Function: "create_tikcet", Outcome: "rejected",
 			Code: core.CodeUnknownFunction, Duration: time.Millisecond}, nil, false)},
 		{"unauthenticated.json", cb(metrics.Callback{Outcome: "unauthenticated", Duration: 30 * time.Millisecond}, nil, false)},
-		{"split_metrics.json", emf.Event{Namespace: "AIVAX/Callback", Timestamp: t0, Directives: []emf.Directive{
-			{Dimensions: [][]string{{"state"}}, Metrics: many(150, emf.Count)}},
-			Dimensions: []emf.Dimension{{Name: "state", Value: "delivered"}}}},
-		{"split_values.json", emf.Event{Namespace: "AIVAX/Callback", Timestamp: t0, Directives: []emf.Directive{
-			{Dimensions: [][]string{{}}, Metrics: []emf.Metric{
-				{Name: metrics.StoreCallDuration, Unit: emf.Seconds, Values: vals},
-				{Name: metrics.ColdStarts, Unit: emf.Count, Values: []float64{1}}}}}}},
+		{"split_metrics.json", metrics.EMFEvent{Namespace: "AIVAX/Callback", Timestamp: t0, Directives: []metrics.Directive{
+			{Dimensions: [][]string{{"state"}}, Metrics: many(150, metrics.Count)}},
+			Dimensions: []metrics.Dimension{{Name: "state", Value: "delivered"}}}},
+		{"split_values.json", metrics.EMFEvent{Namespace: "AIVAX/Callback", Timestamp: t0, Directives: []metrics.Directive{
+			{Dimensions: [][]string{{}}, Metrics: []metrics.Metric{
+				{Name: metrics.StoreCallDuration, Unit: metrics.Seconds, Values: vals},
+				{Name: metrics.ColdStarts, Unit: metrics.Count, Values: []float64{1}}}}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			lines, err := emf.Lines(c.ev)
+			lines, err := metrics.EMFLines(c.ev)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +130,7 @@ func TestGoldenLines(t *testing.T) {
 // TestGoldenRecorderLines: what the recorder adds to the callback's and
 // the delivery worker's own lines, as slog writes them.
 func TestGoldenRecorderLines(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	ctx, req := metrics.WithRequest(context.Background())
 	req.Add(4 * time.Millisecond)
 	req.Add(6500 * time.Microsecond)
@@ -166,23 +165,23 @@ func TestLimits(t *testing.T) {
 		}
 		return s
 	}
-	dims := func(n int) []emf.Dimension {
-		ds := make([]emf.Dimension, n)
+	dims := func(n int) []metrics.Dimension {
+		ds := make([]metrics.Dimension, n)
 		for i := range ds {
-			ds[i] = emf.Dimension{Name: fmt.Sprintf("d%02d", i), Value: "v"}
+			ds[i] = metrics.Dimension{Name: fmt.Sprintf("d%02d", i), Value: "v"}
 		}
 		return ds
 	}
-	metricsN := func(n, values int) []emf.Metric {
-		ms := make([]emf.Metric, n)
+	metricsN := func(n, values int) []metrics.Metric {
+		ms := make([]metrics.Metric, n)
 		for i := range ms {
-			ms[i] = emf.Metric{Name: fmt.Sprintf("m%03d", i), Unit: emf.Count, Values: make([]float64, values)}
+			ms[i] = metrics.Metric{Name: fmt.Sprintf("m%03d", i), Unit: metrics.Count, Values: make([]float64, values)}
 		}
 		return ms
 	}
-	ev := func(set []string, ms []emf.Metric) emf.Event {
-		return emf.Event{Namespace: "N", Timestamp: t0, Dimensions: dims(len(set)),
-			Directives: []emf.Directive{{Dimensions: [][]string{set}, Metrics: ms}}}
+	ev := func(set []string, ms []metrics.Metric) metrics.EMFEvent {
+		return metrics.EMFEvent{Namespace: "N", Timestamp: t0, Dimensions: dims(len(set)),
+			Directives: []metrics.Directive{{Dimensions: [][]string{set}, Metrics: ms}}}
 	}
 	parse := func(t *testing.T, lines [][]byte) (directives []int, values []int) {
 		t.Helper()
@@ -212,14 +211,14 @@ func TestLimits(t *testing.T) {
 	}
 
 	t.Run("30 dimensions per set", func(t *testing.T) {
-		if _, err := emf.Lines(ev(names(30), metricsN(1, 1))); err != nil {
+		if _, err := metrics.EMFLines(ev(names(30), metricsN(1, 1))); err != nil {
 			t.Fatalf("30 dimensions: %v", err)
 		}
-		_, err := emf.Lines(ev(names(31), metricsN(1, 1)))
-		if !errors.Is(err, emf.ErrInvalid) || !strings.Contains(err.Error(), "31 dimensions") {
+		_, err := metrics.EMFLines(ev(names(31), metricsN(1, 1)))
+		if !errors.Is(err, metrics.ErrInvalidEMF) || !strings.Contains(err.Error(), "31 dimensions") {
 			t.Fatalf("31 dimensions: %v, want a clear ErrInvalid", err)
 		}
-		if _, err := emf.Attr(ev(names(31), metricsN(1, 1))); !errors.Is(err, emf.ErrInvalid) {
+		if _, err := metrics.EMFAttr(ev(names(31), metricsN(1, 1))); !errors.Is(err, metrics.ErrInvalidEMF) {
 			t.Fatalf("Attr, 31 dimensions: %v", err)
 		}
 	})
@@ -228,7 +227,7 @@ func TestLimits(t *testing.T) {
 			n    int
 			want []int
 		}{{100, []int{100}}, {101, []int{100, 1}}, {250, []int{100, 100, 50}}} {
-			lines, err := emf.Lines(ev(names(1), metricsN(c.n, 1)))
+			lines, err := metrics.EMFLines(ev(names(1), metricsN(c.n, 1)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +241,7 @@ func TestLimits(t *testing.T) {
 			n    int
 			want []int
 		}{{1, []int{1}}, {100, []int{100}}, {101, []int{100, 1}}, {201, []int{100, 100, 1}}} {
-			lines, err := emf.Lines(ev(names(1), metricsN(1, c.n)))
+			lines, err := metrics.EMFLines(ev(names(1), metricsN(1, c.n)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,41 +249,41 @@ func TestLimits(t *testing.T) {
 				t.Errorf("%d values: lines of %v values, want %v", c.n, got, c.want)
 			}
 		}
-		if _, err := emf.Attr(ev(names(1), metricsN(1, 100))); err != nil {
+		if _, err := metrics.EMFAttr(ev(names(1), metricsN(1, 100))); err != nil {
 			t.Errorf("Attr, 100 values: %v", err)
 		}
-		if _, err := emf.Attr(ev(names(1), metricsN(1, 101))); !errors.Is(err, emf.ErrInvalid) {
+		if _, err := metrics.EMFAttr(ev(names(1), metricsN(1, 101))); !errors.Is(err, metrics.ErrInvalidEMF) {
 			t.Errorf("Attr, 101 values: %v, want ErrInvalid (one line cannot hold them)", err)
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
 		ok := ev(names(1), metricsN(1, 1))
-		for name, mutate := range map[string]func(e *emf.Event){
-			"no namespace":         func(e *emf.Event) { e.Namespace = "" },
-			"AWS/ namespace":       func(e *emf.Event) { e.Namespace = "AWS/Lambda" },
-			"namespace character":  func(e *emf.Event) { e.Namespace = "a\"b" },
-			"long namespace":       func(e *emf.Event) { e.Namespace = strings.Repeat("n", 256) },
-			"NaN":                  func(e *emf.Event) { e.Directives[0].Metrics[0].Values[0] = math.NaN() },
-			"Inf":                  func(e *emf.Event) { e.Directives[0].Metrics[0].Values[0] = math.Inf(1) },
-			"no value":             func(e *emf.Event) { e.Directives[0].Metrics[0].Values = nil },
-			"no metric":            func(e *emf.Event) { e.Directives[0].Metrics = nil },
-			"no directive":         func(e *emf.Event) { e.Directives = nil },
-			"no dimension set":     func(e *emf.Event) { e.Directives[0].Dimensions = nil },
-			"empty value":          func(e *emf.Event) { e.Dimensions[0].Value = "" },
-			"metric is dimension":  func(e *emf.Event) { e.Directives[0].Metrics[0].Name = "d00" },
-			"metric named _aws":    func(e *emf.Event) { e.Directives[0].Metrics[0].Name = "_aws" },
-			"empty metric name":    func(e *emf.Event) { e.Directives[0].Metrics[0].Name = "" },
-			"empty dimension name": func(e *emf.Event) { e.Directives[0].Dimensions[0][0] = "" },
+		for name, mutate := range map[string]func(e *metrics.EMFEvent){
+			"no namespace":         func(e *metrics.EMFEvent) { e.Namespace = "" },
+			"AWS/ namespace":       func(e *metrics.EMFEvent) { e.Namespace = "AWS/Lambda" },
+			"namespace character":  func(e *metrics.EMFEvent) { e.Namespace = "a\"b" },
+			"long namespace":       func(e *metrics.EMFEvent) { e.Namespace = strings.Repeat("n", 256) },
+			"NaN":                  func(e *metrics.EMFEvent) { e.Directives[0].Metrics[0].Values[0] = math.NaN() },
+			"Inf":                  func(e *metrics.EMFEvent) { e.Directives[0].Metrics[0].Values[0] = math.Inf(1) },
+			"no value":             func(e *metrics.EMFEvent) { e.Directives[0].Metrics[0].Values = nil },
+			"no metric":            func(e *metrics.EMFEvent) { e.Directives[0].Metrics = nil },
+			"no directive":         func(e *metrics.EMFEvent) { e.Directives = nil },
+			"no dimension set":     func(e *metrics.EMFEvent) { e.Directives[0].Dimensions = nil },
+			"empty value":          func(e *metrics.EMFEvent) { e.Dimensions[0].Value = "" },
+			"metric is dimension":  func(e *metrics.EMFEvent) { e.Directives[0].Metrics[0].Name = "d00" },
+			"metric named _aws":    func(e *metrics.EMFEvent) { e.Directives[0].Metrics[0].Name = "_aws" },
+			"empty metric name":    func(e *metrics.EMFEvent) { e.Directives[0].Metrics[0].Name = "" },
+			"empty dimension name": func(e *metrics.EMFEvent) { e.Directives[0].Dimensions[0][0] = "" },
 		} {
 			e := ok
-			e.Dimensions = append([]emf.Dimension(nil), ok.Dimensions...)
-			e.Directives = []emf.Directive{{Dimensions: [][]string{append([]string(nil), ok.Directives[0].Dimensions[0]...)},
-				Metrics: []emf.Metric{{Name: "m000", Values: []float64{1}}}}}
+			e.Dimensions = append([]metrics.Dimension(nil), ok.Dimensions...)
+			e.Directives = []metrics.Directive{{Dimensions: [][]string{append([]string(nil), ok.Directives[0].Dimensions[0]...)},
+				Metrics: []metrics.Metric{{Name: "m000", Values: []float64{1}}}}}
 			mutate(&e)
-			if _, err := emf.Lines(e); !errors.Is(err, emf.ErrInvalid) {
+			if _, err := metrics.EMFLines(e); !errors.Is(err, metrics.ErrInvalidEMF) {
 				t.Errorf("%s: Lines err = %v, want ErrInvalid", name, err)
 			}
-			if _, err := emf.Attr(e); !errors.Is(err, emf.ErrInvalid) {
+			if _, err := metrics.EMFAttr(e); !errors.Is(err, metrics.ErrInvalidEMF) {
 				t.Errorf("%s: Attr err = %v, want ErrInvalid", name, err)
 			}
 		}
@@ -294,8 +293,8 @@ func TestLimits(t *testing.T) {
 // TestCallbackFastPath holds the recorder's per-shape encoding to the
 // generic encoder: for every shape, the same members.
 func TestCallbackFastPath(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
-	gen := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	gen := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	calls := []metrics.Callback{
 		{Function: core.CreateTicket, Outcome: "created"},
 		{Function: core.GetTicket, Outcome: "rejected", Code: core.CodeTicketNotFound},
@@ -316,7 +315,7 @@ func TestCallbackFastPath(t *testing.T) {
 				}
 				rec.SetServed(!cold)
 				fast := line(t, "callback", rec.Callback(ctx, c))
-				want, err := emf.Attr(gen.CallbackEvent(c, secs, cold))
+				want, err := metrics.EMFAttr(gen.CallbackEvent(c, secs, cold))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -348,7 +347,7 @@ func TestNoIdentifiersInMetrics(t *testing.T) {
 	}
 	functions := []string{core.CreateTicket, core.GetTicket}
 	r := rand.New(rand.NewPCG(1, 2))
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	for i := range 3000 {
 		c := metrics.Callback{Function: pick(r, functions), Outcome: pick(r, httpapi.MetricLabels().Outcomes),
 			Code: pick(r, httpapi.MetricLabels().Codes), Duration: time.Duration(r.IntN(1e9))}
@@ -387,16 +386,16 @@ func TestNoIdentifiersInMetrics(t *testing.T) {
 }
 
 func TestCheckNamespace(t *testing.T) {
-	if err := (&emf.Recorder{}).Check(); err != nil {
+	if err := (&metrics.EMF{}).Check(); err != nil {
 		t.Errorf("default namespace: %v", err)
 	}
-	if err := (&emf.Recorder{Namespace: "Team/Callbacks"}).Check(); err != nil {
+	if err := (&metrics.EMF{Namespace: "Team/Callbacks"}).Check(); err != nil {
 		t.Errorf("Team/Callbacks: %v", err)
 	}
-	if err := (&emf.Recorder{Namespace: "AWS/Lambda"}).Check(); !errors.Is(err, emf.ErrInvalid) {
+	if err := (&metrics.EMF{Namespace: "AWS/Lambda"}).Check(); !errors.Is(err, metrics.ErrInvalidEMF) {
 		t.Errorf("AWS/Lambda: %v, want ErrInvalid", err)
 	}
-	bad := &emf.Recorder{Namespace: "bad\"namespace", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	bad := &metrics.EMF{Namespace: "bad\"namespace", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	if got := string(line(t, "callback", bad.Callback(context.Background(), metrics.Callback{Outcome: "created"}))); !strings.Contains(got, "metrics_error") {
 		t.Errorf("a bad namespace must show in the line: %s", got)
 	}
@@ -405,7 +404,7 @@ func TestCheckNamespace(t *testing.T) {
 // TestCallbackAllocs: the recorder's part of a callback's line is three
 // allocations (the _aws text, the attribute list and the raw value's box).
 func TestCallbackAllocs(t *testing.T) {
-	rec := &emf.Recorder{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	ctx, req := metrics.WithRequest(context.Background())
 	req.Add(time.Millisecond)
 	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
@@ -418,7 +417,7 @@ func TestCallbackAllocs(t *testing.T) {
 // the recorder's members (what EMF adds to each request, the collector of
 // store calls included).
 func BenchmarkCallbackLine(b *testing.B) {
-	rec := &emf.Recorder{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	l := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
 	b.Run("without_metrics", func(b *testing.B) {
@@ -446,7 +445,7 @@ func BenchmarkCallbackLine(b *testing.B) {
 // first line WARN with the error, the next a short INFO line; each line
 // names its class once, and a class outside the set is "other".
 func TestReadAheadErrorLines(t *testing.T) {
-	rec := &emf.Recorder{Namespace: "AIVAX/Callback", Now: fixedNow}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow}
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	hook := metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, func(err error) string { return err.Error() })

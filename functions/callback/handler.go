@@ -1,7 +1,8 @@
-// Package callbackfn is the callback function's composition root: it
-// builds the graph functions/callback starts (the AIVAX door and the MCP
-// door on DynamoDB), and links no helpdesk client and no operator code.
-package callbackfn
+package main
+
+// This file is the callback function's composition root: it builds the
+// graph main starts (the AIVAX door and the MCP door on DynamoDB), and
+// links no helpdesk client and no operator code.
 
 import (
 	"context"
@@ -18,8 +19,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
-	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
@@ -70,7 +69,7 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace, CallbackLabels: httpapi.MetricLabels()}
+	rec := &metrics.EMF{Namespace: cfg.MetricsNamespace, CallbackLabels: httpapi.MetricLabels()}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
@@ -97,10 +96,10 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	return tracing.Door(httpapi.Collect(h)), nil
 }
 
-// readParameter reads the hook key's SSM parameter (ssmparam.Read: one
+// readParameter reads the hook key's SSM parameter (config.ReadParameter: one
 // trailing line break trimmed, the value never in an error).
-func readParameter(ctx context.Context, c ssmparam.Getter, name string) (string, error) {
-	key, err := ssmparam.Read(ctx, c, name)
+func readParameter(ctx context.Context, c config.ParameterGetter, name string) (string, error) {
+	key, err := config.ReadParameter(ctx, c, name)
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}

@@ -1,7 +1,8 @@
-// Package ssmparam reads the SSM SecureString parameters the functions
-// take their secrets from (the hook key, the helpdesk's credentials), once
+package config
+
+// ReadParameter reads the SSM SecureString parameters the functions take
+// their secrets from (HOOK_KEY_PARAMETER, DELIVERY_SECRET_PARAMETER), once
 // at cold start.
-package ssmparam
 
 import (
 	"context"
@@ -13,37 +14,37 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
-// Timeout bounds one read.
-const Timeout = 5 * time.Second
+// ParameterTimeout bounds one ReadParameter.
+const ParameterTimeout = 5 * time.Second
 
-// Getter is the part of the SSM client Read uses.
-type Getter interface {
+// ParameterGetter is the part of the SSM client ReadParameter uses.
+type ParameterGetter interface {
 	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-// ErrEmpty: the parameter holds nothing.
-var ErrEmpty = errors.New("empty value")
+// ErrEmptyParameter: the parameter holds nothing.
+var ErrEmptyParameter = errors.New("empty value")
 
-// Read returns the decrypted value of parameter name, used exactly as
+// ReadParameter returns the decrypted value of parameter name, used exactly as
 // stored except for one trailing line break ("\n" or "\r\n"), which
 // `aws ssm put-parameter --value file://…` stores with a file's last line.
 // The value never appears in an error.
-func Read(ctx context.Context, c Getter, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
+func ReadParameter(ctx context.Context, c ParameterGetter, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ParameterTimeout)
 	defer cancel()
 	out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: &name, WithDecryption: aws.Bool(true)})
 	if err != nil {
 		return "", err
 	}
 	if out.Parameter == nil || out.Parameter.Value == nil {
-		return "", ErrEmpty
+		return "", ErrEmptyParameter
 	}
 	v, found := strings.CutSuffix(*out.Parameter.Value, "\n")
 	if found {
 		v = strings.TrimSuffix(v, "\r")
 	}
 	if v == "" {
-		return "", ErrEmpty
+		return "", ErrEmptyParameter
 	}
 	return v, nil
 }

@@ -1,4 +1,4 @@
-package tableschema_test
+package dynamo_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"gopkg.in/yaml.v3"
 
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo/tableschema"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 )
 
 // templateTable is the part of template.yaml's table resource that the Go
@@ -90,7 +90,7 @@ func samePairs(t *testing.T, what string, template, golang [][2]string) {
 // create tables from to the table template.yaml deploys: same attribute
 // definitions, same key schema, same billing mode, same TTL attribute.
 func TestMatchesTemplate(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "template.yaml"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestMatchesTemplate(t *testing.T) {
 		t.Fatalf("template.yaml declares tables %v, want exactly one", tables)
 	}
 	p := tmpl.Resources[tables[0]].Properties
-	in := tableschema.CreateTable("t")
+	in := dynamo.CreateTable("t")
 
 	if got, want := p.BillingMode, string(in.BillingMode); got != want {
 		t.Errorf("BillingMode: template %q, Go %q", got, want)
@@ -137,7 +137,7 @@ func TestMatchesTemplate(t *testing.T) {
 	if got, want := p.StreamSpecification.StreamViewType, string(in.StreamSpecification.StreamViewType); got != want {
 		t.Errorf("StreamSpecification: template %q, Go %q", got, want)
 	}
-	ttl := tableschema.EnableTTL("t").TimeToLiveSpecification
+	ttl := dynamo.EnableTTL("t").TimeToLiveSpecification
 	if p.TimeToLiveSpecification.AttributeName != *ttl.AttributeName || p.TimeToLiveSpecification.Enabled != *ttl.Enabled {
 		t.Errorf("TTL: template %+v, Go %s enabled=%v", p.TimeToLiveSpecification, *ttl.AttributeName, *ttl.Enabled)
 	}

@@ -1,4 +1,4 @@
-package lambdalog
+package lambdaurl
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-
-	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 )
 
 // TestInvocationHandler: lines logged with a request's context carry the
@@ -20,7 +18,7 @@ import (
 func TestInvocationHandler(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(invocationHandler{slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})})
-	h := lambdaurl.Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+	h := Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		logger.InfoContext(r.Context(), "callback")
 	}))
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "req-untraced"})

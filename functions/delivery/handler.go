@@ -1,7 +1,7 @@
-// Package deliveryfn is the delivery function's composition root: it
-// builds the graph functions/delivery starts, and links no HTTP door,
-// nonce check or operator code.
-package deliveryfn
+package main
+
+// This file is the delivery function's composition root: it builds the
+// graph main starts, and links no HTTP door, nonce check or operator code.
 
 import (
 	"cmp"
@@ -17,9 +17,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/metrics/emf"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/redact"
-	"github.com/aivax-examples/idempotent-callback/internal/ssmparam"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
@@ -31,7 +30,7 @@ import (
 // (steps logged with their EMF metrics under METRICS_NAMESPACE) → the
 // destination and one DynamoDB client's dynamo.Store on TABLE_NAME.
 func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger) (*deliverylambda.Handler, error) {
-	rec := &emf.Recorder{Namespace: cfg.MetricsNamespace, DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: cfg.MetricsNamespace, DeliveryLabels: destination.MetricLabels()}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}
@@ -42,7 +41,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	otelsetup.AWS(&awsCfg, "") // a span per AWS request
 	d := cfg.Destination
 	if cfg.SecretParameter != "" {
-		secret, err := ssmparam.Read(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
+		secret, err := config.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
 		if err != nil {
 			return nil, fmt.Errorf("config: DELIVERY_SECRET_PARAMETER %s: %w", cfg.SecretParameter, err)
 		}

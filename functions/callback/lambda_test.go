@@ -1,4 +1,4 @@
-package callbackfn
+package main
 
 import (
 	"context"

@@ -1,11 +1,12 @@
-// Package emf encodes CloudWatch Embedded Metric Format: a JSON log event
-// whose "_aws" member tells CloudWatch Logs which of the event's members
-// are metrics and which are their dimensions, so metrics cost no API call
+package metrics
+
+// EMFEvent and EMFLines encode CloudWatch Embedded Metric Format: a JSON
+// log event whose "_aws" member tells CloudWatch Logs which of the event's
+// members are metrics and which are their dimensions, so metrics cost no API call
 // and no extra line. No maintained Go library for it is available, so this
 // is the small encoder the product needs, holding the format's limits: at
 // most 100 metrics per directive, 30 dimensions per dimension set and 100
 // values per metric.
-package emf
 
 import (
 	"encoding/json/jsontext"
@@ -36,7 +37,7 @@ const (
 	Count   Unit = "Count"
 )
 
-// Metric is one metric and its values (at most MaxValuesPerMetric; Lines
+// Metric is one metric and its values (at most MaxValuesPerMetric; EMFLines
 // splits more over several events).
 type Metric struct {
 	Name   string
@@ -57,28 +58,28 @@ type Dimension struct {
 	Name, Value string
 }
 
-// Event is one log event's metrics.
-type Event struct {
+// EMFEvent is one log event's metrics.
+type EMFEvent struct {
 	Namespace  string
 	Timestamp  time.Time
 	Directives []Directive
 	// Dimensions are written as members of the event. A dimension a
 	// directive names but that is not listed here must be a string member
-	// the log line already carries (see Attr).
+	// the log line already carries (see EMFAttr).
 	Dimensions []Dimension
 }
 
-// ErrInvalid wraps every refusal of an event the format cannot express.
-var ErrInvalid = errors.New("emf: invalid event")
+// ErrInvalidEMF wraps every refusal of an event the format cannot express.
+var ErrInvalidEMF = errors.New("emf: invalid event")
 
 func invalid(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", ErrInvalidEMF, fmt.Sprintf(format, a...))
 }
 
 // Validate reports what, if anything, makes e inexpressible. Values beyond
-// MaxValuesPerMetric are not an error here (Lines splits them); Attr
+// MaxValuesPerMetric are not an error here (EMFLines splits them); EMFAttr
 // refuses them.
-func (e *Event) Validate() error {
+func (e *EMFEvent) Validate() error {
 	if e.Namespace == "" || len(e.Namespace) > maxNamespaceLen {
 		return invalid("namespace must be 1 to %d characters", maxNamespaceLen)
 	}
@@ -153,8 +154,8 @@ func checkName(what, name string) error {
 
 // AppendAWS appends the value of the "_aws" member: the timestamp and the
 // directives, each with at most MaxMetricsPerDirective metrics. It does
-// not validate; Attr and Lines do.
-func (e *Event) AppendAWS(b []byte) []byte {
+// not validate; EMFAttr and EMFLines do.
+func (e *EMFEvent) AppendAWS(b []byte) []byte {
 	b = append(b, `{"Timestamp":`...)
 	b = strconv.AppendInt(b, e.Timestamp.UnixMilli(), 10)
 	b = append(b, `,"CloudWatchMetrics":[`...)
@@ -215,11 +216,11 @@ func appendValue(b []byte, vs []float64) []byte {
 	return append(b, ']')
 }
 
-// Lines encodes e as complete log events, one JSON object each (no
+// EMFLines encodes e as complete log events, one JSON object each (no
 // newline). A metric with more than MaxValuesPerMetric values is spread
 // over as many events as it needs, each repeating the dimensions; nothing
 // is dropped.
-func Lines(e Event) ([][]byte, error) {
+func EMFLines(e EMFEvent) ([][]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
@@ -255,8 +256,8 @@ func Lines(e Event) ([][]byte, error) {
 // chunk returns the event holding values [n*100, (n+1)*100) of each
 // metric, keeping only metrics that have values there, and whether a
 // later chunk has any.
-func (e Event) chunk(n int) (Event, bool) {
-	part := Event{Namespace: e.Namespace, Timestamp: e.Timestamp, Dimensions: e.Dimensions}
+func (e EMFEvent) chunk(n int) (EMFEvent, bool) {
+	part := EMFEvent{Namespace: e.Namespace, Timestamp: e.Timestamp, Dimensions: e.Dimensions}
 	lo, hi := n*MaxValuesPerMetric, (n+1)*MaxValuesPerMetric
 	more := false
 	for _, dir := range e.Directives {
@@ -276,13 +277,13 @@ func (e Event) chunk(n int) (Event, bool) {
 	return part, more
 }
 
-// Attr returns e as one slog attribute whose members a JSON handler writes
+// EMFAttr returns e as one slog attribute whose members a JSON handler writes
 // inline into the record's line: "_aws", the listed dimensions and the
 // metric values. Dimensions a directive names but e does not list must be
 // string members of that same line (the callback's line carries function,
 // outcome and code itself). An event needing more than one line (a metric
 // with more than MaxValuesPerMetric values) is refused.
-func Attr(e Event) (slog.Attr, error) {
+func EMFAttr(e EMFEvent) (slog.Attr, error) {
 	if err := e.Validate(); err != nil {
 		return slog.Attr{}, err
 	}

@@ -1,10 +1,11 @@
-// Package tableschema is the one Go definition of the callback's DynamoDB
-// table: a string partition key pk, no sort key, on-demand billing, TTL on
-// expires_at (docs/contract.md, Stored items), and the sparse index a
-// delivery worker queries for due tickets. cmd/seedlocal and
-// testenv.CreateTable create tables from it; template.yaml declares the
-// deployed table, and this package's test holds the two to each other.
-package tableschema
+package dynamo
+
+// The one Go definition of the callback's DynamoDB table: a string
+// partition key pk, no sort key, on-demand billing, TTL on expires_at
+// (docs/contract.md, Stored items), and the sparse index a delivery
+// worker queries for due tickets. cmd/seedlocal and testenv.CreateTable
+// create tables from it; template.yaml declares the deployed table, and
+// TestMatchesTemplate holds the two to each other.
 
 import (
 	"github.com/aws/aws-sdk-go-v2/aws"

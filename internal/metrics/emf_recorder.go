@@ -1,4 +1,4 @@
-package emf
+package metrics
 
 import (
 	"bytes"
@@ -9,24 +9,22 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
 // DefaultNamespace is the CloudWatch namespace when none is configured
 // (template.yaml's MetricsNamespace parameter sets it).
 const DefaultNamespace = "AIVAX/Callback"
 
-// Recorder is the Lambda's metrics.Recorder: each method returns the EMF
+// EMF is the Lambda's Recorder: each method returns the EMF
 // members for the line that reports the event, and the function's one JSON
 // log line per request becomes its metrics. It makes no call of its own.
-type Recorder struct {
+type EMF struct {
 	Namespace string           // DefaultNamespace when empty
 	Now       func() time.Time // time.Now when nil
 	// CallbackLabels and DeliveryLabels are the labels' closed sets, from
 	// the composition root: a value outside its set is never a dimension.
-	CallbackLabels metrics.CallbackLabels
-	DeliveryLabels metrics.DeliveryLabels
+	CallbackLabels CallbackLabels
+	DeliveryLabels DeliveryLabels
 	served         atomic.Bool // a request was served: later ones are warm
 
 	once   sync.Once
@@ -34,19 +32,19 @@ type Recorder struct {
 	err    error          // a namespace CloudWatch refuses
 }
 
-var _ metrics.Recorder = (*Recorder)(nil)
+var _ Recorder = (*EMF)(nil)
 
 // Dimension sets. The callback's sets name the line's own function, outcome
 // and code members; an empty set also records the metric without
 // dimensions (the totals the alarms divide by).
 var (
 	setsAll          = []string{}
-	setOutcome       = []string{metrics.LabelOutcome}
-	setFnOutcome     = []string{metrics.LabelFunction, metrics.LabelOutcome}
-	setDoorOutcome   = []string{metrics.LabelDoor, metrics.LabelOutcome}
-	setDoorFnOutcome = []string{metrics.LabelDoor, metrics.LabelFunction, metrics.LabelOutcome}
-	setOutcomeCode   = []string{metrics.LabelOutcome, metrics.LabelCode}
-	setState         = []string{metrics.LabelState}
+	setOutcome       = []string{LabelOutcome}
+	setFnOutcome     = []string{LabelFunction, LabelOutcome}
+	setDoorOutcome   = []string{LabelDoor, LabelOutcome}
+	setDoorFnOutcome = []string{LabelDoor, LabelFunction, LabelOutcome}
+	setOutcomeCode   = []string{LabelOutcome, LabelCode}
+	setState         = []string{LabelState}
 	noDimensions     = [][]string{setsAll}
 	deliveryStateSet = [][]string{setState}
 )
@@ -64,10 +62,10 @@ var (
 // The "_aws" member depends only on which of those are present, so its
 // directives are encoded once per shape (by callbackEvent, the generic
 // encoder) and only the timestamp and the values are written per request.
-func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
+func (r *EMF) Callback(ctx context.Context, c Callback) slog.Attr {
 	var buf [8]float64
 	store := buf[:0]
-	if req := metrics.RequestFrom(ctx); req != nil {
+	if req := RequestFrom(ctx); req != nil {
 		store = req.AppendSeconds(store, MaxValuesPerMetric) // the service makes at most three
 	}
 	sh := r.callbackShape(c, len(store) > 0, !r.served.Swap(true))
@@ -81,16 +79,16 @@ func (r *Recorder) Callback(ctx context.Context, c metrics.Callback) slog.Attr {
 	b = append(b, r.shapes[sh]...)
 	attrs := make([]slog.Attr, 2, 5)
 	attrs[0] = slog.Any("_aws", rawJSON(b))
-	attrs[1] = slog.Float64(metrics.Callbacks, 1)
-	attrs = append(attrs, slog.Float64(metrics.CallbackDuration, c.Duration.Seconds()))
+	attrs[1] = slog.Float64(Callbacks, 1)
+	attrs = append(attrs, slog.Float64(CallbackDuration, c.Duration.Seconds()))
 	switch {
 	case len(store) == 1:
-		attrs = append(attrs, slog.Float64(metrics.StoreCallDuration, store[0]))
+		attrs = append(attrs, slog.Float64(StoreCallDuration, store[0]))
 	case len(store) > 1:
-		attrs = append(attrs, slog.Any(metrics.StoreCallDuration, rawJSON(appendValue(nil, store))))
+		attrs = append(attrs, slog.Any(StoreCallDuration, rawJSON(appendValue(nil, store))))
 	}
 	if sh&shapeCold != 0 {
-		attrs = append(attrs, slog.Float64(metrics.ColdStarts, 1))
+		attrs = append(attrs, slog.Float64(ColdStarts, 1))
 	}
 	return slog.Attr{Key: "", Value: slog.GroupValue(attrs...)}
 }
@@ -102,11 +100,11 @@ const (
 	shapeCode                 // a rejection code of CallbackLabels.Codes
 	shapeStore                // store calls were made
 	shapeCold                 // the process's first request
-	shapeDoor                 // the line names its door (metrics.Callback.Door)
+	shapeDoor                 // the line names its door (Callback.Door)
 	shapes
 )
 
-func (r *Recorder) callbackShape(c metrics.Callback, store, cold bool) int {
+func (r *EMF) callbackShape(c Callback, store, cold bool) int {
 	fn, outcome, code := r.CallbackLabels.Of(c)
 	sh := 0
 	if outcome == c.Outcome {
@@ -130,7 +128,7 @@ func (r *Recorder) callbackShape(c metrics.Callback, store, cold bool) int {
 	return sh
 }
 
-func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Event {
+func (r *EMF) callbackEvent(sh int, duration float64, store []float64) EMFEvent {
 	counts := [][]string{setsAll}
 	durations := [][]string{setsAll}
 	if sh&shapeOutcome != 0 {
@@ -150,8 +148,8 @@ func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Even
 	if sh&shapeCode != 0 {
 		counts = append(counts, setOutcomeCode)
 	}
-	count := Metric{Name: metrics.Callbacks, Unit: Count, Values: []float64{1}}
-	dur := Metric{Name: metrics.CallbackDuration, Unit: Seconds, Values: []float64{duration}}
+	count := Metric{Name: Callbacks, Unit: Count, Values: []float64{1}}
+	dur := Metric{Name: CallbackDuration, Unit: Seconds, Values: []float64{duration}}
 	// One directive when both metrics share their sets: the line is
 	// shorter, and writing it costs in proportion to its length.
 	dirs := []Directive{{Dimensions: counts, Metrics: []Metric{count, dur}}}
@@ -160,19 +158,19 @@ func (r *Recorder) callbackEvent(sh int, duration float64, store []float64) Even
 	}
 	var plain []Metric
 	if sh&shapeStore != 0 {
-		plain = append(plain, Metric{Name: metrics.StoreCallDuration, Unit: Seconds, Values: store})
+		plain = append(plain, Metric{Name: StoreCallDuration, Unit: Seconds, Values: store})
 	}
 	if sh&shapeCold != 0 {
-		plain = append(plain, Metric{Name: metrics.ColdStarts, Unit: Count, Values: []float64{1}})
+		plain = append(plain, Metric{Name: ColdStarts, Unit: Count, Values: []float64{1}})
 	}
 	if len(plain) > 0 {
 		dirs = append(dirs, Directive{Dimensions: noDimensions, Metrics: plain})
 	}
-	return Event{Namespace: r.namespace(), Timestamp: r.now(), Directives: dirs}
+	return EMFEvent{Namespace: r.namespace(), Timestamp: r.now(), Directives: dirs}
 }
 
 // encodeShapes encodes each shape's "_aws" member after its timestamp.
-func (r *Recorder) encodeShapes() {
+func (r *EMF) encodeShapes() {
 	for sh := range shapes {
 		e := r.callbackEvent(sh, 0, []float64{0})
 		if err := e.Validate(); err != nil {
@@ -187,8 +185,8 @@ func (r *Recorder) encodeShapes() {
 }
 
 // StoreCall collects the call for the line of ctx's request.
-func (r *Recorder) StoreCall(ctx context.Context, d time.Duration) {
-	if req := metrics.RequestFrom(ctx); req != nil {
+func (r *EMF) StoreCall(ctx context.Context, d time.Duration) {
+	if req := RequestFrom(ctx); req != nil {
 		req.Add(d)
 	}
 }
@@ -196,62 +194,62 @@ func (r *Recorder) StoreCall(ctx context.Context, d time.Duration) {
 // Delivery returns deliveries_total by state and, for a delivered ticket,
 // delivery_lag_seconds. It writes the "state" member itself: the line
 // that carries it must not write another.
-func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr {
+func (r *EMF) Delivery(_ context.Context, d DeliveryStep) slog.Attr {
 	if err := r.DeliveryLabels.Check(d); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}
 	return r.attr(r.deliveryEvent(d))
 }
 
-func (r *Recorder) deliveryEvent(d metrics.DeliveryStep) Event {
+func (r *EMF) deliveryEvent(d DeliveryStep) EMFEvent {
 	dirs := []Directive{{Dimensions: deliveryStateSet,
-		Metrics: []Metric{{Name: metrics.Deliveries, Unit: Count, Values: []float64{1}}}}}
+		Metrics: []Metric{{Name: Deliveries, Unit: Count, Values: []float64{1}}}}}
 	if d.State == r.DeliveryLabels.Delivered {
 		dirs = append(dirs, Directive{Dimensions: noDimensions,
-			Metrics: []Metric{{Name: metrics.DeliveryLag, Unit: Seconds, Values: []float64{d.Lag.Seconds()}}}})
+			Metrics: []Metric{{Name: DeliveryLag, Unit: Seconds, Values: []float64{d.Lag.Seconds()}}}})
 	}
-	return Event{Directives: dirs, Dimensions: []Dimension{{metrics.LabelState, d.State}}}
+	return EMFEvent{Directives: dirs, Dimensions: []Dimension{{LabelState, d.State}}}
 }
 
 // TicketsWaiting returns the tickets_waiting gauge's value.
-func (r *Recorder) TicketsWaiting(_ context.Context, n int) slog.Attr {
+func (r *EMF) TicketsWaiting(_ context.Context, n int) slog.Attr {
 	return r.attr(r.waitingEvent(n))
 }
 
 // ReadAheadError returns read_ahead_errors_total by class; it writes the
 // "class" member itself.
-func (r *Recorder) ReadAheadError(_ context.Context, class string) slog.Attr {
+func (r *EMF) ReadAheadError(_ context.Context, class string) slog.Attr {
 	return r.attr(readAheadEvent(class))
 }
 
-func readAheadEvent(class string) Event {
-	return Event{Directives: []Directive{{Dimensions: [][]string{{metrics.LabelClass}},
-		Metrics: []Metric{{Name: metrics.ReadAheadErrors, Unit: Count, Values: []float64{1}}}}},
-		Dimensions: []Dimension{{metrics.LabelClass, metrics.ReadAheadClass(class)}}}
+func readAheadEvent(class string) EMFEvent {
+	return EMFEvent{Directives: []Directive{{Dimensions: [][]string{{LabelClass}},
+		Metrics: []Metric{{Name: ReadAheadErrors, Unit: Count, Values: []float64{1}}}}},
+		Dimensions: []Dimension{{LabelClass, ReadAheadClass(class)}}}
 }
 
-func (r *Recorder) waitingEvent(n int) Event {
-	return Event{Directives: []Directive{{Dimensions: noDimensions,
-		Metrics: []Metric{{Name: metrics.TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}}
+func (r *EMF) waitingEvent(n int) EMFEvent {
+	return EMFEvent{Directives: []Directive{{Dimensions: noDimensions,
+		Metrics: []Metric{{Name: TicketsWaiting, Unit: Count, Values: []float64{float64(n)}}}}}}
 }
 
-func (r *Recorder) namespace() string {
+func (r *EMF) namespace() string {
 	if r.Namespace == "" {
 		return DefaultNamespace
 	}
 	return r.Namespace
 }
 
-func (r *Recorder) now() time.Time {
+func (r *EMF) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
 	}
 	return time.Now()
 }
 
-func (r *Recorder) attr(e Event) slog.Attr {
+func (r *EMF) attr(e EMFEvent) slog.Attr {
 	e.Namespace, e.Timestamp = r.namespace(), r.now()
-	a, err := Attr(e)
+	a, err := EMFAttr(e)
 	if err != nil {
 		// Only a bad namespace or an unknown state gets here: say so in
 		// the line rather than lose it.
@@ -263,9 +261,9 @@ func (r *Recorder) attr(e Event) slog.Attr {
 // Check refuses a namespace CloudWatch would not accept, so a bad
 // configuration stops the function at start instead of every line
 // carrying a metrics_error.
-func (r *Recorder) Check() error {
-	e := Event{Namespace: r.namespace(), Directives: []Directive{{Dimensions: noDimensions,
-		Metrics: []Metric{{Name: metrics.Callbacks, Values: []float64{0}}}}}}
+func (r *EMF) Check() error {
+	e := EMFEvent{Namespace: r.namespace(), Directives: []Directive{{Dimensions: noDimensions,
+		Metrics: []Metric{{Name: Callbacks, Values: []float64{0}}}}}}
 	return e.Validate()
 }
 
@@ -273,10 +271,10 @@ func (r *Recorder) Check() error {
 // dimension set it names it under (a set's names in the order written),
 // by running the recorder's own event builders over every shape and
 // every state of d. Tests hold template.yaml's alarms and dashboard to it.
-func Emitted(d metrics.DeliveryLabels) map[string][][]string {
-	r := &Recorder{DeliveryLabels: d}
+func Emitted(d DeliveryLabels) map[string][][]string {
+	r := &EMF{DeliveryLabels: d}
 	out := map[string][][]string{}
-	add := func(e Event) {
+	add := func(e EMFEvent) {
 		for _, dir := range e.Directives {
 			for _, m := range dir.Metrics {
 				for _, set := range dir.Dimensions {
@@ -291,10 +289,10 @@ func Emitted(d metrics.DeliveryLabels) map[string][][]string {
 		add(r.callbackEvent(sh, 0, []float64{0}))
 	}
 	for _, s := range d.States {
-		add(r.deliveryEvent(metrics.DeliveryStep{State: s}))
+		add(r.deliveryEvent(DeliveryStep{State: s}))
 	}
 	add(r.waitingEvent(0))
-	add(readAheadEvent(metrics.ReadAheadClasses[0]))
+	add(readAheadEvent(ReadAheadClasses[0]))
 	return out
 }
 

@@ -1,4 +1,4 @@
-package callbackfn
+package main
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
-	"github.com/aivax-examples/idempotent-callback/internal/app/lambdalog"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
@@ -33,8 +32,6 @@ import (
 // secrets are what the calls carry that no metric may; the test adds
 // the operation key once known.
 var secrets = callbacktest.MetricsSecrets
-
-func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestLambdaEMFCounts: the four calls through the deployed handler on
 // DynamoDB Local, via the function URL adapter. Each call writes exactly
@@ -53,7 +50,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 		MetricsNamespace: "Test/Callback",
 		Common:           config.Common{Policy: string(idem.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
-	logger := slog.New(lambdalog.Wrap(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
+	logger := slog.New(lambdaurl.LogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
 	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), callbacktest.MetricsHookKey, logger)
 	if err != nil {
 		t.Fatal(err)

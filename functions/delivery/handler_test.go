@@ -1,4 +1,4 @@
-package deliveryfn
+package main
 
 import (
 	"context"
