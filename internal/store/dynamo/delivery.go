@@ -13,64 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
-// The delivery record's attributes on the ticket item. delivery_shard and
-// delivery_due_at are the keys of DeliveryDueIndex and are present only
-// while the delivery is live (pending or delivering).
-const (
-	attrState          = "delivery_state"
-	attrDueAt          = DeliveryDueAt // epoch seconds
-	attrShard          = DeliveryShard
-	attrAttempts       = "delivery_attempts"
-	attrLookupFailures = "delivery_lookup_failures"
-	attrSentUnknown    = "delivery_unknown" // BOOL: a send may have created it
-	attrSentAt         = "delivery_sent_at" // epoch milliseconds: the last unknown send's start
-	attrLeaseUntil     = "lease_until"      // epoch seconds
-	attrLeaseOwner     = "delivery_lease"
-	attrError          = "delivery_error"
-	attrExternalID     = "external_id"
-	attrExternalURL    = "external_url"
-	attrDeliveredAt    = "delivered_at" // RFC 3339
-)
-
-// shard is the one partition of DeliveryDueIndex. Live deliveries are few
-// (they leave the index once delivered), well inside one partition's
-// throughput; a larger fleet would spread them over a few shards and
-// query each.
-const shard = "due"
-
 var _ delivery.Outbox = (*Store)(nil)
-
-// addDelivery puts a new ticket's delivery record on its item.
-func addDelivery(item map[string]types.AttributeValue, d *core.DeliveryStatus) {
-	if d == nil {
-		return
-	}
-	item[attrState] = stringAttr(d.State)
-	item[attrAttempts] = numberAttr(0)
-	if delivery.State(d.State).Live() {
-		item[attrShard] = stringAttr(shard)
-		item[attrDueAt] = numberAttr(d.DueAt.Unix())
-	}
-}
-
-func parseCoreDelivery(item map[string]types.AttributeValue) *core.DeliveryStatus {
-	st, ok := item[attrState].(*types.AttributeValueMemberS)
-	if !ok {
-		return nil
-	}
-	r := itemReader{item: item}
-	d := &core.DeliveryStatus{State: st.Value}
-	d.ExternalID, _ = r.optStr(attrExternalID)
-	d.ExternalURL, _ = r.optStr(attrExternalURL)
-	if _, ok := item[attrDueAt]; ok {
-		d.DueAt = time.Unix(r.num(attrDueAt), 0)
-	}
-	return d
-}
 
 func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error) {
 	r := itemReader{item: item}
