@@ -20,11 +20,11 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // opsStore is a store as the operator's command sees it, with tickets
@@ -388,14 +388,14 @@ func TestDeliveriesListJSON(t *testing.T) {
 // TestDeliveriesRedactURLs: an error text holding a Slack-style webhook
 // URL (a secret in its path, a token in its query, user info) is printed
 // by list, list -json, show and the bulk retry's preview only as
-// redact.RawURL shows that URL, the one redaction of the
+// urls.RedactedRaw shows that URL, the one redaction of the
 // destinations' URLs: never its query or user info, and never a path
 // segment that function drops.
 func TestDeliveriesRedactURLs(t *testing.T) {
 	const hook = "https://bot:PWSECRET@hooks.slack.com/services/T000/B000/XXXXSECRET?token=QSECRET"
 	o := newOpsStore(t, "sqlite")
 	id := o.failedAt(time.Now(), `send unknown: Post "`+hook+`": context deadline exceeded; also at `+hook+`.`)
-	redacted := redact.RawURL(hook)
+	redacted := urls.RedactedRaw(hook)
 	secrets := []string{"PWSECRET", "QSECRET"}
 	if !strings.Contains(redacted, "XXXXSECRET") {
 		secrets = append(secrets, "XXXXSECRET")

@@ -18,9 +18,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // Handler builds the delivery function's graph once, at cold
@@ -54,7 +54,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 		return nil, err
 	}
 	logger.InfoContext(ctx, "delivery destination", slog.Group("delivery", slog.String("kind", d.Kind),
-		slog.String("url", redact.RawURL(d.URL)), slog.Bool("lookup", d.Lookup),
+		slog.String("url", urls.RedactedRaw(d.URL)), slog.Bool("lookup", d.Lookup),
 		slog.Int("max_attempts", cmp.Or(d.MaxAttempts, delivery.DefaultMaxAttempts)),
 		slog.Duration("timeout", cmp.Or(d.Timeout, delivery.DefaultCallTimeout))))
 	engine := destination.Engine(d)

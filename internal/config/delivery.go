@@ -122,7 +122,7 @@ func (d Destination) Refused(field string, err error) error {
 
 // String shows the destination without its credentials; of the URL, only
 // the host (a query or user part may hold a credential). The clients log
-// their URL through redact.RawURL.
+// their URL through urls.RedactedRaw.
 func (d Destination) String() string {
 	return fmt.Sprintf("delivery{kind=%s url=%s email=%s token=%s secret=%s lookup=%t team_id=%s api_key=%s max_attempts=%d timeout=%s}",
 		d.Kind, origin(d.URL), d.Email, redacted(d.Token), redacted(d.Secret), d.Lookup, d.TeamID, redacted(d.APIKey), d.MaxAttempts, d.Timeout)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/aivax-examples/idempotent-callback/internal/loopback"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // Algorithms are the only signature algorithms accepted: none, HMAC
@@ -132,5 +132,5 @@ func Loopback(raw string) bool {
 	if err != nil {
 		return false
 	}
-	return loopback.Host(u.Hostname())
+	return urls.Loopback(u.Hostname())
 }

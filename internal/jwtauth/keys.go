@@ -13,7 +13,7 @@ import (
 
 	"github.com/MicahParks/jwkset"
 
-	"github.com/aivax-examples/idempotent-callback/internal/loopback"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // RefetchEvery is the least time between two fetches of the JWK Set: after
@@ -139,7 +139,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if err := CheckURL(req.URL.String()); err != nil {
 		return fmt.Errorf("redirect refused: %w", err)
 	}
-	if prev := via[len(via)-1].URL; !loopback.Host(prev.Hostname()) && loopback.Host(req.URL.Hostname()) {
+	if prev := via[len(via)-1].URL; !urls.Loopback(prev.Hostname()) && urls.Loopback(req.URL.Hostname()) {
 		return fmt.Errorf("redirect refused: %q leads from %s to loopback", req.URL.Redacted(), prev.Hostname())
 	}
 	return nil

@@ -23,14 +23,13 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/loopback"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // Mode is what the local server's command line asks of Main besides
@@ -161,7 +160,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 		cs = append(cs, runWorker(ctx, w, logger))
 		// Kind and host only: the URL's path or query and the credentials
 		// may hold secrets.
-		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", redact.RawURL(cfg.Delivery.URL)))
+		logger.Info("delivering tickets", slog.String("kind", cfg.Delivery.Kind), slog.String("url", urls.RedactedRaw(cfg.Delivery.URL)))
 		cs = append(cs, checkAtStart(ctx, dst, logger))
 	}
 	cs = append(cs, storeCloser)
@@ -222,13 +221,13 @@ func CheckSettings(cfg *config.Local) error {
 func checkListeners(cfg config.Local) error {
 	if cfg.InsecureNoAuth {
 		listen := cmp.Or(cfg.Listen, config.DefaultListen)
-		if host, _, err := net.SplitHostPort(listen); err != nil || !loopback.Host(host) {
+		if host, _, err := net.SplitHostPort(listen); err != nil || !urls.Loopback(host) {
 			return fmt.Errorf("config: insecure_no_auth: only allowed when listen is a loopback address, not %q", listen)
 		}
 	}
 	if cfg.MetricsListen != "" {
 		host, port, err := net.SplitHostPort(cfg.MetricsListen)
-		if err != nil || !loopback.Host(host) {
+		if err != nil || !urls.Loopback(host) {
 			return fmt.Errorf("config: metrics_listen: %q is not a loopback address: /metrics has no authentication; use 127.0.0.1:%s, [::1]:%s or localhost:%s",
 				cfg.MetricsListen, port, port, port)
 		}

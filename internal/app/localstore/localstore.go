@@ -23,9 +23,9 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // The store kinds of the local file's store.kind, and the SQLite file
@@ -122,7 +122,7 @@ func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 	client := DynamoDBClient(awsCfg, cfg.Endpoint)
 	name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
 	if cfg.Endpoint != "" {
-		name += " at " + redact.RawURL(cfg.Endpoint)
+		name += " at " + urls.RedactedRaw(cfg.Endpoint)
 	}
 	return dynamo.Product(client, cfg.Table, 0, onReadAheadError), nopCloser{}, name, nil
 }

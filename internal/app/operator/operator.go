@@ -23,8 +23,8 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // DeliveriesUsage is the operator's command's synopsis.
@@ -209,7 +209,7 @@ func check(ctx context.Context, cfg config.Local, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "destination: %s %s\n", cfg.Delivery.Kind, redact.RawURL(cfg.Delivery.URL))
+	fmt.Fprintf(stderr, "destination: %s %s\n", cfg.Delivery.Kind, urls.RedactedRaw(cfg.Delivery.URL))
 	line, ok := delivery.Check(ctx, dst)
 	fmt.Fprintln(stdout, line)
 	if !ok {
@@ -436,6 +436,6 @@ var urlInText = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>()\[\]{}]+
 func shown(s string) string {
 	return urlInText.ReplaceAllStringFunc(oneLine(s), func(u string) string {
 		trimmed := strings.TrimRight(u, ".,;:")
-		return redact.RawURL(trimmed) + u[len(trimmed):]
+		return urls.RedactedRaw(trimmed) + u[len(trimmed):]
 	})
 }

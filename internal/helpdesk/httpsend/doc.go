@@ -40,7 +40,7 @@
 //   - 5xx (503 included): Unknown, since a 5xx may come after a commit.
 //
 // Retry-After (seconds or an HTTP-date) is reported on every answer that
-// carries it. Error texts name the method and the URL as redact.URL
+// carries it. Error texts name the method and the URL as urls.Redacted
 // shows it (scheme and host; never a path segment, the query or user
 // info), never a header, so credentials stay out of errors and logs,
 // including a secret a webhook URL carries in its path.

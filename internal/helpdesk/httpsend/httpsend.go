@@ -18,9 +18,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/loopback"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // DefaultTimeout bounds every call when Options.Timeout is zero.
@@ -122,7 +121,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
 		return nil, &delivery.SendError{Failure: delivery.NotCreated,
-			Err: fmt.Errorf("%s %s: %s", r.Method, redact.URL(r.URL), Scrub(cause(err).Error(), r.URL))}
+			Err: fmt.Errorf("%s %s: %s", r.Method, urls.Redacted(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	req.GetBody = nil
 	req.ContentLength = int64(len(r.Body))
@@ -141,7 +140,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		// the helpdesk did is unknown.
 		return nil, &delivery.SendError{Failure: delivery.Unknown, Status: resp.StatusCode,
 			RetryAfter: RetryAfter(resp.Header, c.now()),
-			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, redact.URL(r.URL), Scrub(cause(err).Error(), r.URL))}
+			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, urls.Redacted(r.URL), Scrub(cause(err).Error(), r.URL))}
 	}
 	return &Response{
 		Status:     resp.StatusCode,
@@ -163,7 +162,7 @@ func (c *Client) transportError(r Request, err error, written bool) *delivery.Se
 		msg = fmt.Sprintf("timed out after %s", c.timeout)
 	}
 	return &delivery.SendError{Failure: outcome,
-		Err: fmt.Errorf("%s %s: %s: %s", r.Method, redact.URL(r.URL), what, msg)}
+		Err: fmt.Errorf("%s %s: %s: %s", r.Method, urls.Redacted(r.URL), what, msg)}
 }
 
 // cause strips a *url.Error, whose text names the whole URL (path and
@@ -183,7 +182,7 @@ func Scrub(msg string, u *url.URL) string {
 	if u == nil {
 		return msg
 	}
-	red := redact.URL(u)
+	red := urls.Redacted(u)
 	for _, s := range []string{u.String(), u.Redacted()} {
 		if s != "" {
 			msg = strings.ReplaceAll(msg, s, red)
@@ -263,7 +262,7 @@ func TicketBody(adapter string, t delivery.HelpdeskTicket, encode func(delivery.
 // StatusError is the send error of an answer with the given outcome.
 func StatusError(r Request, resp *Response, o delivery.Failure) *delivery.SendError {
 	return &delivery.SendError{Failure: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
-		Err: fmt.Errorf("%s %s answered %d%s", r.Method, redact.URL(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
+		Err: fmt.Errorf("%s %s answered %d%s", r.Method, urls.Redacted(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
 }
 
 // Excerpt is a short single-line quote of an answer's body for an error
@@ -347,24 +346,24 @@ func CheckURL(raw string) (*url.URL, error) {
 		return nil, Refused("url", "url: must not carry user info; put credentials in their own fields")
 	}
 	if u.Host == "" || u.Hostname() == "" {
-		return nil, Refused("url", fmt.Sprintf("url: %q has no host", redact.URL(u)))
+		return nil, Refused("url", fmt.Sprintf("url: %q has no host", urls.Redacted(u)))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, Refused("url", fmt.Sprintf("url: %q has a bad port", redact.URL(u)))
+			return nil, Refused("url", fmt.Sprintf("url: %q has a bad port", urls.Redacted(u)))
 		}
 	}
 	if u.Fragment != "" {
-		return nil, Refused("url", fmt.Sprintf("url: %q must not have a fragment", redact.URL(u)))
+		return nil, Refused("url", fmt.Sprintf("url: %q must not have a fragment", urls.Redacted(u)))
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !loopback.Host(u.Hostname()) {
-			return nil, Refused("url", fmt.Sprintf("url: %q must be https (http is allowed only for loopback hosts)", redact.URL(u)))
+		if !urls.Loopback(u.Hostname()) {
+			return nil, Refused("url", fmt.Sprintf("url: %q must be https (http is allowed only for loopback hosts)", urls.Redacted(u)))
 		}
 	default:
-		return nil, Refused("url", fmt.Sprintf("url: %q must be https", redact.URL(u)))
+		return nil, Refused("url", fmt.Sprintf("url: %q must be https", urls.Redacted(u)))
 	}
 	return u, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // DefaultURL is Linear's API; the GraphQL endpoint is {url}/graphql.
@@ -39,7 +39,7 @@ type Config struct {
 
 // String shows the configuration without the key.
 func (c Config) String() string {
-	return fmt.Sprintf("linear{url=%s team_id=%s api_key=%s timeout=%s}", redact.RawURL(c.url()), c.TeamID, httpsend.Redacted(c.APIKey), c.Timeout)
+	return fmt.Sprintf("linear{url=%s team_id=%s api_key=%s timeout=%s}", urls.RedactedRaw(c.url()), c.TeamID, httpsend.Redacted(c.APIKey), c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the key either.
@@ -47,7 +47,7 @@ func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the key.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "linear"), slog.String("url", redact.RawURL(c.url())),
+	return slog.GroupValue(slog.String("kind", "linear"), slog.String("url", urls.RedactedRaw(c.url())),
 		slog.String("team_id", c.TeamID), slog.String("api_key", httpsend.Redacted(c.APIKey)),
 		slog.Duration("timeout", c.Timeout))
 }
@@ -81,7 +81,7 @@ func New(c Config) (*Client, error) {
 		return nil, fmt.Errorf("linear: %w", err)
 	}
 	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("linear: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", redact.URL(u))))
+		return nil, fmt.Errorf("linear: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", urls.Redacted(u))))
 	}
 	if strings.TrimSpace(c.TeamID) == "" || strings.ContainsAny(c.TeamID, " \t\r\n") {
 		return nil, fmt.Errorf("linear: %w", httpsend.Refused("team_id", "team_id is required: the id of the Linear team the issues are created in"))

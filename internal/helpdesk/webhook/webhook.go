@@ -18,7 +18,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // Config is a webhook destination.
@@ -58,7 +58,7 @@ func DecodeSecret(secret string) ([]byte, error) {
 
 // String shows the configuration without the secret or the URL's query.
 func (c Config) String() string {
-	return fmt.Sprintf("webhook{url=%s secret=%s lookup=%t timeout=%s}", redact.RawURL(c.URL), httpsend.Redacted(c.Secret), c.Lookup, c.Timeout)
+	return fmt.Sprintf("webhook{url=%s secret=%s lookup=%t timeout=%s}", urls.RedactedRaw(c.URL), httpsend.Redacted(c.Secret), c.Lookup, c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the secret either.
@@ -66,7 +66,7 @@ func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the secret or the URL's query.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "webhook"), slog.String("url", redact.RawURL(c.URL)),
+	return slog.GroupValue(slog.String("kind", "webhook"), slog.String("url", urls.RedactedRaw(c.URL)),
 		slog.String("secret", httpsend.Redacted(c.Secret)), slog.Bool("lookup", c.Lookup),
 		slog.Duration("timeout", c.Timeout))
 }
@@ -90,7 +90,7 @@ func New(c Config) (*Client, error) {
 	}
 	if u.Query().Has("idempotency_key") {
 		return nil, fmt.Errorf("webhook: %w", httpsend.Refused("url",
-			fmt.Sprintf("url %q: its query must not carry idempotency_key, which lookups add", redact.URL(u))))
+			fmt.Sprintf("url %q: its query must not carry idempotency_key, which lookups add", urls.Redacted(u))))
 	}
 	key, err := DecodeSecret(c.Secret)
 	if err != nil {

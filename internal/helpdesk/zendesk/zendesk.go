@@ -16,7 +16,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // Config is a Zendesk destination.
@@ -31,7 +31,7 @@ type Config struct {
 
 // String shows the configuration without the token, the URL redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", redact.RawURL(c.URL), c.Email, httpsend.Redacted(c.Token), c.Timeout)
+	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", urls.RedactedRaw(c.URL), c.Email, httpsend.Redacted(c.Token), c.Timeout)
 }
 
 // GoString is String, so that %#v does not print the token either.
@@ -39,7 +39,7 @@ func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the token, the URL redacted.
 func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", redact.RawURL(c.URL)),
+	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", urls.RedactedRaw(c.URL)),
 		slog.String("email", c.Email), slog.String("token", httpsend.Redacted(c.Token)),
 		slog.Duration("timeout", c.Timeout))
 }
@@ -62,7 +62,7 @@ func New(c Config) (*Client, error) {
 		return nil, fmt.Errorf("zendesk: %w", err)
 	}
 	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", redact.URL(u))))
+		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", urls.Redacted(u))))
 	}
 	if strings.TrimSpace(c.Email) == "" {
 		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("email", "email is required (Zendesk authenticates with email and token)"))

@@ -1,9 +1,9 @@
-package redact_test
+package urls_test
 
 import (
 	"testing"
 
-	"github.com/aivax-examples/idempotent-callback/internal/redact"
+	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 func TestRedact(t *testing.T) {
@@ -20,8 +20,19 @@ func TestRedact(t *testing.T) {
 		"mailto:someone@example.com":                                      "mailto:*",
 		"%zz":                                                             "[unparsable url]",
 	} {
-		if got := redact.RawURL(raw); got != want {
+		if got := urls.RedactedRaw(raw); got != want {
 			t.Errorf("RawURL(%q) = %q; want %q", raw, got, want)
+		}
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.1.2.3": true, "::1": true,
+		"": false, "0.0.0.0": false, "::": false, "192.0.2.10": false, "example.org": false, "localhost.example.org": false,
+	} {
+		if got := urls.Loopback(host); got != want {
+			t.Errorf("Loopback(%q) = %t, want %t", host, got, want)
 		}
 	}
 }

@@ -1,14 +1,18 @@
-// Package redact is the contract's one rule for showing a URL: every log
+// Package urls holds the contract's two rules about a URL: how every log
 // line, error text, stored field and operator's output shows a
-// destination URL through it.
-package redact
+// destination URL (Redacted), and whether a host names this machine
+// (Loopback), the one home of that rule for the settings that depend on
+// it: http allowed only to a loopback helpdesk or issuer,
+// insecure_no_auth and metrics_listen only on a loopback address.
+package urls
 
 import (
+	"net"
 	"net/url"
 	"strings"
 )
 
-// URL is a destination URL as every log line, error text, stored
+// Redacted is a destination URL as every log line, error text, stored
 // field and operator's output shows it: scheme and host (with its port)
 // only. A path becomes "/*", and user info, query and fragment are left
 // out, since any of them may carry a secret: Slack, Zapier and Teams put
@@ -17,7 +21,7 @@ import (
 // itself. So https://hooks.slack.com/services/T0/B0/XYZ?token=abc is
 // https://hooks.slack.com/*. It is the contract's one rule for showing a
 // URL, so every layer that shows one calls it.
-func URL(u *url.URL) string {
+func Redacted(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
@@ -37,12 +41,22 @@ func URL(u *url.URL) string {
 	return b.String()
 }
 
-// RawURL is URL of a URL not yet parsed, "[unparsable url]"
+// RedactedRaw is Redacted of a URL not yet parsed, "[unparsable url]"
 // when it does not parse.
-func RawURL(raw string) string {
+func RedactedRaw(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "[unparsable url]"
 	}
-	return URL(u)
+	return Redacted(u)
+}
+
+// Loopback reports whether host (no port) names this machine: "localhost", in
+// any case, or a loopback IP address (127.0.0.0/8, ::1).
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
