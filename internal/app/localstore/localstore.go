@@ -124,7 +124,8 @@ func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 	if cfg.Endpoint != "" {
 		name += " at " + urls.RedactedRaw(cfg.Endpoint)
 	}
-	return dynamo.Product(client, cfg.Table, 0, onReadAheadError), nopCloser{}, name, nil
+	s := dynamo.Product(client, cfg.Table, 0, onReadAheadError)
+	return s, storeWaiter{s}, name, nil
 }
 
 // LocalAWSConfig is the AWS configuration of local runs: the SDK's default
@@ -191,6 +192,10 @@ const LocalRegion = "us-east-1"
 // LocalAWSConfig.
 const DummyAccessKeyID = "local"
 
-type nopCloser struct{}
+// storeWaiter closes a DynamoDB store: it waits for the requests its
+// claims left behind (the read-aheads a claim answered without), so that
+// a stopped server leaves none in flight; each is bounded by the store's
+// call timeout.
+type storeWaiter struct{ s *dynamo.Store }
 
-func (nopCloser) Close() error { return nil }
+func (w storeWaiter) Close() error { w.s.Wait(); return nil }
