@@ -15,6 +15,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/emftest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -157,7 +158,10 @@ func TestTemplate(t *testing.T) {
 // outcome fails here instead of leaving an alarm that never fires.
 func TestTemplateMetrics(t *testing.T) {
 	_, root := readTemplate(t)
-	emitted := metrics.Emitted(destination.MetricLabels())
+	emitted, err := emftest.Emitted(httpapi.MetricLabels(), destination.MetricLabels())
+	if err != nil {
+		t.Fatal(err)
+	}
 	check := checker{t: t, emitted: emitted}
 
 	if v := get(root, "Parameters", "MetricsNamespace", "Default"); v == nil || v.Value != metrics.DefaultNamespace {

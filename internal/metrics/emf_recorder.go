@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -265,42 +264,4 @@ func (r *EMF) Check() error {
 	e := EMFEvent{Namespace: r.namespace(), Directives: []Directive{{Dimensions: noDimensions,
 		Metrics: []Metric{{Name: Callbacks, Values: []float64{0}}}}}}
 	return e.Validate()
-}
-
-// Emitted returns, for each metric the recorder can write, every
-// dimension set it names it under (a set's names in the order written),
-// by running the recorder's own event builders over every shape and
-// every state of d. Tests hold template.yaml's alarms and dashboard to it.
-func Emitted(d DeliveryLabels) map[string][][]string {
-	r := &EMF{DeliveryLabels: d}
-	out := map[string][][]string{}
-	add := func(e EMFEvent) {
-		for _, dir := range e.Directives {
-			for _, m := range dir.Metrics {
-				for _, set := range dir.Dimensions {
-					if !containsSet(out[m.Name], set) {
-						out[m.Name] = append(out[m.Name], set)
-					}
-				}
-			}
-		}
-	}
-	for sh := range shapes {
-		add(r.callbackEvent(sh, 0, []float64{0}))
-	}
-	for _, s := range d.States {
-		add(r.deliveryEvent(DeliveryStep{State: s}))
-	}
-	add(r.waitingEvent(0))
-	add(readAheadEvent(ReadAheadClasses[0]))
-	return out
-}
-
-func containsSet(sets [][]string, set []string) bool {
-	for _, s := range sets {
-		if slices.Equal(s, set) {
-			return true
-		}
-	}
-	return false
 }
