@@ -27,12 +27,7 @@ import (
 func sqliteHandler(t *testing.T, logger *slog.Logger) (*httpapi.Handler, *sql.DB) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "faults.sqlite")
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return newHandler(s, nonce.Off{}, time.Hour, logger), sqlitetest.Open(t, path)
+	return newHandler(sqlitetest.Store(t, path, sqlite.Options{}), nonce.Off{}, time.Hour, logger), sqlitetest.Open(t, path)
 }
 
 var faultBody = callbacktest.Create("user-a", "r-fault", callbacktest.Title("Fault"))

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
@@ -21,29 +19,17 @@ import (
 )
 
 // inputHarness is a handler without authentication on an in-memory store,
-// whose writes it counts, with the log lines captured.
+// whose calls it counts (memtest.Store.Calls), with the log lines captured.
 type inputHarness struct {
-	h       *httpapi.Handler
-	creates atomic.Int64
-	logs    bytes.Buffer
-}
-
-type countingStore struct {
-	core.Store
-	n *atomic.Int64
-}
-
-func (s countingStore) Claims() idem.Store[core.Writes] { return core.ClaimFunc(s.claim) }
-
-func (s countingStore) claim(ctx context.Context, op idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
-	s.n.Add(1)
-	return s.Store.Claims().Claim(ctx, op, w, now)
+	h     *httpapi.Handler
+	store *memtest.Store
+	logs  bytes.Buffer
 }
 
 func newInputHarness() *inputHarness {
-	e := &inputHarness{}
+	e := &inputHarness{store: memtest.New()}
 	var ids atomic.Int64
-	e.h = newHandler(countingStore{memtest.New(), &e.creates}, nonce.Off{}, time.Hour, slog.New(slog.NewJSONHandler(&e.logs, nil)))
+	e.h = newHandler(e.store, nonce.Off{}, time.Hour, slog.New(slog.NewJSONHandler(&e.logs, nil)))
 	// Two users of two tenants, each under its own external user ID.
 	e.h.Service.Users = memstore.Users{
 		"user-a": {TenantID: "tenant-a", UserID: "alice"},
@@ -122,8 +108,8 @@ func TestExactMemberNames(t *testing.T) {
 	if _, err := httpapi.ParseCall([]byte(`{"function":{"name":"create_ticket","Content":{}}}`)); err == nil {
 		t.Error(`"Content" accepted as function.content`)
 	}
-	if n := e.creates.Load(); n != 2 {
-		t.Errorf("store writes = %d, want 2 (the two creates above)", n)
+	if n := e.store.Calls(); n != 2 {
+		t.Errorf("store calls = %d, want 2 (the two creates above)", n)
 	}
 }
 
@@ -151,8 +137,8 @@ func TestRequestIDMustBeWellFormed(t *testing.T) {
 	if code, m := e.post(t, "/callback", body); code != 200 || m["status"] != "created" {
 		t.Errorf("surrogate pair: %d %v, want created", code, m)
 	}
-	if n := e.creates.Load(); n != 2 {
-		t.Errorf("store writes = %d, want 2 (U+FFFD and the pair)", n)
+	if n := e.store.Calls(); n != 2 {
+		t.Errorf("store calls = %d, want 2 (U+FFFD and the pair)", n)
 	}
 }
 
@@ -167,8 +153,8 @@ func TestExternalUserIDMustBeWellFormed(t *testing.T) {
 			t.Errorf("externalUserId %q: %d %v, want 403", id, code, m)
 		}
 	}
-	if n := e.creates.Load(); n != 0 {
-		t.Errorf("store writes = %d, want 0", n)
+	if n := e.store.Calls(); n != 0 {
+		t.Errorf("store calls = %d, want 0", n)
 	}
 }
 
@@ -195,8 +181,8 @@ func TestNonObjectContentIsInvalidArguments(t *testing.T) {
 	if code, m := e.post(t, "/callback", `{"function":{"name":"create_ticket"},"context":{"externalUserId":"user-a"}}`); code != 400 {
 		t.Errorf("missing content: %d %v, want 400", code, m)
 	}
-	if n := e.creates.Load(); n != 0 {
-		t.Errorf("store writes = %d, want 0", n)
+	if n := e.store.Calls(); n != 0 {
+		t.Errorf("store calls = %d, want 0", n)
 	}
 }
 

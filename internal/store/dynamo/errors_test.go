@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -124,6 +125,26 @@ func TestReadsAreConsistent(t *testing.T) {
 	for _, in := range r.inputs {
 		if in.ConsistentRead == nil || !*in.ConsistentRead {
 			t.Errorf("GetItem %v without ConsistentRead", in.Key[attrPK])
+		}
+	}
+}
+
+// TestReadAheadClass: the error classes of a failed read-ahead.
+func TestReadAheadClass(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&smithy.GenericAPIError{Code: "AccessDeniedException"}, "access_denied"},
+		{fmt.Errorf("wrapped: %w", &smithy.GenericAPIError{Code: "ThrottlingException"}), "throttled"},
+		{&smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}, "throttled"},
+		{&smithy.GenericAPIError{Code: "RequestLimitExceeded"}, "throttled"},
+		{fmt.Errorf("busy: %w", context.DeadlineExceeded), "timeout"},
+		{&smithy.GenericAPIError{Code: "ResourceNotFoundException"}, "other"},
+		{errors.New("anything"), "other"},
+	} {
+		if got := ReadAheadClass(c.err); got != c.want {
+			t.Errorf("ReadAheadClass(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

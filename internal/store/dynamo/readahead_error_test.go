@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go"
-
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -26,6 +23,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
@@ -103,9 +101,8 @@ func TestDeniedReadAheadIsCountedAndLoggedOnce(t *testing.T) {
 		t.Errorf("%s{class=other} = %v, want 0", metrics.ReadAheadErrors, got)
 	}
 	var lines []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err == nil && strings.HasPrefix(fmt.Sprint(m["msg"]), "read-ahead failed") {
+	for _, m := range jsonlines.Decode(t, logs.String()) {
+		if strings.HasPrefix(fmt.Sprint(m["msg"]), "read-ahead failed") {
 			lines = append(lines, m)
 		}
 	}
@@ -138,24 +135,4 @@ func counter(t *testing.T, rec *prom.Recorder, name, label, value string) float6
 		}
 	}
 	return 0
-}
-
-// TestReadAheadClass: the error classes of a failed read-ahead.
-func TestReadAheadClass(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		want string
-	}{
-		{&smithy.GenericAPIError{Code: "AccessDeniedException"}, "access_denied"},
-		{fmt.Errorf("wrapped: %w", &smithy.GenericAPIError{Code: "ThrottlingException"}), "throttled"},
-		{&smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}, "throttled"},
-		{&smithy.GenericAPIError{Code: "RequestLimitExceeded"}, "throttled"},
-		{fmt.Errorf("busy: %w", context.DeadlineExceeded), "timeout"},
-		{&smithy.GenericAPIError{Code: "ResourceNotFoundException"}, "other"},
-		{errors.New("anything"), "other"},
-	} {
-		if got := dynamo.ReadAheadClass(c.err); got != c.want {
-			t.Errorf("ReadAheadClass(%v) = %q, want %q", c.err, got, c.want)
-		}
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/matrixtest"
 
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/sqlitetest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 )
 
@@ -26,12 +27,7 @@ func open(t *testing.T, path string) *sqlite.Store {
 // openAt opens the store at path with now as its clock (time.Now when nil).
 func openAt(t *testing.T, path string, now func() time.Time) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return sqlitetest.Store(t, path, sqlite.Options{Now: now})
 }
 
 func TestConformance(t *testing.T) {
@@ -99,11 +95,7 @@ func TestHeldWriteLockAnswersBusy(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "locked.sqlite")
 	holder := open(t, path)
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{BusyTimeout: configured})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := sqlitetest.Store(t, path, sqlite.Options{BusyTimeout: configured})
 
 	ctx := context.Background()
 	conn, err := holder.DB().Conn(ctx)
