@@ -134,9 +134,12 @@ func TestReadmeQuickStart(t *testing.T) {
 	out := run()
 	got := jsonlines.Decode(t, strings.TrimSpace(out))
 	shown := jsonlines.Decode(t, strings.Join(want, "\n"))
+	if len(got) != 2 || len(shown) != 2 {
+		t.Fatalf("curl pair answered %q, README shows %q; want two answers each", out, want)
+	}
 	id, _ := got[0]["ticket_id"].(string)
 	shownID, _ := shown[0]["ticket_id"].(string)
-	if len(got) != 2 || id == "" || shownID == "" {
+	if id == "" || shownID == "" {
 		t.Fatalf("curl pair answered %q, want two answers with a ticket_id", out)
 	}
 	if out = strings.ReplaceAll(out, id, shownID); out != strings.Join(want, "\n")+"\n" {
@@ -164,6 +167,9 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatalf("MCP pair answered (ticket id replaced)\n%s\nREADME shows\n%s", got, mcpWant)
 	}
 	again := jsonlines.Decode(t, strings.TrimSpace(run()))
+	if len(again) != 2 {
+		t.Fatalf("second run answered %v, want two answers", again)
+	}
 	for i, o := range again {
 		if o["deduplicated"] != true || o["status"] != "created" {
 			t.Fatalf("second run, call %d: %v, want the stored ticket", i+1, o)

@@ -253,7 +253,7 @@ func TestLimits(t *testing.T) {
 			t.Errorf("Attr, 100 values: %v", err)
 		}
 		if _, err := metrics.EMFAttr(ev(names(1), metricsN(1, 101))); !errors.Is(err, metrics.ErrInvalidEMF) {
-			t.Errorf("Attr, 101 values: %v, want ErrInvalid (one line cannot hold them)", err)
+			t.Errorf("Attr, 101 values: %v, want ErrInvalidEMF (one line cannot hold them)", err)
 		}
 	})
 	t.Run("refused", func(t *testing.T) {
@@ -281,10 +281,10 @@ func TestLimits(t *testing.T) {
 				Metrics: []metrics.Metric{{Name: "m000", Values: []float64{1}}}}}
 			mutate(&e)
 			if _, err := metrics.EMFLines(e); !errors.Is(err, metrics.ErrInvalidEMF) {
-				t.Errorf("%s: Lines err = %v, want ErrInvalid", name, err)
+				t.Errorf("%s: Lines err = %v, want ErrInvalidEMF", name, err)
 			}
 			if _, err := metrics.EMFAttr(e); !errors.Is(err, metrics.ErrInvalidEMF) {
-				t.Errorf("%s: Attr err = %v, want ErrInvalid", name, err)
+				t.Errorf("%s: Attr err = %v, want ErrInvalidEMF", name, err)
 			}
 		}
 	})
@@ -393,7 +393,7 @@ func TestCheckNamespace(t *testing.T) {
 		t.Errorf("Team/Callbacks: %v", err)
 	}
 	if err := (&metrics.EMF{Namespace: "AWS/Lambda"}).Check(); !errors.Is(err, metrics.ErrInvalidEMF) {
-		t.Errorf("AWS/Lambda: %v, want ErrInvalid", err)
+		t.Errorf("AWS/Lambda: %v, want ErrInvalidEMF", err)
 	}
 	bad := &metrics.EMF{Namespace: "bad\"namespace", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
 	if got := string(line(t, "callback", bad.Callback(context.Background(), metrics.Callback{Outcome: "created"}))); !strings.Contains(got, "metrics_error") {

@@ -21,7 +21,7 @@ func TestRedact(t *testing.T) {
 		"%zz":                                                             "[unparsable url]",
 	} {
 		if got := urls.RedactedRaw(raw); got != want {
-			t.Errorf("RawURL(%q) = %q; want %q", raw, got, want)
+			t.Errorf("RedactedRaw(%q) = %q; want %q", raw, got, want)
 		}
 	}
 }

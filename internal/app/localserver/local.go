@@ -191,7 +191,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 // CheckSettings checks the file's settings that belong to the packages
 // applying them (localstore.CheckSettings: the store block;
 // localstore.FilePath: mcp.dev_key's path; doors.CheckSettings: the key
-// policy, the hook key, the nonce costs; core: the users' ids; loopback:
+// policy, the hook key, the nonce costs; core: the users' ids; urls.Loopback:
 // the unauthenticated listeners) and sets their defaults in cfg. The local
 // server calls it right after reading the file, and LocalServer again: what
 // it returns passes it unchanged.
