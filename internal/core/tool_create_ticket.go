@@ -66,13 +66,17 @@ func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 }
 
 // ticketAnswer is the stored create_ticket answer, with deduplicated:
-// true for a repeat.
+// true for a repeat. The first answer is the stored bytes themselves:
+// planTicket stored them with deduplicated false.
 func ticketAnswer(stored []byte, repeat bool) ([]byte, bool) {
 	var r TicketResult
 	if err := json.Unmarshal(stored, &r); err != nil || r.Status == "" || r.TicketID == "" {
 		return nil, false
 	}
-	r.Deduplicated = repeat
+	if !repeat {
+		return stored, true
+	}
+	r.Deduplicated = true
 	b, err := json.Marshal(r)
 	return b, err == nil
 }
