@@ -40,12 +40,8 @@ var secrets = callbacktest.MetricsSecrets
 // calls with metrics off make exactly as many DynamoDB calls.
 func TestLambdaEMFCounts(t *testing.T) {
 	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
+	table := tableWithUserA(t, endpoint)
 	var calls, callsOff atomic.Int64
-	seed := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{})
-	if err := seed.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Lambda{TableName: table, UserCacheTTL: time.Minute, UserCacheSize: 16, CallTimeout: 5 * time.Second,
 		MetricsNamespace: "Test/Callback",
 		Common:           config.Common{Policy: string(idem.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
@@ -58,11 +54,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 	// The same handler without metrics, on its own client and table, with
 	// the result cache the deployed handler has by default.
 	cfgOff := cfg
-	cfgOff.TableName = testenv.CreateTable(t, endpoint)
-	seedOff := dynamo.New(testenv.DynamoClient(t, endpoint), cfgOff.TableName, dynamo.Options{})
-	if err := seedOff.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	cfgOff.TableName = tableWithUserA(t, endpoint)
 	storeOff := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&callsOff)), cfgOff.TableName, dynamo.Options{})
 	auth, err := doors.Authenticator(callbacktest.MetricsHookKey, false, cfg.Common, discard())
 	if err != nil {

@@ -12,9 +12,25 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// tableWithUserA creates a table on DynamoDB Local at endpoint holding
+// user-a (tenant-a, alice), the user the tests' callbacks name.
+func tableWithUserA(t *testing.T, endpoint string) string {
+	t.Helper()
+	table := testenv.CreateTable(t, endpoint)
+	seed := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{CallTimeout: 10 * time.Second})
+	if err := seed.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
 
 // fakeSSM records the GetParameter input and answers out or err.
 type fakeSSM struct {

@@ -14,14 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
@@ -91,11 +88,7 @@ const envPathSteps = "PATH_TEST_CALLS"
 // repeat.json (its repeat).
 func runPathSteps(t *testing.T, calls int) {
 	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	seed := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{CallTimeout: 10 * time.Second})
-	if err := seed.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	table := tableWithUserA(t, endpoint)
 	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
 	env := map[string]string{"TABLE_NAME": table, "HOOK_KEY": rieHookKey}
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })

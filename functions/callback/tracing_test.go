@@ -16,10 +16,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/otlptest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
@@ -43,11 +41,7 @@ import (
 //     call's user lookup is a GetItem marked false.
 func TestLambdaDynamoDBSpans(t *testing.T) {
 	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
-	seed := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{})
-	if err := seed.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
+	table := tableWithUserA(t, endpoint)
 	rc := otlptest.Start(t)
 	testenv.IsolatedAWSEnv(t, map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": endpoint})
 	const hookKey = "hook-key-PLANTED-0c41"
