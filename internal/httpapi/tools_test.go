@@ -9,6 +9,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
@@ -40,7 +41,7 @@ func TestAddedToolReachesTheDoor(t *testing.T) {
 		t.Fatalf("catalogue lists %v; want %v", got, want)
 	}
 	peek, _ := e.h.Service.Lookup(coretest.PeekTicket)
-	if !jsonSame(t, cat.Functions[2].ContentFormat, peek.Schema()) {
+	if !callbacktest.SameJSON(cat.Functions[2].ContentFormat, peek.Schema()) {
 		t.Fatalf("peek_ticket contentFormat %s; want %s", cat.Functions[2].ContentFormat, peek.Schema())
 	}
 
@@ -58,15 +59,4 @@ func TestAddedToolReachesTheDoor(t *testing.T) {
 		b.Ticket.Title != coretest.Peeked+"Cannot sign in" {
 		t.Fatalf("POST /callback peek_ticket: %d %s; want found with the peeked title", w.Code, w.Body)
 	}
-}
-
-func jsonSame(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return string(xb) == string(yb)
 }

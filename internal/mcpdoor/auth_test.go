@@ -16,6 +16,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
@@ -217,7 +218,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		}
 		for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
 			resp, b := e.do(http.MethodGet, e.url+p, "", "")
-			if resp.StatusCode != 200 || !jsonEqual(string(b), want) {
+			if resp.StatusCode != 200 || !callbacktest.SameJSON(b, []byte(want)) {
 				t.Errorf("%s: %d %s; want %s", p, resp.StatusCode, b, want)
 			}
 		}

@@ -1,7 +1,6 @@
 package mcpdoor_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -31,6 +30,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -376,18 +376,8 @@ func structured(t *testing.T, res *mcp.CallToolResult) answer {
 		t.Fatalf("content has %d items; want one text item", len(res.Content))
 	}
 	text, ok := res.Content[0].(*mcp.TextContent)
-	if !ok || !jsonEqual(text.Text, string(b)) {
+	if !ok || !callbacktest.SameJSON([]byte(text.Text), b) {
 		t.Errorf("text content %v; want the structured content's JSON %s", res.Content[0], b)
 	}
 	return a
-}
-
-func jsonEqual(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
 }

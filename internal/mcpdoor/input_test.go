@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
@@ -53,7 +54,7 @@ func TestBadInput(t *testing.T) {
 		if a.Status != "rejected" || a.Error.Code != c.code || !r.Result.IsError {
 			t.Errorf("%s: %s; want rejected %s with isError", c.name, b, c.code)
 		}
-		if len(r.Result.Content) != 1 || !jsonEqual(r.Result.Content[0].Text, string(r.Result.StructuredContent)) {
+		if len(r.Result.Content) != 1 || !callbacktest.SameJSON([]byte(r.Result.Content[0].Text), r.Result.StructuredContent) {
 			t.Errorf("%s: content %+v is not the structured content's text", c.name, r.Result.Content)
 		}
 	}

@@ -145,7 +145,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	}
 	callback := func(text, requestID string) (int, string) {
 		return aivax(http.MethodPost, "/callback", `{"type":"tool_call","function":{"name":"create_note","content":{"text":`+
-			strconvQuote(text)+`}},"context":{"externalUserId":"user-a","metadata":{"request_id":"`+requestID+`"}}}`)
+			callbacktest.Quote(text)+`}},"context":{"externalUserId":"user-a","metadata":{"request_id":"`+requestID+`"}}}`)
 	}
 
 	// The MCP door: the Go SDK's client with a token of the development
@@ -190,7 +190,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 		} `json:"functions"`
 	}
 	if err := json.Unmarshal([]byte(body), &cat); status != http.StatusOK || err != nil || len(cat.Functions) != 3 ||
-		cat.Functions[0].Name != "create_note" || !sameJSON(cat.Functions[0].ContentFormat, fn.Schema()) {
+		cat.Functions[0].Name != "create_note" || !callbacktest.SameJSON(cat.Functions[0].ContentFormat, fn.Schema()) {
 		t.Fatalf("GET /functions: %d %s; want create_note first (name order) with its schema", status, body)
 	}
 	list, err := cs.ListTools(ctx, nil)
@@ -209,7 +209,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	in, _ := json.Marshal(listed.InputSchema)
 	out, _ := json.Marshal(listed.OutputSchema)
 	a := listed.Annotations
-	if !sameJSON(in, fn.Schema()) || !sameJSON(out, fn.OutputSchema()) || listed.Description != fn.Description ||
+	if !callbacktest.SameJSON(in, fn.Schema()) || !callbacktest.SameJSON(out, fn.OutputSchema()) || listed.Description != fn.Description ||
 		a == nil || a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || !a.IdempotentHint {
 		t.Fatalf("tools/list create_note: input %s output %s annotations %+v", in, out, a)
 	}
@@ -225,7 +225,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 		t.Fatalf("callback create_note: %d %s; want 200 created with a note_id", status, body)
 	}
 	res, text := callMCP("Call the printer vendor", "r-1")
-	if want := answer(first.NoteID, true); text != want || res.IsError || !sameJSON(mustJSON(t, res.StructuredContent), []byte(want)) {
+	if want := answer(first.NoteID, true); text != want || res.IsError || !callbacktest.SameJSON(mustJSON(t, res.StructuredContent), []byte(want)) {
 		t.Fatalf("MCP repeat: %s (isError %v); want %s", text, res.IsError, want)
 	}
 	// MCP creates; the callback's repeat replays it.
@@ -270,7 +270,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	}
 	for id, text := range map[string]string{first.NoteID: "Call the printer vendor", second.NoteID: "Order toner", third.NoteID: "Water the plants"} {
 		tk, err := store.Ticket(ctx, id)
-		if err != nil || tk.Arguments != `{"text":`+strconvQuote(text)+`}` {
+		if err != nil || tk.Arguments != `{"text":`+callbacktest.Quote(text)+`}` {
 			t.Errorf("%s: %+v, %v; want the note %q", id, tk, err, text)
 		}
 	}
@@ -285,8 +285,6 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
-
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -295,14 +293,3 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
-
-// sameJSON reports whether a and b are the same JSON value.
-func sameJSON(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return string(mustMarshal(x)) == string(mustMarshal(y))
-}
-
-func mustMarshal(v any) []byte { b, _ := json.Marshal(v); return b }

@@ -14,6 +14,18 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 )
 
+// SameJSON reports whether a and b are the same JSON value, whatever
+// their member order and spacing; false when either does not parse.
+func SameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, errX := json.Marshal(x)
+	yb, errY := json.Marshal(y)
+	return errX == nil && errY == nil && string(xb) == string(yb)
+}
+
 // Quote is s as a JSON string.
 func Quote(s string) string {
 	b, err := json.Marshal(s)
