@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 )
@@ -33,16 +32,11 @@ func FakeSSM(t testing.TB, name, value string, asked *atomic.Int32) (url string)
 	return srv.URL
 }
 
-// IsolatedAWSEnv sets the environment the AWS SDK reads so that a test sees
-// fixed test credentials and region, and none of the machine's profiles,
-// files or instance metadata; vars are set after.
+// IsolatedAWSEnv isolates the SDK's environment (IsolateAWSEnv), then
+// sets fixed test credentials and region, and vars after them.
 func IsolatedAWSEnv(t *testing.T, vars map[string]string) {
-	dir := t.TempDir()
-	for k, v := range map[string]string{
-		"AWS_REGION": Region, "AWS_ACCESS_KEY_ID": "testenv", "AWS_SECRET_ACCESS_KEY": "testenv",
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": filepath.Join(dir, "none"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "none"), "AWS_EC2_METADATA_DISABLED": "true",
-	} {
+	IsolateAWSEnv(t)
+	for k, v := range map[string]string{"AWS_REGION": Region, "AWS_ACCESS_KEY_ID": "testenv", "AWS_SECRET_ACCESS_KEY": "testenv"} {
 		t.Setenv(k, v)
 	}
 	for k, v := range vars {
