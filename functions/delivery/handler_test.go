@@ -113,16 +113,7 @@ func TestDeliveryHandlerMetricsNamespace(t *testing.T) {
 	if _, err := h.Handle(context.Background(), json.RawMessage(`{"detail-type":"Scheduled Event"}`)); err != nil {
 		t.Fatal(err)
 	}
-	var data [][]emftest.Datum
-	for l := range strings.Lines(logs.String()) {
-		d, err := emftest.Parse([]byte(l))
-		if err != nil {
-			t.Fatalf("line refused by the format: %v\n%s", err, l)
-		}
-		if d != nil {
-			data = append(data, d)
-		}
-	}
+	_, data := emftest.Lines(t, logs.String())
 	if len(data) != 1 || len(data[0]) != 1 || data[0][0].Namespace != "Acme/Helpdesk" || data[0][0].Key() != "tickets_waiting{}" || data[0][0].Values[0] != 0 {
 		t.Fatalf("sweep metrics %+v, want tickets_waiting 0 under Acme/Helpdesk\n%s", data, logs.String())
 	}

@@ -22,28 +22,6 @@ import (
 
 const testNamespace = "AIVAX/DeliveryTest"
 
-// emfLines reads back, the way CloudWatch Logs does, every line of logs
-// that carries metrics, failing on a line the format refuses.
-func emfLines(t *testing.T, logs string) (lines []map[string]any, data [][]emftest.Datum) {
-	t.Helper()
-	for l := range strings.Lines(logs) {
-		d, err := emftest.Parse([]byte(l))
-		if err != nil {
-			t.Fatalf("line refused by the format: %v\n%s", err, l)
-		}
-		if d == nil {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, m)
-		data = append(data, d)
-	}
-	return lines, data
-}
-
 // TestDeliveryMetricsEMF: a delivered, a failed, an unknown and a retried
 // ticket, from one stream batch through the real handler on DynamoDB
 // Local with the fake helpdesk, then a scheduled sweep. Each step's one
@@ -89,7 +67,7 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 	}
 
 	logs := f.logs.String()[mark:]
-	lines, data := emfLines(t, logs)
+	lines, data := emftest.Lines(t, logs)
 	var all []emftest.Datum
 	byMsg := map[string]int{}
 	for i, d := range data {
@@ -184,7 +162,7 @@ func TestSweepCountsOnce(t *testing.T) {
 	if got := calls.Load(); got != 2 {
 		t.Errorf("%d DynamoDB calls for a sweep with nothing due, want 2 (find due, count waiting)", got)
 	}
-	_, data := emfLines(t, logs.String())
+	_, data := emftest.Lines(t, logs.String())
 	if len(data) != 1 || emftest.Sum(data[0])["tickets_waiting{}"] != 3 {
 		t.Errorf("sweep metrics %+v, want tickets_waiting 3", data)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Datum is one metric value CloudWatch extracts: a metric under one
@@ -142,6 +143,29 @@ func strictUnmarshal(raw []byte, v any) error {
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
+}
+
+// Lines reads back, the way CloudWatch Logs does, every line of logs
+// that carries metrics: each as a JSON object and as its data. A line the
+// format refuses fails the test.
+func Lines(t testing.TB, logs string) (lines []map[string]any, data [][]Datum) {
+	t.Helper()
+	for l := range strings.Lines(logs) {
+		d, err := Parse([]byte(l))
+		if err != nil {
+			t.Fatalf("line refused by the format: %v\n%s", err, l)
+		}
+		if d == nil {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+		data = append(data, d)
+	}
+	return lines, data
 }
 
 // Sum adds the values of each datum by Key, over many lines' data.
