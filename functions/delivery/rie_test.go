@@ -35,31 +35,12 @@ const (
 	token   = "ZENDESK-TOKEN-NEVER-LOGGED"
 )
 
-// streamTable creates a table as dynamo.CreateTable defines it (with the stream
-// the delivery function reads), and returns its name and stream ARN.
-func streamTable(t testing.TB, client *dynamodb.Client) (string, string) {
+// streamTable creates a table as dynamo.CreateTable defines it (with the
+// stream the delivery function reads), and returns its name and stream ARN.
+func streamTable(t testing.TB, endpoint string) (string, string) {
 	t.Helper()
-	name := fmt.Sprintf("delivery-rie-%d-%d", os.Getpid(), time.Now().UnixNano())
-	in := dynamo.CreateTable(name)
-	ctx := context.Background()
-	if _, err := client.CreateTable(ctx, in); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &name}) })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Table.TableStatus == types.TableStatusActive && out.Table.LatestStreamArn != nil {
-			return name, *out.Table.LatestStreamArn
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("table %s not active with a stream", name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	name := testenv.CreateTable(t, endpoint)
+	return name, streamtest.ARN(t, endpoint, name)
 }
 
 func batchFailures(t *testing.T, answer []byte) []string {
@@ -83,7 +64,7 @@ func rieTable(t *testing.T) (endpoint, table, streamARN string, store *dynamo.St
 	t.Helper()
 	endpoint = testenv.DynamoDB(t)
 	client := testenv.DynamoClient(t, endpoint)
-	table, streamARN = streamTable(t, client)
+	table, streamARN = streamTable(t, endpoint)
 	store = dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
 	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
 		t.Fatal(err)

@@ -53,7 +53,7 @@ func newStreamRig(b *testing.B) streamRig {
 	r := streamRig{endpoint: testenv.DynamoDB(b)}
 	client := testenv.DynamoClient(b, r.endpoint)
 	var table string
-	table, r.streamARN = streamTable(b, client)
+	table, r.streamARN = streamTable(b, r.endpoint)
 	r.store = dynamo.New(client, table, dynamo.Options{})
 	var dst *zendesk.Client
 	r.fake, dst = slowZendesk(b, benchtest.HelpdeskDelay)

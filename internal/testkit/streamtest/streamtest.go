@@ -61,7 +61,7 @@ func Client(endpoint string) *dynamodbstreams.Client {
 }
 
 // ARN is the one stream of table, listed through endpoint.
-func ARN(t *testing.T, endpoint, table string) string {
+func ARN(t testing.TB, endpoint, table string) string {
 	t.Helper()
 	list, err := Client(endpoint).ListStreams(context.Background(), &dynamodbstreams.ListStreamsInput{TableName: &table})
 	if err != nil || len(list.Streams) != 1 {
