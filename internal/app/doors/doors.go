@@ -127,9 +127,8 @@ type Config struct {
 
 // DefaultResultCacheSize is how many completed operations the callback
 // function keeps in memory by default (RESULT_CACHE_SIZE unset). A
-// record is a few hundred bytes, so 4096 stay around a megabyte of a
-// 128 MB function, and they cover the repeats of several minutes of
-// traffic an instance serves, which is when agents retry.
+// create_ticket record held takes about 550 bytes, so 4096 take about
+// 2.1 MiB, under 2 % of a 128 MB function (idem's BenchmarkCacheMemory).
 const DefaultResultCacheSize = 4096
 
 // ResultCache is the cache of completed operations for a configured size
