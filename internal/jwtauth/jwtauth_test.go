@@ -38,20 +38,34 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
-// issuerServer serves the dev issuer's key as a JWK Set, with metadata
-// at the paths given (path → document).
-func issuerServer(t *testing.T, dev **jwtauth.DevIssuer, meta func(base string) map[string]any) (*httptest.Server, *atomic.Int32) {
+// devIssuer is a development issuer whose key file is in a folder of the
+// test's.
+func devIssuer(t *testing.T) *jwtauth.DevIssuer {
 	t.Helper()
-	var fetches atomic.Int32
+	dev, err := jwtauth.LoadDevIssuer(filepath.Join(t.TempDir(), "k.pem"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dev
+}
+
+// writeSet writes dev's public key to w as a JWK Set.
+func writeSet(t *testing.T, w http.ResponseWriter, dev *jwtauth.DevIssuer) {
+	j, err := jwkset.NewJWKFromKey(&dev.Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: dev.KID, ALG: jwkset.AlgES256}})
+	if err != nil {
+		t.Error(err)
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
+}
+
+// issuerServer serves dev's key as a JWK Set at /jwks, with metadata at
+// the paths given (path → document).
+func issuerServer(t *testing.T, dev *jwtauth.DevIssuer, meta func(base string) map[string]any) *httptest.Server {
+	t.Helper()
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/jwks" {
-			fetches.Add(1)
-			j, err := jwkset.NewJWKFromKey(&(*dev).Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: (*dev).KID, ALG: jwkset.AlgES256}})
-			if err != nil {
-				t.Error(err)
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
+			writeSet(t, w, dev)
 			return
 		}
 		if doc, ok := meta(srv.URL)[r.URL.Path]; ok {
@@ -61,7 +75,7 @@ func issuerServer(t *testing.T, dev **jwtauth.DevIssuer, meta func(base string) 
 		http.NotFound(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &fetches
+	return srv
 }
 
 // TestDiscovery: the JWK Set is found through OpenID discovery, else
@@ -69,10 +83,7 @@ func issuerServer(t *testing.T, dev **jwtauth.DevIssuer, meta func(base string) 
 // metadata naming another issuer is refused, and so is a failed discovery
 // (not a 401 but an error: no key can be had).
 func TestDiscovery(t *testing.T) {
-	dev, err := jwtauth.LoadDevIssuer(filepath.Join(t.TempDir(), "k.pem"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := devIssuer(t)
 	cases := map[string]struct {
 		path string // the issuer's path
 		meta func(base string) map[string]any
@@ -94,7 +105,7 @@ func TestDiscovery(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			srv, _ := issuerServer(t, &dev, c.meta)
+			srv := issuerServer(t, dev, c.meta)
 			iss := srv.URL + c.path
 			dev.Issuer = iss
 			tok, err := dev.Token("sub", "user-a", "https://tickets.example/mcp", nil, time.Now(), time.Hour)
@@ -177,10 +188,7 @@ func TestDevIssuer(t *testing.T) {
 // hangs on the issuer, a token with a cached kid is still verified (it
 // would block here, and the test time out, if it waited for the fetch).
 func TestCachedKidDoesNotWaitForRefetch(t *testing.T) {
-	dev, err := jwtauth.LoadDevIssuer(filepath.Join(t.TempDir(), "k.pem"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := devIssuer(t)
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	var n atomic.Int32
@@ -189,8 +197,7 @@ func TestCachedKidDoesNotWaitForRefetch(t *testing.T) {
 			entered <- struct{}{}
 			<-release
 		}
-		j, _ := jwkset.NewJWKFromKey(&dev.Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: dev.KID, ALG: jwkset.AlgES256}})
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
+		writeSet(t, w, dev)
 	}))
 	defer srv.Close()
 	now := time.Now()
@@ -235,21 +242,14 @@ func (r *recording) RoundTrip(req *http.Request) (*http.Response, error) {
 // https, or to http on loopback, is followed; more than MaxRedirects hops
 // are refused.
 func TestJWKSRedirects(t *testing.T) {
-	dev, err := jwtauth.LoadDevIssuer(filepath.Join(t.TempDir(), "k.pem"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := func(w http.ResponseWriter) {
-		j, _ := jwkset.NewJWKFromKey(&dev.Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: dev.KID, ALG: jwkset.AlgES256}})
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
-	}
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { set(w) }))
+	dev := devIssuer(t)
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeSet(t, w, dev) }))
 	t.Cleanup(plain.Close)
 	var tls *httptest.Server
 	tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/keys":
-			set(w)
+			writeSet(t, w, dev)
 		case "/to-https":
 			http.Redirect(w, r, tls.URL+"/keys", http.StatusFound)
 		case "/to-loopback-http":

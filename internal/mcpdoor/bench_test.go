@@ -2,8 +2,6 @@ package mcpdoor_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,42 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
-	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
-
-// fixedToken is a TokenVerifier that accepts one token without JWT work:
-// the benchmark's door "without JWT", as the callback's is without
-// BCrypt.
-type fixedToken struct{ user string }
-
-func (f fixedToken) Verify(_ context.Context, raw string) (jwtauth.Token, error) {
-	if raw != "bench" {
-		return jwtauth.Token{}, jwtauth.ErrInvalid
-	}
-	return jwtauth.Token{User: f.user}, nil
-}
-
-// benchDoor is the door on the in-memory store, with the token check
-// replaced by fixedToken and logs discarded: what the door adds to a call
-// besides JWT verification and I/O.
-func benchDoor(b testing.TB, store core.Store, users core.Users) http.Handler {
-	svc := &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments, Retention: time.Hour,
-		NewID: func() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }}
-	d, err := mcpdoor.New(mcpdoor.Config{Service: svc, Users: users, Verifier: fixedToken{"user-a"},
-		Issuer: "https://issuer.example", Audience: "https://tickets.example/mcp",
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
-}
 
 func benchRequest(body string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))

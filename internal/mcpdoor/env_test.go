@@ -147,8 +147,7 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	e.url = "http://" + srv.Listener.Addr().String()
 	e.audience = e.url + "/mcp"
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
-	svc := &core.Service{Store: e.store, Users: e.users, Policy: idem.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString,
-		Tools: opt.tools}
+	svc := newService(e.store, e.users, uuid.NewString, opt.tools)
 	door, err := mcpdoor.New(mcpdoor.Config{
 		Service: svc, Users: e.users,
 		Verifier: &jwtauth.Verifier{Issuer: iss.srv.URL, Audience: e.audience, UserClaim: "sub", Keys: e.keys, Now: clock.Now},
@@ -174,6 +173,40 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return e
+}
+
+// newService is the service behind the tests' doors: store and users,
+// the arguments policy, an hour's retention, ticket IDs from newID, and
+// tools (nil: the product's).
+func newService(store core.Store, users core.Users, newID func() string, tools *core.Tools) *core.Service {
+	return &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments, Retention: time.Hour, NewID: newID, Tools: tools}
+}
+
+// fixedToken is a TokenVerifier that accepts one token without JWT work:
+// the benchmark's door "without JWT", as the callback's is without
+// BCrypt.
+type fixedToken struct{ user string }
+
+func (f fixedToken) Verify(_ context.Context, raw string) (jwtauth.Token, error) {
+	if raw != "bench" {
+		return jwtauth.Token{}, jwtauth.ErrInvalid
+	}
+	return jwtauth.Token{User: f.user}, nil
+}
+
+// benchDoor is the door on store, with the token check replaced by
+// fixedToken and its JSON log lines discarded: what the door adds to a
+// call besides JWT verification and I/O. Its tickets get random IDs
+// (uuid), as in the callback's BenchmarkHandlerOverhead.
+func benchDoor(b testing.TB, store core.Store, users core.Users) http.Handler {
+	svc := newService(store, users, uuid.NewString, nil)
+	d, err := mcpdoor.New(mcpdoor.Config{Service: svc, Users: users, Verifier: fixedToken{"user-a"},
+		Issuer: "https://issuer.example", Audience: "https://tickets.example/mcp",
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // claims are a valid token's claims for user, at the env's clock.

@@ -13,30 +13,53 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 )
 
+// devMCP is the door on with the development issuer, its key made in a
+// folder of the test's.
+func devMCP(t *testing.T) config.MCP {
+	return config.MCP{Issuer: "http://127.0.0.1:1/dev-issuer", Audience: "http://127.0.0.1:1/mcp", UserClaim: "sub",
+		DevKey: filepath.Join(t.TempDir(), "mcp-dev-key.pem")}
+}
+
+// mcpRequest is a request to url as a 2025-11-25 MCP client sends it: a
+// POST of body (a GET when body is ""), with token as the bearer when not
+// "".
+func mcpRequest(t *testing.T, url, token, body string) *http.Request {
+	t.Helper()
+	method := http.MethodGet
+	if body != "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+// status sends req and returns the status of the answer; a request that
+// cannot be sent fails the test.
+func status(t *testing.T, req *http.Request) int {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
 // TestMCPDoorOffAndDevIssuer: without issuer and audience the door's
 // paths are 404 (the callback's not-found answer); with the development
 // issuer, -mcp-token's token opens /mcp on the local server, for the
 // configured users only.
 func TestMCPDoorOffAndDevIssuer(t *testing.T) {
-	get := func(url, token, body string) int {
-		method := http.MethodGet
-		if body != "" {
-			method = http.MethodPost
-		}
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := func(url, token, body string) int { return status(t, mcpRequest(t, url, token, body)) }
 	off := localConfig(t, "k")
 	h, closer, err := LocalServer(context.Background(), off, discard())
 	if err != nil {
@@ -52,8 +75,7 @@ func TestMCPDoorOffAndDevIssuer(t *testing.T) {
 	_ = closer.Close()
 
 	on := localConfig(t, "k")
-	on.MCP = config.MCP{Issuer: "http://127.0.0.1:1/dev-issuer", Audience: "http://127.0.0.1:1/mcp", UserClaim: "sub",
-		DevKey: filepath.Join(t.TempDir(), "mcp-dev-key.pem")}
+	on.MCP = devMCP(t)
 	if _, err := devToken(on, "user-x"); err == nil || !strings.Contains(err.Error(), "user-x") {
 		t.Errorf("a token for an unknown user: %v; want an error naming it", err)
 	}

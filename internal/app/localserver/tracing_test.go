@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -236,8 +235,7 @@ func TestTracingMCPToolCall(t *testing.T) {
 	const argument = "mcp-argument-PLANTED-3b8e"
 	fake := fakehelpdesk.New(t, fakehelpdesk.Config{Email: "agent@example.test", Token: "zd-token"})
 	cfg := localConfig(t, "hook-key")
-	cfg.MCP = config.MCP{Issuer: "http://127.0.0.1:1/dev-issuer", Audience: "http://127.0.0.1:1/mcp", UserClaim: "sub",
-		DevKey: filepath.Join(t.TempDir(), "mcp-dev-key.pem")}
+	cfg.MCP = devMCP(t)
 	cfg.Delivery = &config.Destination{Kind: "zendesk", URL: fake.URL(), Email: "agent@example.test", Token: "zd-token",
 		MaxAttempts: 3, Timeout: 2 * time.Second}
 	token, err := devToken(cfg, "user-a")
@@ -258,19 +256,10 @@ func TestTracingMCPToolCall(t *testing.T) {
 			`,"tracestate":` + callbacktest.Quote(metaState) + `}`
 		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_ticket","arguments":` +
 			callbacktest.Title(argument) + `,` + meta + `}}`
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		req.Header.Set("Authorization", "Bearer "+token)
+		req := mcpRequest(t, srv.URL+"/mcp", token, body)
 		req.Header.Set("traceparent", "00-"+headerTrace+"-b7ad6b7169203331-01")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("tools/call: %d", resp.StatusCode)
+		if code := status(t, req); code != http.StatusOK {
+			t.Fatalf("tools/call: %d", code)
 		}
 	}
 	call("00-" + metaTrace + "-" + metaSpan + "-01")
