@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,10 +49,7 @@ const (
 // quantiles. Writes results.InRegion (JSON) to the file the
 // variable names; any answer other than the expected one fails the run.
 func TestInRegion(t *testing.T) {
-	out := os.Getenv(results.InRegionEnv)
-	if out == "" {
-		t.Skip(results.InRegionEnv + " not set: make bench sets it")
-	}
+	out := outFile(t, results.InRegionEnv)
 	ops := envInt(t, envInRegionOps, 400)
 	seed := uint64(envInt(t, envInRegionSeed, 1))
 	endpoint := testenv.DynamoDB(t)

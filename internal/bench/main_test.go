@@ -70,6 +70,17 @@ func outcome(code int, body string) string {
 	return status
 }
 
+// outFile is the results file the environment variable name gives a
+// measurement that only `make bench` runs; when it is unset, t skips.
+func outFile(t *testing.T, name string) string {
+	t.Helper()
+	out := os.Getenv(name)
+	if out == "" {
+		t.Skip(name + " not set: make bench sets it")
+	}
+	return out
+}
+
 // envInt is the positive integer in the environment variable name, or def
 // when it is unset.
 func envInt(t *testing.T, name string, def int) int {

@@ -17,12 +17,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-// Environment of TestThroughput.
-const (
-	envThroughputOut = "BENCH_THROUGHPUT_OUT" // the results (JSON, results.Throughput) are written here; unset: skip
-	envCellDuration  = "BENCH_CELL_DURATION"  // how long each cell runs (Go duration, default 2s)
-)
-
 // cell is one measured combination.
 type cell struct {
 	store, kind string
@@ -40,15 +34,12 @@ type cell struct {
 // repeats its own completed operation), on DynamoDB Local and on SQLite,
 // for a bounded time per cell. Clients and store share this machine.
 func TestThroughput(t *testing.T) {
-	out := os.Getenv(envThroughputOut)
-	if out == "" {
-		t.Skip(envThroughputOut + " not set: make bench sets it")
-	}
+	out := outFile(t, results.ThroughputEnv)
 	d := 2 * time.Second
-	if v := os.Getenv(envCellDuration); v != "" {
+	if v := os.Getenv(results.CellDurationEnv); v != "" {
 		var err error
 		if d, err = time.ParseDuration(v); err != nil {
-			t.Fatalf("%s: %v", envCellDuration, err)
+			t.Fatalf("%s: %v", results.CellDurationEnv, err)
 		}
 	}
 	ctx := context.Background()
