@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 // cell is one measured combination.
@@ -46,10 +44,7 @@ func TestThroughput(t *testing.T) {
 
 	endpoint := testenv.DynamoDB(t)
 	table := testenv.CreateTable(t, endpoint)
-	ddb := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{})
-	if err := ddb.PutUser(ctx, benchUser); err != nil {
-		t.Fatal(err)
-	}
+	_, ddb := dynamoHandler(t, testenv.DynamoClient(t, endpoint), table)
 	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "throughput.sqlite"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +55,7 @@ func TestThroughput(t *testing.T) {
 		name, kind string
 		h          http.Handler
 	}{
-		{"DynamoDB Local", "dynamodb", newHandler(ddb, usercache.New(ddb, time.Hour, 16))},
+		{"DynamoDB Local", "dynamodb", ddb},
 		{"SQLite (file, WAL, synchronous=FULL)", "sqlite", newHandler(lite, usersOf(benchUser))},
 	}
 	var cells []cell
