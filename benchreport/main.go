@@ -244,8 +244,8 @@ func measure(o options, root, dir string) error {
 		return err
 	}
 	logf("throughput")
-	if err := r.goTest("throughput.test.json", []string{"BENCH_THROUGHPUT_OUT=" + filepath.Join(dir, report.FileThroughput),
-		"BENCH_CELL_DURATION=" + o.cell.String()},
+	if err := r.goTest("throughput.test.json", []string{results.ThroughputEnv + "=" + filepath.Join(dir, report.FileThroughput),
+		results.CellDurationEnv + "=" + o.cell.String()},
 		"-count=1", "-timeout", "10m", "-run", "^TestThroughput$", "./internal/bench"); err != nil {
 		return err
 	}
@@ -253,8 +253,8 @@ func measure(o options, root, dir string) error {
 		return err
 	}
 	logf("cold starts")
-	if err := r.goTest("coldstart.test.json", []string{"BENCH_COLDSTART_OUT=" + filepath.Join(dir, report.FileColdStart),
-		"BENCH_COLDSTART_RUNS=" + strconv.Itoa(o.coldRuns)},
+	if err := r.goTest("coldstart.test.json", []string{results.ColdStartEnv + "=" + filepath.Join(dir, report.FileColdStart),
+		results.ColdStartRunsEnv + "=" + strconv.Itoa(o.coldRuns)},
 		"-count=1", "-timeout", "10m", "-run", "^TestColdStart$", "./internal/bench"); err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -20,12 +19,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
-)
-
-// Environment of TestColdStart.
-const (
-	envColdStartOut  = "BENCH_COLDSTART_OUT"  // the results (JSON, results.ColdStart) are written here; unset: skip
-	envColdStartRuns = "BENCH_COLDSTART_RUNS" // cold starts per build (default 7)
 )
 
 // coldEvent is a function URL event the handler answers without any I/O
@@ -59,11 +52,8 @@ type build struct {
 // exported before it returns); every traced cold start must have
 // exported a span, or the figure would not be what it names.
 func TestColdStart(t *testing.T) {
-	out := os.Getenv(envColdStartOut)
-	if out == "" {
-		t.Skip(envColdStartOut + " not set: make bench sets it")
-	}
-	runs := envInt(t, envColdStartRuns, 7)
+	out := outFile(t, results.ColdStartEnv)
+	runs := envInt(t, results.ColdStartRunsEnv, 7)
 	testenv.RIE(t) // fail early (or skip) when the emulator is missing
 	dir := t.TempDir()
 	lambdaBuild := &build{name: "Lambda build (no SQLite)", tags: "lambda.norpc,nosqlite"}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 // Environment of TestInRegion besides results.InRegionEnv.
@@ -50,10 +48,7 @@ const (
 // quantiles. Writes results.InRegion (JSON) to the file the
 // variable names; any answer other than the expected one fails the run.
 func TestInRegion(t *testing.T) {
-	out := os.Getenv(results.InRegionEnv)
-	if out == "" {
-		t.Skip(results.InRegionEnv + " not set: make bench sets it")
-	}
+	out := outFile(t, results.InRegionEnv)
 	ops := envInt(t, envInRegionOps, 400)
 	seed := uint64(envInt(t, envInRegionSeed, 1))
 	endpoint := testenv.DynamoDB(t)
@@ -164,16 +159,11 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	client := testenv.DynamoClient(t, srv.URL)
-	store := dynamo.New(client, table, dynamo.Options{})
-	if err := store.PutUser(ctx, benchUser); err != nil {
-		t.Fatal(err)
-	}
-	users := usercache.New(store, time.Hour, 16)
-	h := newHandler(store, users)
+	store, h := dynamoHandler(t, client, table)
 	// The callback function's service keeps completed operations in
 	// memory (doors.ResultCache); the repeat is measured without it (h) and
-	// with it (cached), each handler on its own service.
-	cached := newHandler(store, users)
+	// with it (cached), each handler on its own service and the same users.
+	cached := newHandler(store, h.Service.Users)
 	cached.Service.Cache = doors.ResultCache(0)
 	ids := requestIDs("inregion-" + kind)
 	newOp := func() string { return outcome(serve(h, ids())) }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,9 +20,11 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
+	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -46,6 +49,18 @@ func newHandler(store core.Store, users core.Users) *httpapi.Handler {
 	}
 }
 
+// dynamoHandler is a DynamoDB store on client and table holding benchUser,
+// and the product's handler on it with the user cache the callback
+// function keeps.
+func dynamoHandler(tb testing.TB, client dynamo.Client, table string) (*dynamo.Store, *httpapi.Handler) {
+	tb.Helper()
+	store := dynamo.New(client, table, dynamo.Options{})
+	if err := store.PutUser(context.Background(), benchUser); err != nil {
+		tb.Fatal(err)
+	}
+	return store, newHandler(store, usercache.New(store, time.Hour, 16))
+}
+
 // serve sends one callback and returns the body's status field ("created",
 // "deduplicated" is reported as "created" with deduplicated true, so the
 // answer is returned whole).
@@ -68,6 +83,17 @@ func outcome(code int, body string) string {
 	}
 	status, _, _ := strings.Cut(strings.TrimPrefix(body, `{"status":"`), `"`)
 	return status
+}
+
+// outFile is the results file the environment variable name gives a
+// measurement that only `make bench` runs; when it is unset, t skips.
+func outFile(t *testing.T, name string) string {
+	t.Helper()
+	out := os.Getenv(name)
+	if out == "" {
+		t.Skip(name + " not set: make bench sets it")
+	}
+	return out
 }
 
 // envInt is the positive integer in the environment variable name, or def

@@ -17,7 +17,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 // canonicalArgs is what the service stores as a ticket's arguments.
@@ -85,12 +84,7 @@ func BenchmarkDynamoDB(b *testing.B) {
 	endpoint := testenv.DynamoDB(b)
 	table := testenv.CreateTable(b, endpoint)
 	client, calls := countingClient(endpoint)
-	store := dynamo.New(client, table, dynamo.Options{})
-	ctx := context.Background()
-	if err := store.PutUser(ctx, benchUser); err != nil {
-		b.Fatal(err)
-	}
-	h := newHandler(store, usercache.New(store, time.Hour, 16))
+	_, h := dynamoHandler(b, client, table)
 	ids := requestIDs("ddb")
 	ddbCalls = atomic.Int64{}
 	if code, body := serve(h, ids()); outcome(code, body) != "created" { // warms the user cache and the JIT

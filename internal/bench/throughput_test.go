@@ -11,16 +11,8 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
-)
-
-// Environment of TestThroughput.
-const (
-	envThroughputOut = "BENCH_THROUGHPUT_OUT" // the results (JSON, results.Throughput) are written here; unset: skip
-	envCellDuration  = "BENCH_CELL_DURATION"  // how long each cell runs (Go duration, default 2s)
 )
 
 // cell is one measured combination.
@@ -40,25 +32,19 @@ type cell struct {
 // repeats its own completed operation), on DynamoDB Local and on SQLite,
 // for a bounded time per cell. Clients and store share this machine.
 func TestThroughput(t *testing.T) {
-	out := os.Getenv(envThroughputOut)
-	if out == "" {
-		t.Skip(envThroughputOut + " not set: make bench sets it")
-	}
+	out := outFile(t, results.ThroughputEnv)
 	d := 2 * time.Second
-	if v := os.Getenv(envCellDuration); v != "" {
+	if v := os.Getenv(results.CellDurationEnv); v != "" {
 		var err error
 		if d, err = time.ParseDuration(v); err != nil {
-			t.Fatalf("%s: %v", envCellDuration, err)
+			t.Fatalf("%s: %v", results.CellDurationEnv, err)
 		}
 	}
 	ctx := context.Background()
 
 	endpoint := testenv.DynamoDB(t)
 	table := testenv.CreateTable(t, endpoint)
-	ddb := dynamo.New(testenv.DynamoClient(t, endpoint), table, dynamo.Options{})
-	if err := ddb.PutUser(ctx, benchUser); err != nil {
-		t.Fatal(err)
-	}
+	_, ddb := dynamoHandler(t, testenv.DynamoClient(t, endpoint), table)
 	lite, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "throughput.sqlite"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +55,7 @@ func TestThroughput(t *testing.T) {
 		name, kind string
 		h          http.Handler
 	}{
-		{"DynamoDB Local", "dynamodb", newHandler(ddb, usercache.New(ddb, time.Hour, 16))},
+		{"DynamoDB Local", "dynamodb", ddb},
 		{"SQLite (file, WAL, synchronous=FULL)", "sqlite", newHandler(lite, usersOf(benchUser))},
 	}
 	var cells []cell

@@ -12,6 +12,14 @@ import (
 	"os"
 )
 
+// The environment of TestThroughput (internal/bench): the file its
+// Throughput is written to (unset: the test skips), and how long each cell
+// runs (a Go duration; default 2s).
+const (
+	ThroughputEnv   = "BENCH_THROUGHPUT_OUT"
+	CellDurationEnv = "BENCH_CELL_DURATION"
+)
+
 // Throughput is what TestThroughput (internal/bench) measured: one cell per
 // store, kind of operation and number of concurrent clients.
 type Throughput struct {
@@ -41,6 +49,14 @@ func (c ThroughputCell) PerSecond() float64 {
 	}
 	return float64(c.Ops) / c.Seconds
 }
+
+// The environment of TestColdStart (internal/bench): the file its ColdStart
+// is written to (unset: the test skips), and the cold starts per build
+// (default 7).
+const (
+	ColdStartEnv     = "BENCH_COLDSTART_OUT"
+	ColdStartRunsEnv = "BENCH_COLDSTART_RUNS"
+)
 
 // ColdStart is what TestColdStart (internal/bench) measured.
 type ColdStart struct {

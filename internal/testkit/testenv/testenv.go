@@ -337,6 +337,9 @@ func CountCallsButReadAhead(n *atomic.Int64) func(*dynamodb.Options) {
 
 var tableSeq atomic.Int64
 
+// S is the DynamoDB string attribute v, for the items tests write.
+func S(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
 // CreateTable creates a fresh, uniquely named table as the product defines
 // it (dynamo.CreateTable: partition key pk, on-demand billing, TTL on
 // expires_at), waits until it is ACTIVE, and deletes it when the test ends.

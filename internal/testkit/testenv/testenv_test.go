@@ -25,8 +25,6 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-
 // The design relies on this: when one write of a transaction fails its
 // condition and asks for ReturnValuesOnConditionCheckFailure=ALL_OLD, the
 // TransactionCanceledException carries, per item, the reason code and, for
@@ -42,8 +40,8 @@ func TestTransactConditionFailureReturnsOldItem(t *testing.T) {
 	ctx := context.Background()
 
 	existing := map[string]types.AttributeValue{
-		"pk":    str("OP#k1"),
-		"state": str("done"),
+		"pk":    testenv.S("OP#k1"),
+		"state": testenv.S("done"),
 		"n":     &types.AttributeValueMemberN{Value: "7"},
 	}
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: existing}); err != nil {
@@ -53,23 +51,23 @@ func TestTransactConditionFailureReturnsOldItem(t *testing.T) {
 	failing := map[string]types.TransactWriteItem{
 		"Put": {Put: &types.Put{
 			TableName:                           &table,
-			Item:                                map[string]types.AttributeValue{"pk": str("OP#k1"), "state": str("pending")},
+			Item:                                map[string]types.AttributeValue{"pk": testenv.S("OP#k1"), "state": testenv.S("pending")},
 			ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		"ConditionCheck": {ConditionCheck: &types.ConditionCheck{
 			TableName:                           &table,
-			Key:                                 map[string]types.AttributeValue{"pk": str("OP#k1")},
+			Key:                                 map[string]types.AttributeValue{"pk": testenv.S("OP#k1")},
 			ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		"Update": {Update: &types.Update{
 			TableName:                           &table,
-			Key:                                 map[string]types.AttributeValue{"pk": str("OP#k1")},
+			Key:                                 map[string]types.AttributeValue{"pk": testenv.S("OP#k1")},
 			UpdateExpression:                    aws.String("SET #s = :p"),
 			ConditionExpression:                 aws.String("#s = :p"),
 			ExpressionAttributeNames:            map[string]string{"#s": "state"},
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":p": str("pending")},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":p": testenv.S("pending")},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 	}
@@ -80,7 +78,7 @@ func TestTransactConditionFailureReturnsOldItem(t *testing.T) {
 				TransactItems: []types.TransactWriteItem{
 					{Put: &types.Put{
 						TableName:           &table,
-						Item:                map[string]types.AttributeValue{"pk": str(otherKey)},
+						Item:                map[string]types.AttributeValue{"pk": testenv.S(otherKey)},
 						ConditionExpression: aws.String("attribute_not_exists(pk)"),
 					}},
 					op,
@@ -111,7 +109,7 @@ func TestTransactConditionFailureReturnsOldItem(t *testing.T) {
 			}
 			// Nothing of the transaction was written.
 			out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table,
-				Key: map[string]types.AttributeValue{"pk": str(otherKey)}, ConsistentRead: aws.Bool(true)})
+				Key: map[string]types.AttributeValue{"pk": testenv.S(otherKey)}, ConsistentRead: aws.Bool(true)})
 			if err != nil {
 				t.Fatalf("GetItem: %v", err)
 			}
@@ -126,7 +124,7 @@ func TestTransactConditionFailureReturnsOldItem(t *testing.T) {
 		_, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: []types.TransactWriteItem{{Put: &types.Put{
 				TableName:           &table,
-				Item:                map[string]types.AttributeValue{"pk": str("OP#k1")},
+				Item:                map[string]types.AttributeValue{"pk": testenv.S("OP#k1")},
 				ConditionExpression: aws.String("attribute_not_exists(pk)"),
 			}}},
 		})
@@ -163,7 +161,7 @@ func TestCreateTableUnique(t *testing.T) {
 			}
 			seen[name] = true
 			if _, err := testenv.DynamoClient(t, endpoint).PutItem(context.Background(), &dynamodb.PutItemInput{
-				TableName: &name, Item: map[string]types.AttributeValue{"pk": str("x")},
+				TableName: &name, Item: map[string]types.AttributeValue{"pk": testenv.S("x")},
 			}); err != nil {
 				t.Errorf("PutItem on new table: %v", err)
 			}
