@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,20 +171,11 @@ func TestDuplicateID(t *testing.T) {
 // unknown answer, neither found nor proof of absence.
 func TestIssueUnderAnotherID(t *testing.T) {
 	const other = `{"id":"9b2d0c4e-0000-4000-8000-000000000000","identifier":"ENG-9","url":"https://linear.app/acme/issue/ENG-9"}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		if strings.Contains(string(body), "issueCreate") {
-			_, _ = w.Write([]byte(`{"data":{"issueCreate":{"success":true,"issue":` + other + `}}}`))
-			return
-		}
-		_, _ = w.Write([]byte(`{"data":{"issue":` + other + `}}`))
-	}))
-	t.Cleanup(srv.Close)
-	c, err := linear.New(linear.Config{URL: srv.URL, TeamID: "team-1", APIKey: "lin_api_test", Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	f.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearCreate,
+		Fault: fakehelpdesk.Fault{Status: 200, Body: `{"data":{"issueCreate":{"success":true,"issue":` + other + `}}}`}})
+	f.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearLookup, Fault: fakehelpdesk.Fault{Status: 200, Body: `{"data":{"issue":` + other + `}}`}})
+	c := client(t, f)
 	var se *delivery.SendError
 	r, err := c.Send(context.Background(), ticket())
 	if !errors.As(err, &se) || se.Failure != delivery.Refused || !strings.Contains(err.Error(), "ENG-9") {
