@@ -13,6 +13,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
 
 const ticketID = "3f1c1f0e-8a4b-4c1d-9e2f-5b6a7c8d9e0f"
@@ -38,10 +39,7 @@ func client(t *testing.T, f *fakehelpdesk.Server) *linear.Client {
 func TestSendCreatesTheIssue(t *testing.T) {
 	f := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	tk := ticket()
-	r, err := client(t, f).Send(context.Background(), tk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, req := helpdesktest.SendOnce(t, f, client(t, f), tk)
 	issues := f.LinearIssues()
 	if len(issues) != 1 {
 		t.Fatalf("Linear holds %d issues, want 1", len(issues))
@@ -58,7 +56,7 @@ func TestSendCreatesTheIssue(t *testing.T) {
 	if r.ExternalID != i.Identifier || !strings.HasPrefix(r.ExternalID, "ENG-") || !strings.HasSuffix(r.ExternalURL, "/issue/"+i.Identifier) {
 		t.Errorf("receipt %+v, issue %+v", r, i)
 	}
-	if got := f.Received()[0].Header.Get("Authorization"); got != f.Config().LinearKey {
+	if got := req.Header.Get("Authorization"); got != f.Config().LinearKey {
 		t.Errorf("Authorization %q, want the personal key as it is, without Bearer", got)
 	}
 }

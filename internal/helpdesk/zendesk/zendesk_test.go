@@ -42,15 +42,7 @@ func TestSendAsSent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-			r, err := newClient(t, s, 0).Send(context.Background(), tc.ticket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := s.Received()
-			if len(got) != 1 {
-				t.Fatalf("%d requests", len(got))
-			}
-			req := got[0]
+			r, req := helpdesktest.SendOnce(t, s, newClient(t, s, 0), tc.ticket)
 			helpdesktest.Golden(t, tc.name, req.Body)
 			cfg := s.Config()
 			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))

@@ -47,6 +47,22 @@ func SendError(tb testing.TB, err error) *delivery.SendError {
 	return se
 }
 
+// SendOnce sends t through d, which must succeed, and returns the receipt
+// and the request: the test stops unless the helpdesk s received exactly
+// that one request.
+func SendOnce(tb testing.TB, s *fakehelpdesk.Server, d delivery.Destination, t delivery.HelpdeskTicket) (delivery.Receipt, fakehelpdesk.Received) {
+	tb.Helper()
+	r, err := d.Send(context.Background(), t)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	got := s.Received()
+	if len(got) != 1 {
+		tb.Fatalf("the helpdesk received %d requests, want 1", len(got))
+	}
+	return r, got[0]
+}
+
 // SendAfter sends first through d, which must succeed, then second, and
 // returns the second send's error as a *delivery.SendError; the test stops
 // when the first send fails or the second does not fail so.
