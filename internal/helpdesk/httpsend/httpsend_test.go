@@ -450,10 +450,7 @@ func TestErrorsHideQuery(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/*") {
 		t.Fatalf("dial error %q", err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusInternalServerError)
-	}))
-	t.Cleanup(srv.Close)
+	srv := helpdesktest.Answering(t, http.StatusInternalServerError, "")
 	req.URL = mustURL(t, srv.URL+"/x?token="+secret)
 	resp, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
 	if err != nil {

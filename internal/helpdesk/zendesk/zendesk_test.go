@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -299,11 +297,7 @@ func TestLookupFailures(t *testing.T) {
 
 // TestAnswer200: Zendesk may answer 200 rather than 201.
 func TestAnswer200(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		io.WriteString(w, `{"ticket":{"id":35436,"url":"https://x/api/v2/tickets/35436.json"}}`)
-	}))
-	t.Cleanup(srv.Close)
+	srv := helpdesktest.Answering(t, http.StatusOK, `{"ticket":{"id":35436,"url":"https://x/api/v2/tickets/35436.json"}}`)
 	c, err := zendesk.New(zendesk.Config{URL: srv.URL + "/", Email: "a@b.c", Token: "t"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,6 +63,19 @@ func SendOnce(tb testing.TB, s *fakehelpdesk.Server, d delivery.Destination, t d
 		tb.Fatalf("the helpdesk received %d requests, want 1", len(got))
 	}
 	return r, got[0]
+}
+
+// Answering starts a server that reads each request whole and answers it
+// status and body, whatever it asks: a helpdesk reduced to one answer. It
+// is closed when tb ends.
+func Answering(tb testing.TB, status int, body string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
 }
 
 // SendAfter sends first through d, which must succeed, then second, and
