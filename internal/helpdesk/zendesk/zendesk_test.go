@@ -3,7 +3,6 @@ package zendesk_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,10 +41,8 @@ func TestSendAsSent(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 			r, req := helpdesktest.SendOnce(t, s, newClient(t, s, 0), tc.ticket)
 			helpdesktest.Golden(t, tc.name, req.Body)
-			cfg := s.Config()
-			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))
 			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||
-				req.Header.Get("Authorization") != wantAuth ||
+				req.Header.Get("Authorization") != s.ZendeskAuthorization() ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
 				req.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("request %s %s?%s %v", req.Method, req.Path, req.RawQuery, req.Header)
@@ -352,7 +349,7 @@ func TestCredentialsNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	basic := base64.StdEncoding.EncodeToString([]byte(cfg.Email + "/token:" + token))
+	basic := strings.TrimPrefix(s.ZendeskAuthorization(), "Basic ")
 	var out bytes.Buffer
 	helpdesktest.Shown(&out, cfg, c)
 	helpdesktest.FailEach(&out, s, c, fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup, []fakehelpdesk.Fault{

@@ -300,6 +300,13 @@ func (s *Server) URL() string { return s.srv.URL }
 // WebhookURL is the webhook endpoint's URL.
 func (s *Server) WebhookURL() string { return s.srv.URL + s.cfg.WebhookPath }
 
+// ZendeskAuthorization is the Authorization header the Zendesk side
+// accepts: Basic over "{email}/token:{token}", Zendesk's API-token form,
+// from Config's Email and Token.
+func (s *Server) ZendeskAuthorization() string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(s.cfg.Email+"/token:"+s.cfg.Token))
+}
+
 // Config is the configuration in force, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
 
@@ -753,8 +760,7 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 	}
 	switch kind {
 	case ZendeskCreate, ZendeskLookup:
-		want := "Basic " + base64.StdEncoding.EncodeToString([]byte(s.cfg.Email+"/token:"+s.cfg.Token))
-		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte(want)) {
+		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte(s.ZendeskAuthorization())) {
 			return jsonAnswer(http.StatusUnauthorized, `{"error":"Couldn't authenticate you"}`), false
 		}
 	case WebhookCreate:
