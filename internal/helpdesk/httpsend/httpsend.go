@@ -261,6 +261,16 @@ func TicketBody(adapter string, t delivery.HelpdeskTicket, encode func(delivery.
 	return b, nil
 }
 
+// CheckLookupID refuses a lookup without an id, which no ticket has (Send
+// refuses such a ticket through TicketBody): an error whose text starts
+// with adapter, before anything is sent.
+func CheckLookupID(adapter, id string) error {
+	if id == "" {
+		return errors.New(adapter + ": lookup without an id")
+	}
+	return nil
+}
+
 // StatusError is the send error of an answer with the given outcome.
 func StatusError(r Request, resp *Response, o delivery.Failure) *delivery.SendError {
 	return &delivery.SendError{Failure: o, Status: resp.Status, RetryAfter: resp.RetryAfter,

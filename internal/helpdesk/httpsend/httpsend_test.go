@@ -405,6 +405,17 @@ func TestCheckBaseURL(t *testing.T) {
 	}
 }
 
+// TestCheckLookupID: an empty id is refused, naming the adapter; any
+// other passes.
+func TestCheckLookupID(t *testing.T) {
+	if err := httpsend.CheckLookupID("zendesk", ""); err == nil || err.Error() != "zendesk: lookup without an id" {
+		t.Errorf("empty id: %v", err)
+	}
+	if err := httpsend.CheckLookupID("zendesk", "t-1"); err != nil {
+		t.Errorf("an id: %v", err)
+	}
+}
+
 // TestNewChecked: a negative timeout is refused, naming it; zero takes
 // the default.
 func TestNewChecked(t *testing.T) {

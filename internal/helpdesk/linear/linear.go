@@ -267,8 +267,8 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 
 // Lookup reads the issue whose id is id.
 func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool, error) {
-	if id == "" {
-		return delivery.Receipt{}, false, errors.New("linear: lookup without an id")
+	if err := httpsend.CheckLookupID("linear", id); err != nil {
+		return delivery.Receipt{}, false, err
 	}
 	body, err := json.Marshal(request{Query: lookupQuery, Variables: map[string]any{"id": id}})
 	if err != nil {

@@ -180,8 +180,8 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 	if !c.cfg.Lookup {
 		return delivery.Receipt{}, false, delivery.ErrNoLookup
 	}
-	if id == "" {
-		return delivery.Receipt{}, false, errors.New("webhook: lookup without an id")
+	if err := httpsend.CheckLookupID("webhook", id); err != nil {
+		return delivery.Receipt{}, false, err
 	}
 	param := "idempotency_key=" + url.QueryEscape(id)
 	u := *c.u

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -150,8 +149,8 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 
 // Lookup finds the oldest ticket whose external_id is id.
 func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool, error) {
-	if id == "" {
-		return delivery.Receipt{}, false, errors.New("zendesk: lookup without an id")
+	if err := httpsend.CheckLookupID("zendesk", id); err != nil {
+		return delivery.Receipt{}, false, err
 	}
 	req := httpsend.Request{Method: http.MethodGet,
 		URL: c.url("/api/v2/tickets", "external_id="+url.QueryEscape(id)), Header: c.header()}
