@@ -5,21 +5,17 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
 
 // BenchmarkDo measures a call on a fresh loopback connection (the client's
 // way) against the same call on a kept-alive connection (net/http's
 // default), to put a number on the price of never reusing a connection.
 func BenchmarkDo(b *testing.B) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusCreated)
-	}))
-	b.Cleanup(srv.Close)
+	srv := helpdesktest.Answering(b, http.StatusCreated, "")
 	body := bytes.Repeat([]byte("x"), 400)
 
 	b.Run("fresh-connection", func(b *testing.B) {

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -259,6 +261,16 @@ func TicketBody(adapter string, t delivery.HelpdeskTicket, encode func(delivery.
 	return b, nil
 }
 
+// CheckLookupID refuses a lookup without an id, which no ticket has (Send
+// refuses such a ticket through TicketBody): an error whose text starts
+// with adapter, before anything is sent.
+func CheckLookupID(adapter, id string) error {
+	if id == "" {
+		return errors.New(adapter + ": lookup without an id")
+	}
+	return nil
+}
+
 // StatusError is the send error of an answer with the given outcome.
 func StatusError(r Request, resp *Response, o delivery.Failure) *delivery.SendError {
 	return &delivery.SendError{Failure: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
@@ -315,6 +327,55 @@ func Redacted(s string) string {
 	return "[redacted]"
 }
 
+// Settings is a destination's configuration as it is printed and logged,
+// the one form every adapter's Config shows: "kind{url=... key=value ...
+// timeout=...}" for fmt, and the same settings as a slog group led by
+// "kind". The URL is shown redacted (urls.RedactedRaw); a credential goes
+// in Attrs through Secret, so it shows only as set or not.
+type Settings struct {
+	Kind    string
+	URL     string
+	Attrs   []slog.Attr // the adapter's own settings, between url and timeout
+	Timeout time.Duration
+}
+
+// Secret is the setting key with a credential's value shown as Redacted.
+func Secret(key, value string) slog.Attr { return slog.String(key, Redacted(value)) }
+
+func (s Settings) attrs() []slog.Attr {
+	return slices.Concat([]slog.Attr{slog.String("url", urls.RedactedRaw(s.URL))}, s.Attrs,
+		[]slog.Attr{slog.Duration("timeout", s.Timeout)})
+}
+
+// String is "kind{url=... key=value ... timeout=...}", each value as fmt's
+// %v prints it.
+func (s Settings) String() string {
+	var b strings.Builder
+	b.WriteString(s.Kind + "{")
+	for i, a := range s.attrs() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(a.Key + "=" + a.Value.String())
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// LogValue is the settings as a group: kind, url, Attrs, timeout.
+func (s Settings) LogValue() slog.Value {
+	return slog.GroupValue(append([]slog.Attr{slog.String("kind", s.Kind)}, s.attrs()...)...)
+}
+
+// NewChecked is New for a destination's constructor, which refuses a
+// negative timeout (zero means DefaultTimeout).
+func NewChecked(o Options) (*Client, error) {
+	if o.Timeout < 0 {
+		return nil, fmt.Errorf("timeout %s is negative", o.Timeout)
+	}
+	return New(o), nil
+}
+
 // SettingError is a setting a destination's constructor refused. Field
 // is the constructor's name for it ("url", "email", "token", "secret"),
 // so that the composition root can name the setting as its configuration
@@ -364,6 +425,19 @@ func CheckURL(raw string) (*url.URL, error) {
 		}
 	default:
 		return nil, Refused("url", fmt.Sprintf("url: %q must be https", urls.Redacted(u)))
+	}
+	return u, nil
+}
+
+// CheckBaseURL is CheckURL for a helpdesk's base URL, to which the
+// adapter appends its API's paths: it must not have a query either.
+func CheckBaseURL(raw string) (*url.URL, error) {
+	u, err := CheckURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		return nil, Refused("url", fmt.Sprintf("url %q must not have a query", urls.Redacted(u)))
 	}
 	return u, nil
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -384,6 +386,71 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
+// TestCheckBaseURL: a base URL passes CheckURL's rules and has no query,
+// not even an empty one; each refusal is a SettingError of "url".
+func TestCheckBaseURL(t *testing.T) {
+	if u, err := httpsend.CheckBaseURL("https://acme.zendesk.com/"); err != nil || u.Host != "acme.zendesk.com" {
+		t.Errorf("a base URL: %v, %v", u, err)
+	}
+	for raw, want := range map[string]string{
+		"https://acme.com?token=hunter2": "must not have a query",
+		"https://acme.com/?":             "must not have a query",
+		"http://acme.com":                "must be https",
+	} {
+		_, err := httpsend.CheckBaseURL(raw)
+		var se *httpsend.SettingError
+		if !errors.As(err, &se) || se.Field != "url" || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%q: %v; want a url SettingError saying %q, without the query", raw, err, want)
+		}
+	}
+}
+
+// TestCheckLookupID: an empty id is refused, naming the adapter; any
+// other passes.
+func TestCheckLookupID(t *testing.T) {
+	if err := httpsend.CheckLookupID("zendesk", ""); err == nil || err.Error() != "zendesk: lookup without an id" {
+		t.Errorf("empty id: %v", err)
+	}
+	if err := httpsend.CheckLookupID("zendesk", "t-1"); err != nil {
+		t.Errorf("an id: %v", err)
+	}
+}
+
+// TestNewChecked: a negative timeout is refused, naming it; zero takes
+// the default.
+func TestNewChecked(t *testing.T) {
+	if _, err := httpsend.NewChecked(httpsend.Options{Timeout: -time.Second}); err == nil || err.Error() != "timeout -1s is negative" {
+		t.Errorf("negative timeout: %v", err)
+	}
+	if c, err := httpsend.NewChecked(httpsend.Options{}); err != nil || c == nil {
+		t.Errorf("zero timeout: %v, %v", c, err)
+	}
+}
+
+// TestSettingsShown: the printed form is kind{url=... settings...
+// timeout=...} and the logged one the same group led by kind; the URL
+// (path and query) and a credential show only redacted, an unset
+// credential as "".
+func TestSettingsShown(t *testing.T) {
+	s := httpsend.Settings{Kind: "hook", URL: "https://hooks.example/x?token=hunter2", Timeout: 2 * time.Second,
+		Attrs: []slog.Attr{httpsend.Secret("secret", "whsec_hunter2"), slog.Bool("lookup", true), httpsend.Secret("unset", "")}}
+	const want = "hook{url=https://hooks.example/* secret=[redacted] lookup=true unset= timeout=2s}"
+	if got := s.String(); got != want {
+		t.Errorf("String:\n got %s\nwant %s", got, want)
+	}
+	var out bytes.Buffer
+	slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}})).Info("d", "cfg", s)
+	const wantLog = "level=INFO msg=d cfg.kind=hook cfg.url=https://hooks.example/* cfg.secret=[redacted] cfg.lookup=true cfg.unset=\"\" cfg.timeout=2s\n"
+	if out.String() != wantLog {
+		t.Errorf("logged:\n got %s\nwant %s", out.String(), wantLog)
+	}
+}
+
 // TestErrorsHideQuery: a URL's query may carry a token; no error text
 // shows it, whether the failure is a dial error or a status.
 func TestErrorsHideQuery(t *testing.T) {
@@ -394,10 +461,7 @@ func TestErrorsHideQuery(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "/*") {
 		t.Fatalf("dial error %q", err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusInternalServerError)
-	}))
-	t.Cleanup(srv.Close)
+	srv := helpdesktest.Answering(t, http.StatusInternalServerError, "")
 	req.URL = mustURL(t, srv.URL+"/x?token="+secret)
 	resp, err := httpsend.New(httpsend.Options{}).Do(context.Background(), req)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // DefaultURL is Linear's API; the GraphQL endpoint is {url}/graphql.
@@ -37,20 +36,21 @@ type Config struct {
 	Now func() time.Time
 }
 
-// String shows the configuration without the key.
-func (c Config) String() string {
-	return fmt.Sprintf("linear{url=%s team_id=%s api_key=%s timeout=%s}", urls.RedactedRaw(c.url()), c.TeamID, httpsend.Redacted(c.APIKey), c.Timeout)
+// settings is how the configuration is shown: the key redacted, and the
+// URL.
+func (c Config) settings() httpsend.Settings {
+	return httpsend.Settings{Kind: "linear", URL: c.url(), Timeout: c.Timeout,
+		Attrs: []slog.Attr{slog.String("team_id", c.TeamID), httpsend.Secret("api_key", c.APIKey)}}
 }
+
+// String shows the configuration without the key.
+func (c Config) String() string { return c.settings().String() }
 
 // GoString is String, so that %#v does not print the key either.
 func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the key.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "linear"), slog.String("url", urls.RedactedRaw(c.url())),
-		slog.String("team_id", c.TeamID), slog.String("api_key", httpsend.Redacted(c.APIKey)),
-		slog.Duration("timeout", c.Timeout))
-}
+func (c Config) LogValue() slog.Value { return c.settings().LogValue() }
 
 func (c Config) url() string {
 	if c.URL == "" {
@@ -76,12 +76,9 @@ var (
 // New checks c and returns a Client; a refused URL, team or key is an
 // *httpsend.SettingError.
 func New(c Config) (*Client, error) {
-	u, err := httpsend.CheckURL(c.url())
+	u, err := httpsend.CheckBaseURL(c.url())
 	if err != nil {
 		return nil, fmt.Errorf("linear: %w", err)
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("linear: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", urls.Redacted(u))))
 	}
 	if strings.TrimSpace(c.TeamID) == "" || strings.ContainsAny(c.TeamID, " \t\r\n") {
 		return nil, fmt.Errorf("linear: %w", httpsend.Refused("team_id", "team_id is required: the id of the Linear team the issues are created in"))
@@ -96,12 +93,12 @@ func New(c Config) (*Client, error) {
 	case strings.HasPrefix(key, OAuthPrefix):
 		auth = "Bearer " + key
 	}
-	if c.Timeout < 0 {
-		return nil, fmt.Errorf("linear: timeout %s is negative", c.Timeout)
+	hc, err := httpsend.NewChecked(httpsend.Options{Timeout: c.Timeout, Now: c.Now})
+	if err != nil {
+		return nil, fmt.Errorf("linear: %w", err)
 	}
 	ep, _ := url.Parse(strings.TrimRight(u.String(), "/") + "/graphql") // u parsed above
-	return &Client{cfg: c, endpoint: ep, auth: auth,
-		http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now})}, nil
+	return &Client{cfg: c, endpoint: ep, auth: auth, http: hc}, nil
 }
 
 // String shows the client without the key.
@@ -270,8 +267,8 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 
 // Lookup reads the issue whose id is id.
 func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool, error) {
-	if id == "" {
-		return delivery.Receipt{}, false, errors.New("linear: lookup without an id")
+	if err := httpsend.CheckLookupID("linear", id); err != nil {
+		return delivery.Receipt{}, false, err
 	}
 	body, err := json.Marshal(request{Query: lookupQuery, Variables: map[string]any{"id": id}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
 
 const ticketID = "3f1c1f0e-8a4b-4c1d-9e2f-5b6a7c8d9e0f"
@@ -38,10 +39,7 @@ func client(t *testing.T, f *fakehelpdesk.Server) *linear.Client {
 func TestSendCreatesTheIssue(t *testing.T) {
 	f := fakehelpdesk.New(t, fakehelpdesk.Config{})
 	tk := ticket()
-	r, err := client(t, f).Send(context.Background(), tk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, req := helpdesktest.SendOnce(t, f, client(t, f), tk)
 	issues := f.LinearIssues()
 	if len(issues) != 1 {
 		t.Fatalf("Linear holds %d issues, want 1", len(issues))
@@ -58,7 +56,7 @@ func TestSendCreatesTheIssue(t *testing.T) {
 	if r.ExternalID != i.Identifier || !strings.HasPrefix(r.ExternalID, "ENG-") || !strings.HasSuffix(r.ExternalURL, "/issue/"+i.Identifier) {
 		t.Errorf("receipt %+v, issue %+v", r, i)
 	}
-	if got := f.Received()[0].Header.Get("Authorization"); got != f.Config().LinearKey {
+	if got := req.Header.Get("Authorization"); got != f.Config().LinearKey {
 		t.Errorf("Authorization %q, want the personal key as it is, without Bearer", got)
 	}
 }
@@ -160,6 +158,30 @@ func TestDuplicateID(t *testing.T) {
 				t.Errorf("Linear holds %d issues after %d creates, want 1 after 2", f.Held(ticketID), f.Requests(fakehelpdesk.LinearCreate))
 			}
 		})
+	}
+}
+
+// TestIssueUnderAnotherID: exactly once rests on the issue carrying the
+// ticket's id. An issueCreate that answers success with another id ends
+// the ticket refused, naming the issue, rather than delivered (a later
+// lookup of the ticket's id would not find it); a lookup answered with
+// an issue of another id (issue(id:) also resolves identifiers) is an
+// unknown answer, neither found nor proof of absence.
+func TestIssueUnderAnotherID(t *testing.T) {
+	const other = `{"id":"9b2d0c4e-0000-4000-8000-000000000000","identifier":"ENG-9","url":"https://linear.app/acme/issue/ENG-9"}`
+	f := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	f.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearCreate,
+		Fault: fakehelpdesk.Fault{Status: 200, Body: `{"data":{"issueCreate":{"success":true,"issue":` + other + `}}}`}})
+	f.Script(fakehelpdesk.Rule{Kind: fakehelpdesk.LinearLookup, Fault: fakehelpdesk.Fault{Status: 200, Body: `{"data":{"issue":` + other + `}}`}})
+	c := client(t, f)
+	var se *delivery.SendError
+	r, err := c.Send(context.Background(), ticket())
+	if !errors.As(err, &se) || se.Failure != delivery.Refused || !strings.Contains(err.Error(), "ENG-9") {
+		t.Errorf("create under another id: receipt %+v, error %v; want refused, naming ENG-9", r, err)
+	}
+	r, found, err := c.Lookup(context.Background(), ticketID)
+	if found || !errors.As(err, &se) || se.Failure != delivery.Unknown {
+		t.Errorf("lookup answered another id: %+v found=%t error %v; want an unknown answer", r, found, err)
 	}
 }
 

@@ -56,20 +56,21 @@ func DecodeSecret(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// String shows the configuration without the secret or the URL's query.
-func (c Config) String() string {
-	return fmt.Sprintf("webhook{url=%s secret=%s lookup=%t timeout=%s}", urls.RedactedRaw(c.URL), httpsend.Redacted(c.Secret), c.Lookup, c.Timeout)
+// settings is how the configuration is shown: the secret redacted, and
+// the URL with its query.
+func (c Config) settings() httpsend.Settings {
+	return httpsend.Settings{Kind: "webhook", URL: c.URL, Timeout: c.Timeout,
+		Attrs: []slog.Attr{httpsend.Secret("secret", c.Secret), slog.Bool("lookup", c.Lookup)}}
 }
+
+// String shows the configuration without the secret or the URL's query.
+func (c Config) String() string { return c.settings().String() }
 
 // GoString is String, so that %#v does not print the secret either.
 func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the secret or the URL's query.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "webhook"), slog.String("url", urls.RedactedRaw(c.URL)),
-		slog.String("secret", httpsend.Redacted(c.Secret)), slog.Bool("lookup", c.Lookup),
-		slog.Duration("timeout", c.Timeout))
-}
+func (c Config) LogValue() slog.Value { return c.settings().LogValue() }
 
 // Client is a delivery.Destination for a webhook.
 type Client struct {
@@ -96,11 +97,11 @@ func New(c Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", &httpsend.SettingError{Field: "secret", Err: fmt.Errorf("secret: %w", err)})
 	}
-	if c.Timeout < 0 {
-		return nil, fmt.Errorf("webhook: timeout %s is negative", c.Timeout)
+	hc, err := httpsend.NewChecked(httpsend.Options{Timeout: c.Timeout, Now: c.Now})
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	return &Client{cfg: c, u: u, key: key,
-		http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now})}, nil
+	return &Client{cfg: c, u: u, key: key, http: hc}, nil
 }
 
 // String shows the client without the secret.
@@ -179,8 +180,8 @@ func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool,
 	if !c.cfg.Lookup {
 		return delivery.Receipt{}, false, delivery.ErrNoLookup
 	}
-	if id == "" {
-		return delivery.Receipt{}, false, errors.New("webhook: lookup without an id")
+	if err := httpsend.CheckLookupID("webhook", id); err != nil {
+		return delivery.Receipt{}, false, err
 	}
 	param := "idempotency_key=" + url.QueryEscape(id)
 	u := *c.u

@@ -50,11 +50,7 @@ func TestSendAsSent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-			r, err := newClient(t, s, false, 0).Send(context.Background(), tc.ticket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := s.Received()[0]
+			r, req := helpdesktest.SendOnce(t, s, newClient(t, s, false, 0), tc.ticket)
 			helpdesktest.Golden(t, tc.name, req.Body)
 			if req.Method != http.MethodPost || req.Path != fakehelpdesk.DefaultWebhookPath ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||

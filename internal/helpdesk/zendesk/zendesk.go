@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/httpsend"
-	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
 
 // Config is a Zendesk destination.
@@ -29,20 +27,21 @@ type Config struct {
 	Now func() time.Time
 }
 
-// String shows the configuration without the token, the URL redacted.
-func (c Config) String() string {
-	return fmt.Sprintf("zendesk{url=%s email=%s token=%s timeout=%s}", urls.RedactedRaw(c.URL), c.Email, httpsend.Redacted(c.Token), c.Timeout)
+// settings is how the configuration is shown: the token redacted, and
+// the URL.
+func (c Config) settings() httpsend.Settings {
+	return httpsend.Settings{Kind: "zendesk", URL: c.URL, Timeout: c.Timeout,
+		Attrs: []slog.Attr{slog.String("email", c.Email), httpsend.Secret("token", c.Token)}}
 }
+
+// String shows the configuration without the token, the URL redacted.
+func (c Config) String() string { return c.settings().String() }
 
 // GoString is String, so that %#v does not print the token either.
 func (c Config) GoString() string { return c.String() }
 
 // LogValue logs the configuration without the token, the URL redacted.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("kind", "zendesk"), slog.String("url", urls.RedactedRaw(c.URL)),
-		slog.String("email", c.Email), slog.String("token", httpsend.Redacted(c.Token)),
-		slog.Duration("timeout", c.Timeout))
-}
+func (c Config) LogValue() slog.Value { return c.settings().LogValue() }
 
 // Client is a delivery.Destination for Zendesk.
 type Client struct {
@@ -57,12 +56,9 @@ var _ delivery.Destination = (*Client)(nil)
 // New checks c and returns a Client. The URL and credential rules live
 // here alone; a refused URL, email or token is an *httpsend.SettingError.
 func New(c Config) (*Client, error) {
-	u, err := httpsend.CheckURL(c.URL)
+	u, err := httpsend.CheckBaseURL(c.URL)
 	if err != nil {
 		return nil, fmt.Errorf("zendesk: %w", err)
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("url", fmt.Sprintf("url %q must not have a query", urls.Redacted(u))))
 	}
 	if strings.TrimSpace(c.Email) == "" {
 		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("email", "email is required (Zendesk authenticates with email and token)"))
@@ -70,14 +66,15 @@ func New(c Config) (*Client, error) {
 	if c.Token == "" {
 		return nil, fmt.Errorf("zendesk: %w", httpsend.Refused("token", "token is required (Zendesk authenticates with email and token)"))
 	}
-	if c.Timeout < 0 {
-		return nil, fmt.Errorf("zendesk: timeout %s is negative", c.Timeout)
+	hc, err := httpsend.NewChecked(httpsend.Options{Timeout: c.Timeout, Now: c.Now})
+	if err != nil {
+		return nil, fmt.Errorf("zendesk: %w", err)
 	}
 	return &Client{
 		cfg:  c,
 		base: strings.TrimRight(u.String(), "/"),
 		auth: "Basic " + base64.StdEncoding.EncodeToString([]byte(c.Email+"/token:"+c.Token)),
-		http: httpsend.New(httpsend.Options{Timeout: c.Timeout, Now: c.Now}),
+		http: hc,
 	}, nil
 }
 
@@ -152,8 +149,8 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 
 // Lookup finds the oldest ticket whose external_id is id.
 func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool, error) {
-	if id == "" {
-		return delivery.Receipt{}, false, errors.New("zendesk: lookup without an id")
+	if err := httpsend.CheckLookupID("zendesk", id); err != nil {
+		return delivery.Receipt{}, false, err
 	}
 	req := httpsend.Request{Method: http.MethodGet,
 		URL: c.url("/api/v2/tickets", "external_id="+url.QueryEscape(id)), Header: c.header()}

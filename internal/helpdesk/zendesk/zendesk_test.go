@@ -3,12 +3,9 @@ package zendesk_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -42,20 +39,10 @@ func TestSendAsSent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
-			r, err := newClient(t, s, 0).Send(context.Background(), tc.ticket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := s.Received()
-			if len(got) != 1 {
-				t.Fatalf("%d requests", len(got))
-			}
-			req := got[0]
+			r, req := helpdesktest.SendOnce(t, s, newClient(t, s, 0), tc.ticket)
 			helpdesktest.Golden(t, tc.name, req.Body)
-			cfg := s.Config()
-			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.Email+"/token:"+cfg.Token))
 			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||
-				req.Header.Get("Authorization") != wantAuth ||
+				req.Header.Get("Authorization") != s.ZendeskAuthorization() ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||
 				req.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("request %s %s?%s %v", req.Method, req.Path, req.RawQuery, req.Header)
@@ -307,11 +294,7 @@ func TestLookupFailures(t *testing.T) {
 
 // TestAnswer200: Zendesk may answer 200 rather than 201.
 func TestAnswer200(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		io.WriteString(w, `{"ticket":{"id":35436,"url":"https://x/api/v2/tickets/35436.json"}}`)
-	}))
-	t.Cleanup(srv.Close)
+	srv := helpdesktest.Answering(t, http.StatusOK, `{"ticket":{"id":35436,"url":"https://x/api/v2/tickets/35436.json"}}`)
 	c, err := zendesk.New(zendesk.Config{URL: srv.URL + "/", Email: "a@b.c", Token: "t"})
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +349,7 @@ func TestCredentialsNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	basic := base64.StdEncoding.EncodeToString([]byte(cfg.Email + "/token:" + token))
+	basic := strings.TrimPrefix(s.ZendeskAuthorization(), "Basic ")
 	var out bytes.Buffer
 	helpdesktest.Shown(&out, cfg, c)
 	helpdesktest.FailEach(&out, s, c, fakehelpdesk.ZendeskCreate, fakehelpdesk.ZendeskLookup, []fakehelpdesk.Fault{

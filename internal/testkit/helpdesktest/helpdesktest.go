@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,6 +47,35 @@ func SendError(tb testing.TB, err error) *delivery.SendError {
 		tb.Fatalf("error %v (%T) is not a *delivery.SendError", err, err)
 	}
 	return se
+}
+
+// SendOnce sends t through d, which must succeed, and returns the receipt
+// and the request: the test stops unless the helpdesk s received exactly
+// that one request.
+func SendOnce(tb testing.TB, s *fakehelpdesk.Server, d delivery.Destination, t delivery.HelpdeskTicket) (delivery.Receipt, fakehelpdesk.Received) {
+	tb.Helper()
+	r, err := d.Send(context.Background(), t)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	got := s.Received()
+	if len(got) != 1 {
+		tb.Fatalf("the helpdesk received %d requests, want 1", len(got))
+	}
+	return r, got[0]
+}
+
+// Answering starts a server that reads each request whole and answers it
+// status and body, whatever it asks: a helpdesk reduced to one answer. It
+// is closed when tb ends.
+func Answering(tb testing.TB, status int, body string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	tb.Cleanup(srv.Close)
+	return srv
 }
 
 // SendAfter sends first through d, which must succeed, then second, and
