@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
@@ -359,14 +356,8 @@ func TestMaybeDeliveredWithoutASendStartWaitsAWindow(t *testing.T) {
 // the data is repaired must look it up first.
 func TestUnreadableAfterALapsedLeaseIsUnknown(t *testing.T) {
 	f := newFixture(t, &script{sends: []error{created}})
-	f.n++
 	id := "ticket-unreadable"
-	op := idem.Record{Key: fmt.Sprintf("%064d", f.n), State: idem.StateCompleted, Result: []byte(`{}`), ExpiresAt: f.now.Add(time.Hour)}
-	if _, err := f.store.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{{ID: id, OperationKey: op.Key,
-		TenantID: "tenant-a", UserID: "alice", Arguments: `not json`, CreatedAt: f.now,
-		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}}}, f.now); err != nil {
-		t.Fatal(err)
-	}
+	f.ticketWith(id, `not json`)
 	lease := f.now.Truncate(time.Second).Add(30 * time.Second)
 	if _, err := f.store.Claim(context.Background(), id, "dead-worker", f.now, lease); !errors.Is(err, delivery.ErrUnreadable) {
 		t.Fatalf("claim by the worker that dies: %v", err)
