@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -84,24 +83,21 @@ func TestLambdaEMFCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if n := strings.Count(buf.String(), "\n"); n != 4 {
+		t.Fatalf("%d lines for 4 calls, want exactly one each:\n%s", n, buf.String())
+	}
+	lines, lineData := emftest.Lines(t, buf.String())
 	if len(lines) != 4 {
-		t.Fatalf("%d lines for 4 calls, want exactly one each:\n%s", len(lines), buf.String())
+		t.Fatalf("%d of the 4 lines carry metrics, want all:\n%s", len(lines), buf.String())
 	}
 	var data []emftest.Datum
-	for i, l := range lines {
-		d, err := emftest.Parse(l)
-		if err != nil || len(d) == 0 {
-			t.Fatalf("line %d is not EMF (%v): %s", i, err, l)
-		}
-		for _, x := range d {
+	for i, m := range lines {
+		for _, x := range lineData[i] {
 			if x.Namespace != "Test/Callback" {
 				t.Errorf("namespace %q, want the configured Test/Callback", x.Namespace)
 			}
 		}
-		data = append(data, d...)
-		var m map[string]any
-		_ = json.Unmarshal(l, &m)
+		data = append(data, lineData[i]...)
 		if m["requestId"] != fmt.Sprintf("req-%d", i) || m["xrayTraceId"] != fmt.Sprintf("1-67891233-abcdef01234567890123456%d", i) {
 			t.Errorf("line %d: requestId %v, xrayTraceId %v; want the invocation's", i, m["requestId"], m["xrayTraceId"])
 		}

@@ -99,16 +99,23 @@ func newFixture(t *testing.T, dest *script) *fixture {
 // ticket creates a ticket with a pending delivery record, due now.
 func (f *fixture) ticket() string {
 	f.t.Helper()
+	id := fmt.Sprintf("ticket-%d", f.n+1)
+	f.ticketWith(id, `{"title":"Printer on fire"}`)
+	return id
+}
+
+// ticketWith creates ticket id with the given arguments text, pending and
+// due now, under an operation of its own.
+func (f *fixture) ticketWith(id, arguments string) {
+	f.t.Helper()
 	f.n++
-	id := fmt.Sprintf("ticket-%d", f.n)
 	op := idem.Record{Key: fmt.Sprintf("%064d", f.n), State: idem.StateCompleted, Result: []byte(`{}`), ExpiresAt: f.now.Add(time.Hour)}
 	_, err := f.store.Claims().Claim(context.Background(), op, core.Writes{Tickets: []core.Ticket{{ID: id, OperationKey: op.Key,
-		TenantID: "tenant-a", UserID: "alice", Arguments: `{"title":"Printer on fire"}`, CreatedAt: f.now,
+		TenantID: "tenant-a", UserID: "alice", Arguments: arguments, CreatedAt: f.now,
 		Delivery: &core.DeliveryStatus{State: core.DeliveryPending, DueAt: f.now.Truncate(time.Second)}}}}, f.now)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return id
 }
 
 func (f *fixture) deliver(id string) delivery.State {

@@ -56,7 +56,7 @@ func TestSettleStale(t *testing.T) {
 // transaction (nothing), and the read beside it is the same with or
 // without a destination (TestRoundTripsPerCallback counts it).
 func TestDeliveryRoundTrips(t *testing.T) {
-	r := newRoundTrips(t, dynamo.Options{NoReadAhead: true})
+	r := newRoundTrips(t, testenv.DynamoDB(t), dynamo.Options{NoReadAhead: true})
 	ctx := context.Background()
 	r.svc.Deliver = true
 	r.call("warm-up") // the user cache's first read

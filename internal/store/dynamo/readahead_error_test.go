@@ -2,8 +2,6 @@ package dynamo_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/app/destination"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
@@ -25,7 +22,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
-	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
 // denyReadAhead is DynamoDB Local behind a proxy that answers every
@@ -65,27 +61,16 @@ func denyReadAhead(t *testing.T, endpoint string, denied *atomic.Int64) string {
 // transaction still answers: the call is created, its repeat
 // deduplicated with the same ticket.
 func TestDeniedReadAheadIsCountedAndLoggedOnce(t *testing.T) {
-	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
 	var denied atomic.Int64
 	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
 	var logs testenv.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	hook := metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass)
-	store := dynamo.New(testenv.DynamoClient(t, denyReadAhead(t, endpoint, &denied)), table, dynamo.Options{OnReadAheadError: hook, CallTimeout: 10 * time.Second})
-	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	var seq atomic.Int64
-	svc := &core.Service{Store: store, Users: usercache.New(store, time.Minute, 16), Policy: idem.PolicyArguments,
-		Retention: time.Hour, NewID: func() string { return fmt.Sprintf("denied-%d-%d", time.Now().UnixNano(), seq.Add(1)) }}
-	call := core.Call{Function: core.CreateTicket, Content: json.RawMessage(`{"title":"Denied read"}`),
-		ExternalUserID: "user-a", RequestID: "r-denied"}
+	r := newRoundTrips(t, denyReadAhead(t, testenv.DynamoDB(t), &denied),
+		dynamo.Options{OnReadAheadError: hook, CallTimeout: 10 * time.Second})
 
-	first := svc.Answer(context.Background(), call)
-	store.Wait()
-	again := svc.Answer(context.Background(), call)
-	store.Wait()
+	first, _ := r.call("r-denied")
+	again, _ := r.call("r-denied")
 	if first.Kind != core.KindCreated || again.Kind != core.KindDuplicate ||
 		first.TicketID() == "" || again.TicketID() != first.TicketID() {
 		t.Fatalf("first %v (%s), repeat %v (%s); want created, then deduplicated with the same ticket",

@@ -171,7 +171,7 @@ func attrType(v types.AttributeValue) string {
 // wait for still runs to its end, so the counts are taken after
 // store.Wait. They are deterministic, so they are asserted.
 func TestRoundTripsPerCallback(t *testing.T) {
-	r := newRoundTrips(t, dynamo.Options{})
+	r := newRoundTrips(t, testenv.DynamoDB(t), dynamo.Options{})
 	steps := []roundTrip{
 		{"new operation, cold user cache", "r1", core.KindCreated, 3},
 		{"repeat, warm cache", "r1", core.KindDuplicate, 2},
@@ -189,7 +189,8 @@ func TestRoundTripsPerCallback(t *testing.T) {
 
 // roundTrips is the callback's service over a store on a fresh table
 // whose client counts its requests, with user-a (alice of tenant-a)
-// stored; its ticket ids are unique within the table.
+// stored; its ticket ids are unique within the table. The store reaches
+// DynamoDB at endpoint: DynamoDB Local, or a proxy in front of it.
 type roundTrips struct {
 	store *dynamo.Store
 	calls atomic.Int64
@@ -197,9 +198,8 @@ type roundTrips struct {
 	svc   *core.Service
 }
 
-func newRoundTrips(t *testing.T, opt dynamo.Options) *roundTrips {
+func newRoundTrips(t *testing.T, endpoint string, opt dynamo.Options) *roundTrips {
 	t.Helper()
-	endpoint := testenv.DynamoDB(t)
 	table := testenv.CreateTable(t, endpoint)
 	r := &roundTrips{}
 	r.store = dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCalls(&r.calls)), table, opt)

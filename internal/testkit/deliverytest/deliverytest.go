@@ -260,24 +260,12 @@ func Run(t *testing.T, h Harness) {
 		e := NewEnv(t, h.Open(t), true)
 		for round := range 3 {
 			id := e.Create(fmt.Sprintf(`{"title":"race %d"}`, round))
-			var wins, lost atomic.Int64
-			var wg sync.WaitGroup
-			for w := range 2 {
-				wg.Go(func() {
-					_, err := e.Claim(id, fmt.Sprintf("w%d", w))
-					switch {
-					case err == nil:
-						wins.Add(1)
-					case errors.Is(err, delivery.ErrNotClaimable):
-						lost.Add(1)
-					default:
-						t.Errorf("claim: %v", err)
-					}
-				})
-			}
-			wg.Wait()
-			if wins.Load() != 1 || lost.Load() != 1 {
-				t.Fatalf("round %d: %d wins, %d lost; want 1 and 1", round, wins.Load(), lost.Load())
+			wins, lost := Race(t, 2, func(w int) error {
+				_, err := e.Claim(id, fmt.Sprintf("w%d", w))
+				return err
+			})
+			if wins != 1 || lost != 1 {
+				t.Fatalf("round %d: %d wins, %d lost; want 1 and 1", round, wins, lost)
 			}
 		}
 	})
@@ -529,21 +517,8 @@ func Run(t *testing.T, h Harness) {
 		for i := range 6 {
 			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"engine %d"}`, i)))
 		}
-		// Two workers sweep at once, three tickets at a time each, until
-		// nothing is due.
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Go(func() {
-				for range 10 {
-					if Sweep(ctx, eng, 3) == 0 {
-						if ids, _ := e.Store.Due(ctx, e.Now, 10); len(ids) == 0 {
-							return
-						}
-					}
-				}
-			})
-		}
-		wg.Wait()
+		// Two workers sweep at once, three tickets at a time each.
+		SweepAll(ctx, eng, 2, 3)
 		for _, id := range ids {
 			if r := e.Record(id); r.State != delivery.StateDelivered || r.ExternalID != "ext-"+id {
 				t.Fatalf("%s: %+v", id, r)
@@ -827,11 +802,7 @@ func (c *cycling) Delivery(ctx context.Context, id string) (delivery.Record, err
 // how many recorded a step. A ticket another worker holds, or whose step
 // fails, is not counted.
 func Sweep(ctx context.Context, eng *delivery.Engine, concurrency int) int {
-	now := time.Now
-	if eng.Now != nil {
-		now = eng.Now
-	}
-	ids, err := eng.Store.Due(ctx, now(), concurrency)
+	ids, err := eng.Store.Due(ctx, engineNow(eng), concurrency)
 	if err != nil {
 		return 0
 	}
@@ -846,4 +817,54 @@ func Sweep(ctx context.Context, eng *delivery.Engine, concurrency int) int {
 	}
 	wg.Wait()
 	return int(moved.Load())
+}
+
+// SweepAll runs workers side by side over eng's store, each sweeping up
+// to batch due tickets at a time (Sweep) until nothing is due at eng's
+// clock, and returns once all have stopped. A worker gives up after 50
+// sweeps, so a ticket that stays due cannot hold the test: the caller's
+// checks of each ticket's state show it.
+func SweepAll(ctx context.Context, eng *delivery.Engine, workers, batch int) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range 50 {
+				Sweep(ctx, eng, batch)
+				if due, _ := eng.Store.Due(ctx, engineNow(eng), 1); len(due) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// engineNow is eng's clock: its Now, or the real clock.
+func engineNow(eng *delivery.Engine) time.Time {
+	if eng.Now != nil {
+		return eng.Now()
+	}
+	return time.Now()
+}
+
+// Race makes n calls of f side by side, f(0) to f(n-1), and counts those
+// that won (f returned nil) and those refused with
+// delivery.ErrNotClaimable; any other error fails the test.
+func Race(t testing.TB, n int, f func(i int) error) (wins, refused int) {
+	var won, lost atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			switch err := f(i); {
+			case err == nil:
+				won.Add(1)
+			case errors.Is(err, delivery.ErrNotClaimable):
+				lost.Add(1)
+			default:
+				t.Errorf("call %d of %d: %v", i+1, n, err)
+			}
+		})
+	}
+	wg.Wait()
+	return int(won.Load()), int(lost.Load())
 }

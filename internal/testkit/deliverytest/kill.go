@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,8 +75,9 @@ func (s *stallingStore) Record(ctx context.Context, id, owner string, u delivery
 }
 
 // httpDest is a minimal destination over HTTP for the kill test: POST
-// creates, GET ?key= looks up. Keep-alives are off, so the transport never
-// resends a request on its own.
+// creates, GET ?key= looks up. The fake helpdesk keys a create on its
+// Idempotency-Key header alone, so the POST has no body. Keep-alives are
+// off, so the transport never resends a request on its own.
 type httpDest struct {
 	url        string
 	beforeSend func()
@@ -89,8 +89,7 @@ func (d *httpDest) Send(ctx context.Context, t delivery.HelpdeskTicket) (deliver
 	if d.beforeSend != nil {
 		d.beforeSend()
 	}
-	body, _ := json.Marshal(map[string]string{"ticket_id": t.ID, "title": t.Title})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, nil)
 	if err != nil {
 		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.NotCreated, Err: err}
 	}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -584,28 +583,20 @@ func Run(t *testing.T, h deliverytest.Harness) {
 		e := deliverytest.NewEnv(t, s, true)
 		id := e.Create(`{"title":"woken twice"}`)
 		eng := &delivery.Engine{Store: s, Destination: d, Now: func() time.Time { return e.Now }}
-		var wins, refused atomic.Int64
-		var wg sync.WaitGroup
-		for range 4 { // the commit's wake-up, the poll, a stream record and its redelivery
-			wg.Go(func() {
-				st, err := eng.Deliver(ctx, id)
-				switch {
-				case err == nil && st == delivery.StateDelivered:
-					wins.Add(1)
-				case errors.Is(err, delivery.ErrNotClaimable):
-					refused.Add(1)
-				default:
-					t.Errorf("Deliver: %s, %v", st, err)
-				}
-			})
-		}
-		wg.Wait()
+		// The commit's wake-up, the poll, a stream record and its redelivery.
+		wins, refused := deliverytest.Race(t, 4, func(int) error {
+			st, err := eng.Deliver(ctx, id)
+			if err == nil && st != delivery.StateDelivered {
+				return fmt.Errorf("delivered as %s", st)
+			}
+			return err
+		})
 		if _, err := eng.Deliver(ctx, id); !errors.Is(err, delivery.ErrNotClaimable) {
 			t.Fatalf("a late wake-up: %v, want ErrNotClaimable", err)
 		}
-		if wins.Load() != 1 || refused.Load() != 3 || f.Held(id) != 1 || f.Requests(create) != 1 {
+		if wins != 1 || refused != 3 || f.Held(id) != 1 || f.Requests(create) != 1 {
 			t.Fatalf("%d delivered, %d refused; the fake holds %d after %d creates; want 1, 3, 1, 1",
-				wins.Load(), refused.Load(), f.Held(id), f.Requests(create))
+				wins, refused, f.Held(id), f.Requests(create))
 		}
 	})
 
@@ -619,18 +610,7 @@ func Run(t *testing.T, h deliverytest.Harness) {
 			ids = append(ids, e.Create(fmt.Sprintf(`{"title":"race %d"}`, i)))
 		}
 		eng := &delivery.Engine{Store: rs, Destination: d, Now: func() time.Time { return e.Now }}
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Go(func() {
-				for range 50 {
-					deliverytest.Sweep(ctx, eng, 4)
-					if due, _ := rs.Due(ctx, e.Now, 1); len(due) == 0 {
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
+		deliverytest.SweepAll(ctx, eng, 2, 4)
 		for _, id := range ids {
 			if r := e.Record(id); r.State != delivery.StateDelivered || f.Held(id) != 1 {
 				t.Fatalf("%s: %+v, the fake holds %d", id, r, f.Held(id))
