@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,32 +20,12 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/emftest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var t0 = time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
 
 func fixedNow() time.Time { return t0 }
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update once to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\ngot:  %s\nwant: %s", name, got, want)
-	}
-}
 
 // line renders attrs as the callback's line does: a JSON handler, here
 // without the time so the output is stable.
@@ -122,7 +99,7 @@ func TestGoldenLines(t *testing.T) {
 					t.Errorf("line is not valid EMF: %v\n%s", err, l)
 				}
 			}
-			golden(t, c.name, joinLines(lines))
+			golden.Check(t, c.name, joinLines(lines))
 		})
 	}
 }
@@ -154,7 +131,7 @@ func TestGoldenRecorderLines(t *testing.T) {
 			t.Errorf("line is not valid EMF: %v\n%s", err, l)
 		}
 	}
-	golden(t, "recorder_lines.json", joinLines(out))
+	golden.Check(t, "recorder_lines.json", joinLines(out))
 }
 
 func TestLimits(t *testing.T) {

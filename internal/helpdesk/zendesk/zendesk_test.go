@@ -13,6 +13,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/zendesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/golden"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/helpdesktest"
 )
 
@@ -40,7 +41,7 @@ func TestSendAsSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fakehelpdesk.New(t, fakehelpdesk.Config{})
 			r, req := helpdesktest.SendOnce(t, s, newClient(t, s, 0), tc.ticket)
-			helpdesktest.Golden(t, tc.name, req.Body)
+			golden.Check(t, tc.name, req.Body)
 			if req.Method != http.MethodPost || req.Path != "/api/v2/tickets" || req.RawQuery != "" ||
 				req.Header.Get("Authorization") != s.ZendeskAuthorization() ||
 				req.Header.Get("Idempotency-Key") != tc.ticket.ID ||

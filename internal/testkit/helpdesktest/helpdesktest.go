@@ -3,18 +3,14 @@
 package helpdesktest
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -88,28 +84,6 @@ func SendAfter(tb testing.TB, d delivery.Destination, first, second delivery.Hel
 	}
 	_, err := d.Send(context.Background(), second)
 	return SendError(tb, err)
-}
-
-// update is the -update flag of every test binary that calls Golden.
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
-
-// Golden compares got with the file testdata/name, after writing got
-// there when the test binary runs with -update.
-func Golden(tb testing.TB, name string, got []byte) {
-	tb.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // a golden file checked into the repository, readable like its neighbours
-			tb.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		tb.Fatalf("%s:\n got %s\nwant %s", name, got, want)
-	}
 }
 
 // ClosedAddr is a loopback host:port nothing listens on: a call to it
