@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -74,103 +73,60 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 	}
 }
 
-// notes is a test-only tool that writes: each note is an item (a ticket
-// holding the text) the plan names and the service's store commits with
-// the claim.
-type notes struct{ n int }
-
-func (n *notes) tool() core.Function {
-	return core.Function{
-		Name: "add_note", Description: "Add a note (a tool of the tests).",
-		Fields: []core.Field{{Name: "text", Description: "The note.", Required: true, MaxLen: 50}},
-		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{"note_id": map[string]any{"type": "string"}},
-			Required: []string{"note_id"}},
-		Busy: "The notes are busy; add the note again with the same request.",
-		Write: &core.Write{
-			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
-				n.n++
-				res := noteAnswer{Status: "created", NoteID: fmt.Sprintf("note-%d", n.n)}
-				stored, err := json.Marshal(res)
-				return stored, core.Writes{Tickets: []core.Ticket{{ID: res.NoteID, TenantID: r.User.TenantID,
-					UserID: r.User.UserID, OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
-			},
-			Answer: func(stored []byte, repeat bool) ([]byte, bool) {
-				var r noteAnswer
-				if json.Unmarshal(stored, &r) != nil || r.NoteID == "" {
-					return nil, false
-				}
-				r.Deduplicated = repeat
-				b, err := json.Marshal(r)
-				return b, err == nil
-			},
-			InProgress: "The note is still being added.",
-			Mismatch:   "This request added another note.",
-		},
-	}
-}
-
-// noteAnswer is add_note's answer: members of its own, which the service
-// passes on without reading.
-type noteAnswer struct {
-	Status       string `json:"status"`
-	NoteID       string `json:"note_id"`
-	Deduplicated bool   `json:"deduplicated,omitempty"`
-}
-
 // TestAddedWriteToolClaimsItsKey: a tool that writes gets the request_id
 // check, one key per request (the request policy), the replay of its stored answer on a repeat,
 // its own messages for a pending key and other arguments, and an internal
 // outcome for a stored answer it cannot read; only the first call writes.
 func TestAddedWriteToolClaimsItsKey(t *testing.T) {
-	n := &notes{}
-	tools, err := core.NewTools(n.tool())
+	note := coretest.Note()
+	tools, err := core.NewTools(note)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := newFixture(idem.PolicyRequest)
 	f.svc.Tools = tools
-	fn, _ := f.svc.Lookup("add_note")
+	fn, _ := f.svc.Lookup(coretest.CreateNote)
 	if fn.Hints() != (core.Hints{Idempotent: true}) || !slices.Equal(fn.Statuses(), []string{"created", "in_progress", "busy", "rejected"}) {
-		t.Fatalf("add_note hints %+v statuses %v; want idempotent, created/in_progress/busy/rejected", fn.Hints(), fn.Statuses())
+		t.Fatalf("create_note hints %+v statuses %v; want idempotent, created/in_progress/busy/rejected", fn.Hints(), fn.Statuses())
 	}
-	note := func(requestID, text string) core.Outcome {
-		return f.handle(t, body("add_note", `{"text":`+q(text)+`}`, ctx("user-a", requestID)))
+	call := func(requestID, text string) core.Outcome {
+		return f.handle(t, body(coretest.CreateNote, `{"text":`+q(text)+`}`, ctx("user-a", requestID)))
 	}
-	if o := note("", "hello"); o.Code != core.CodeMissingRequestID {
+	if o := call("", "hello"); o.Code != core.CodeMissingRequestID {
 		t.Fatalf("without request_id: %v %q; want missing_request_id", o.Kind, o.Code)
 	}
-	first := note("r-1", "hello")
-	again := note("r-1", "hello")
+	first := call("r-1", "hello")
+	again := call("r-1", "hello")
 	if first.Kind != core.KindCreated || again.Kind != core.KindDuplicate ||
-		string(first.Body) != `{"status":"created","note_id":"note-1"}` ||
-		string(again.Body) != `{"status":"created","note_id":"note-1","deduplicated":true}` ||
+		string(first.Body) != `{"status":"created","note_id":"ticket-1","deduplicated":false}` ||
+		string(again.Body) != `{"status":"created","note_id":"ticket-1","deduplicated":true}` ||
 		again.Key == "" || again.Key != first.Key {
 		t.Fatalf("first %v %s, repeat %v %s; want created, then the same answer deduplicated under one key",
 			first.Kind, first.Body, again.Kind, again.Body)
 	}
-	if o := note("r-1", "other"); o.Code != core.CodeArgumentsMismatch || o.Message != "This request added another note." {
+	if o := call("r-1", "other"); o.Code != core.CodeArgumentsMismatch || o.Message != note.Write.Mismatch {
 		t.Fatalf("other arguments: %q %q; want arguments_mismatch with the tool's message", o.Code, o.Message)
 	}
 	keyOf := func(requestID, args string) (string, string) {
-		return idem.Key(idem.PolicyRequest, "tenant-a", requestID, "add_note", args)
+		return idem.Key(idem.PolicyRequest, "tenant-a", requestID, coretest.CreateNote, args)
 	}
 	key, fp := keyOf("r-2", `{"text":"pending"}`)
 	f.store.Put(idem.Record{Key: key, State: idem.StatePending, Tenant: "tenant-a", Owner: "alice",
-		Function: "add_note", Fingerprint: fp, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
-	if o := note("r-2", "pending"); o.Kind != core.KindInProgress || o.Message != "The note is still being added." {
+		Function: coretest.CreateNote, Fingerprint: fp, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	if o := call("r-2", "pending"); o.Kind != core.KindInProgress || o.Message != note.Write.InProgress {
 		t.Fatalf("pending key: %v %q; want in_progress with the tool's message", o.Kind, o.Message)
 	}
 	key, fp = keyOf("r-3", `{"text":"broken"}`)
 	f.store.Put(idem.Record{Key: key, State: idem.StateCompleted, Tenant: "tenant-a", Owner: "alice",
-		Function: "add_note", Fingerprint: fp, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
-	if o := note("r-3", "broken"); o.Kind != core.KindInternal || o.Err == nil {
+		Function: coretest.CreateNote, Fingerprint: fp, Result: []byte(`{}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
+	if o := call("r-3", "broken"); o.Kind != core.KindInternal || o.Err == nil {
 		t.Fatalf("unreadable stored answer: %v %v; want internal", o.Kind, o.Err)
 	}
 	if ops, items := f.store.Count(); ops != 3 || items != 1 {
 		t.Fatalf("store holds %d operations, %d items; want the first call's and the two put, one item", ops, items)
 	}
-	if tk, err := f.store.Ticket(context.Background(), "note-1"); err != nil || tk.Arguments != `{"text":"hello"}` {
-		t.Fatalf("note-1: %+v, %v; want the first call's text", tk, err)
+	if tk, err := f.store.Ticket(context.Background(), "ticket-1"); err != nil || tk.Arguments != `{"text":"hello"}` {
+		t.Fatalf("ticket-1: %+v, %v; want the first call's text", tk, err)
 	}
 }
 
@@ -178,7 +134,7 @@ func TestAddedWriteToolClaimsItsKey(t *testing.T) {
 // serve is an error naming it when the set is built.
 func TestNewToolsRefusesBadDefinitions(t *testing.T) {
 	peek := coretest.Peek()
-	write := (&notes{}).tool()
+	write := coretest.Note()
 	for _, tc := range []struct {
 		name string
 		fns  []core.Function

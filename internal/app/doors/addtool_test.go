@@ -24,55 +24,9 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
-
-const noteBusy = "The notebook is busy and the note may or may not be saved. Call again with the same text and request."
-
-// noteAnswer is create_note's answer, stored by the first call and
-// replayed with deduplicated: true.
-type noteAnswer struct {
-	Status       string `json:"status"`
-	NoteID       string `json:"note_id"`
-	Deduplicated bool   `json:"deduplicated"`
-}
-
-// createNote is a write tool defined here and nowhere else (the README's
-// Adding a tool shows it): its name, schemas, annotations, validation,
-// plan, answer and messages. It stores each note as an item (a ticket
-// holding the text) that the claim commits, and answers with members of
-// its own (note_id), which no door knows.
-func createNote() core.Function {
-	return core.Function{
-		Name:        "create_note",
-		Description: "Save a note for the user's organisation; calling again with the same request saves it once.",
-		Fields: []core.Field{{Name: "text", Description: "The note, 1 to 200 characters.",
-			Required: true, MinLen: 1, MaxLen: 200, Trim: true, NoControl: true}},
-		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{
-			"note_id": map[string]any{"type": "string"}, "deduplicated": map[string]any{"type": "boolean"},
-		}, Required: []string{"note_id", "deduplicated"}},
-		Write: &core.Write{
-			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
-				id := r.NewID()
-				stored, err := json.Marshal(noteAnswer{Status: core.KindCreated.String(), NoteID: id})
-				return stored, core.Writes{Tickets: []core.Ticket{{ID: id, TenantID: r.User.TenantID, UserID: r.User.UserID,
-					OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
-			},
-			Answer: func(stored []byte, repeat bool) ([]byte, bool) {
-				var a noteAnswer
-				if json.Unmarshal(stored, &a) != nil || a.NoteID == "" {
-					return nil, false
-				}
-				a.Deduplicated = repeat
-				b, err := json.Marshal(a)
-				return b, err == nil
-			},
-			InProgress: "The note is still being saved; check again later with the same request.",
-			Mismatch:   "This request already saved another note; start a new request for this one.",
-		},
-		Busy: noteBusy,
-	}
-}
 
 // busyStore answers every claim busy while busy is set, writing nothing,
 // as a throttled or timed-out store does.
@@ -101,7 +55,7 @@ const addToolHookKey = "add-tool-hook-key"
 // through both doors (nothing written), and after the store recovers
 // the same request creates. The doors hold no line about it.
 func TestWriteToolInOneFile(t *testing.T) {
-	tools, err := core.NewTools(append(core.Functions(), createNote())...)
+	tools, err := core.NewTools(append(core.Functions(), coretest.Note())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +170,10 @@ func TestWriteToolInOneFile(t *testing.T) {
 
 	// The callback creates; MCP's repeat replays the stored answer.
 	answer := func(id string, repeat bool) string {
-		return string(mustJSON(t, noteAnswer{Status: "created", NoteID: id, Deduplicated: repeat}))
+		return string(mustJSON(t, coretest.NoteAnswer{Status: "created", NoteID: id, Deduplicated: repeat}))
 	}
 	status, body = callback("Call the printer vendor", "r-1")
-	var first noteAnswer
+	var first coretest.NoteAnswer
 	if err := json.Unmarshal([]byte(body), &first); err != nil || status != http.StatusOK || first.NoteID == "" ||
 		body != answer(first.NoteID, false)+"\n" {
 		t.Fatalf("callback create_note: %d %s; want 200 created with a note_id", status, body)
@@ -230,7 +184,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	}
 	// MCP creates; the callback's repeat replays it.
 	res, text = callMCP("Order toner", "r-2")
-	var second noteAnswer
+	var second coretest.NoteAnswer
 	if err := json.Unmarshal([]byte(text), &second); err != nil || res.IsError || second.NoteID == first.NoteID ||
 		text != answer(second.NoteID, false) {
 		t.Fatalf("MCP create_note: %s (isError %v); want a second note created", text, res.IsError)
@@ -248,7 +202,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	// A busy store: each door answers with the tool's busy message, and
 	// nothing is written; once it recovers, the same request creates.
 	store.busy.Store(true)
-	wantBusy := `{"status":"busy","retryable":true,"message":"` + noteBusy + `"}`
+	wantBusy := `{"status":"busy","retryable":true,"message":"` + coretest.NoteBusy + `"}`
 	if status, body = callback("Water the plants", "r-3"); status != http.StatusOK || body != wantBusy+"\n" {
 		t.Fatalf("callback, store busy: %d %s; want %s", status, body, wantBusy)
 	}
@@ -257,7 +211,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	}
 	store.busy.Store(false)
 	res, text = callMCP("Water the plants", "r-3")
-	var third noteAnswer
+	var third coretest.NoteAnswer
 	if err := json.Unmarshal([]byte(text), &third); err != nil || res.IsError || text != answer(third.NoteID, false) ||
 		third.NoteID == first.NoteID || third.NoteID == second.NoteID {
 		t.Fatalf("MCP after the store recovered: %s; want a third note created", text)

@@ -1,6 +1,7 @@
-// Package coretest holds a tool that only tests define, to show that a
-// tool added to a core.Tools reaches the catalogue, MCP tools/list and
-// the dispatch of every door without a change to the doors.
+// Package coretest holds two tools that only tests define, a read
+// (Peek) and a write (Note), to show that a tool added to a core.Tools
+// reaches the catalogue, MCP tools/list and the dispatch of every door
+// without a change to the doors.
 package coretest
 
 import (

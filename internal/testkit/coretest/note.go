@@ -1,0 +1,59 @@
+package coretest
+
+import (
+	"encoding/json"
+
+	"github.com/aivax-examples/idempotent-callback/idem"
+	"github.com/aivax-examples/idempotent-callback/internal/core"
+)
+
+// CreateNote is the test-only write tool's name.
+const CreateNote = "create_note"
+
+// NoteBusy is create_note's busy message.
+const NoteBusy = "The notebook is busy and the note may or may not be saved. Call again with the same text and request."
+
+// NoteAnswer is create_note's answer, stored by the first call and
+// replayed with deduplicated: true.
+type NoteAnswer struct {
+	Status       string `json:"status"`
+	NoteID       string `json:"note_id"`
+	Deduplicated bool   `json:"deduplicated"`
+}
+
+// Note is a write tool defined in this file and nowhere else (the README's
+// "Adding a tool" shows it): its name, schemas, annotations, validation,
+// plan, answer and messages. It stores each note as an item (a ticket
+// holding the text) that the claim commits, and answers with members of
+// its own (note_id), which no door knows.
+func Note() core.Function {
+	return core.Function{
+		Name:        CreateNote,
+		Description: "Save a note for the user's organisation; calling again with the same request saves it once.",
+		Fields: []core.Field{{Name: "text", Description: "The note, 1 to 200 characters.",
+			Required: true, MinLen: 1, MaxLen: 200, Trim: true, NoControl: true}},
+		Answer: core.Answer{Kind: core.KindCreated, Members: map[string]any{
+			"note_id": map[string]any{"type": "string"}, "deduplicated": map[string]any{"type": "boolean"},
+		}, Required: []string{"note_id", "deduplicated"}},
+		Write: &core.Write{
+			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
+				id := r.NewID()
+				stored, err := json.Marshal(NoteAnswer{Status: core.KindCreated.String(), NoteID: id})
+				return stored, core.Writes{Tickets: []core.Ticket{{ID: id, TenantID: r.User.TenantID, UserID: r.User.UserID,
+					OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
+			},
+			Answer: func(stored []byte, repeat bool) ([]byte, bool) {
+				var a NoteAnswer
+				if json.Unmarshal(stored, &a) != nil || a.NoteID == "" {
+					return nil, false // answered internal: a stored answer the tool cannot read
+				}
+				a.Deduplicated = repeat
+				b, err := json.Marshal(a)
+				return b, err == nil
+			},
+			InProgress: "The note is still being saved; check again later with the same request.",
+			Mismatch:   "This request already saved another note; start a new request for this one.",
+		},
+		Busy: NoteBusy,
+	}
+}
