@@ -36,8 +36,8 @@ type Config struct {
 	Now func() time.Time
 }
 
-// settings is how the configuration is shown: the key redacted, and the
-// URL.
+// settings is how the configuration is shown: the key and the URL
+// redacted.
 func (c Config) settings() httpsend.Settings {
 	return httpsend.Settings{Kind: "linear", URL: c.url(), Timeout: c.Timeout,
 		Attrs: []slog.Attr{slog.String("team_id", c.TeamID), httpsend.Secret("api_key", c.APIKey)}}

@@ -57,7 +57,7 @@ func DecodeSecret(secret string) ([]byte, error) {
 }
 
 // settings is how the configuration is shown: the secret redacted, and
-// the URL with its query.
+// the URL without its query.
 func (c Config) settings() httpsend.Settings {
 	return httpsend.Settings{Kind: "webhook", URL: c.URL, Timeout: c.Timeout,
 		Attrs: []slog.Attr{httpsend.Secret("secret", c.Secret), slog.Bool("lookup", c.Lookup)}}

@@ -27,8 +27,8 @@ type Config struct {
 	Now func() time.Time
 }
 
-// settings is how the configuration is shown: the token redacted, and
-// the URL.
+// settings is how the configuration is shown: the token and the URL
+// redacted.
 func (c Config) settings() httpsend.Settings {
 	return httpsend.Settings{Kind: "zendesk", URL: c.URL, Timeout: c.Timeout,
 		Attrs: []slog.Attr{slog.String("email", c.Email), httpsend.Secret("token", c.Token)}}
@@ -53,8 +53,9 @@ type Client struct {
 
 var _ delivery.Destination = (*Client)(nil)
 
-// New checks c and returns a Client. The URL and credential rules live
-// here alone; a refused URL, email or token is an *httpsend.SettingError.
+// New checks c and returns a Client: the URL by httpsend's rules for a
+// base URL, the email and token by Zendesk's; a refused URL, email or
+// token is an *httpsend.SettingError.
 func New(c Config) (*Client, error) {
 	u, err := httpsend.CheckBaseURL(c.URL)
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package helpdesktest holds the fixture and the checks the tests of the
-// helpdesk client packages (httpsend, zendesk, webhook) share.
+// helpdesk client packages (httpsend, zendesk, webhook, linear) share.
 package helpdesktest
 
 import (
