@@ -318,15 +318,6 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// Redacted is how a credential is shown: "[redacted]" when set, "" when
-// not, so that a missing credential stays visible.
-func Redacted(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
 // Settings is a destination's configuration as it is printed and logged,
 // the one form every adapter's Config shows: "kind{url=... key=value ...
 // timeout=...}" for fmt, and the same settings as a slog group led by
@@ -339,8 +330,15 @@ type Settings struct {
 	Timeout time.Duration
 }
 
-// Secret is the setting key with a credential's value shown as Redacted.
-func Secret(key, value string) slog.Attr { return slog.String(key, Redacted(value)) }
+// Secret is the setting key with a credential's value shown as
+// "[redacted]" when set and "" when not, so that a missing credential
+// stays visible.
+func Secret(key, value string) slog.Attr {
+	if value == "" {
+		return slog.String(key, "")
+	}
+	return slog.String(key, "[redacted]")
+}
 
 func (s Settings) attrs() []slog.Attr {
 	return slices.Concat([]slog.Attr{slog.String("url", urls.RedactedRaw(s.URL))}, s.Attrs,

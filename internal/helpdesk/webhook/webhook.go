@@ -56,20 +56,21 @@ func DecodeSecret(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// settings is how the configuration is shown: the secret redacted, and
-// the URL without its query.
+// settings is how the configuration is shown: the secret and the URL
+// redacted (the URL's scheme and host only: its path or query may carry
+// a token).
 func (c Config) settings() httpsend.Settings {
 	return httpsend.Settings{Kind: "webhook", URL: c.URL, Timeout: c.Timeout,
 		Attrs: []slog.Attr{httpsend.Secret("secret", c.Secret), slog.Bool("lookup", c.Lookup)}}
 }
 
-// String shows the configuration without the secret or the URL's query.
+// String shows the configuration without the secret, the URL redacted.
 func (c Config) String() string { return c.settings().String() }
 
 // GoString is String, so that %#v does not print the secret either.
 func (c Config) GoString() string { return c.String() }
 
-// LogValue logs the configuration without the secret or the URL's query.
+// LogValue logs the configuration without the secret, the URL redacted.
 func (c Config) LogValue() slog.Value { return c.settings().LogValue() }
 
 // Client is a delivery.Destination for a webhook.
