@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,7 +20,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
+	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 )
 
 // failingDynamoDB is an HTTP server that answers every DynamoDB call with
@@ -87,10 +90,10 @@ func TestRetryQuotaExhaustedOnServerErrorIsBusy(t *testing.T) {
 // Every busy keeps the error it was made from.
 func TestBusyKeepsTheCause(t *testing.T) {
 	cause := &retry.MaxAttemptsError{Attempt: 3, Err: errors.New("connection reset")}
-	err := mapError(cause)
+	err := dynamostore.MapError(cause)
 	var got *retry.MaxAttemptsError
 	if !errors.Is(err, core.ErrBusy) || !errors.As(err, &got) || got != cause {
-		t.Fatalf("mapError = %v: want busy wrapping the SDK's error", err)
+		t.Fatalf("MapError = %v: want busy wrapping the SDK's error", err)
 	}
 	s := New(&fakeClient{errs: []error{cancelled("None", "ConditionalCheckFailed")}}, "table", Options{})
 	op, tk, now := testOp()
@@ -145,6 +148,9 @@ func TestReadAheadClass(t *testing.T) {
 	} {
 		if got := ReadAheadClass(c.err); got != c.want {
 			t.Errorf("ReadAheadClass(%v) = %q, want %q", c.err, got, c.want)
+		}
+		if !slices.Contains(metrics.ReadAheadClasses, c.want) {
+			t.Errorf("%q is not one of the metric's classes %v", c.want, metrics.ReadAheadClasses)
 		}
 	}
 }

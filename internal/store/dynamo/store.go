@@ -106,7 +106,7 @@ func (s *Store) Wait() { s.claims.Wait() }
 func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.CallTimeout)
 	defer cancel()
-	return mapError(f(ctx))
+	return dynamostore.MapError(f(ctx)) // busy (idem.ErrBusy) for what the SDK deems transient
 }
 
 // Ticket implements core.Store.
@@ -228,19 +228,12 @@ func withTraceparent(item map[string]types.AttributeValue, t core.Ticket, tracep
 	return item
 }
 
-// mapError makes SDK errors domain errors: the DynamoDB store of package
-// idem classifies them (throttling, timeouts, cancelled contexts, server
-// errors and whatever the SDK deems retryable → core.ErrBusy, which is
-// idem.ErrBusy; anything else unchanged, the SDK's error kept in the
-// chain for the log and errors.As).
-func mapError(err error) error { return dynamostore.MapError(err) }
-
 // The classes of a failed read-ahead (metrics.ReadAheadClasses).
 const (
-	ReadAheadAccessDenied = "access_denied"
-	ReadAheadThrottled    = "throttled"
-	ReadAheadTimeout      = "timeout"
-	ReadAheadOther        = "other"
+	readAheadAccessDenied = "access_denied"
+	readAheadThrottled    = "throttled"
+	readAheadTimeout      = "timeout"
+	readAheadOther        = "other"
 )
 
 // ReadAheadClass classifies a failed read-ahead's error (as
@@ -253,14 +246,14 @@ func ReadAheadClass(err error) string {
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
 		case "AccessDeniedException":
-			return ReadAheadAccessDenied
+			return readAheadAccessDenied
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded":
-			return ReadAheadThrottled
+			return readAheadThrottled
 		}
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout() {
-		return ReadAheadTimeout
+		return readAheadTimeout
 	}
-	return ReadAheadOther
+	return readAheadOther
 }
