@@ -62,16 +62,9 @@ func (f *fixture) count() [2]int {
 	return [2]int{ops, tickets}
 }
 
-func q(s string) string {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
 // The callback builders, under the short names the tables use.
 var (
+	q      = callbacktest.Quote
 	ctx    = callbacktest.Context
 	body   = callbacktest.Body
 	create = callbacktest.Create

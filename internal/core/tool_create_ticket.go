@@ -67,14 +67,15 @@ func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 
 // ticketAnswer is the stored create_ticket answer, with deduplicated:
 // true for a repeat. The first answer is the stored bytes themselves:
-// planTicket stored them with deduplicated false.
+// planTicket made them in this call, with deduplicated false. A repeat's
+// bytes come from a record, so they are decoded and checked.
 func ticketAnswer(stored []byte, repeat bool) ([]byte, bool) {
+	if !repeat {
+		return stored, true
+	}
 	var r TicketResult
 	if err := json.Unmarshal(stored, &r); err != nil || r.Status == "" || r.TicketID == "" {
 		return nil, false
-	}
-	if !repeat {
-		return stored, true
 	}
 	r.Deduplicated = true
 	b, err := json.Marshal(r)
