@@ -18,6 +18,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
@@ -96,10 +97,10 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	return tracing.Door(httpapi.Collect(h)), nil
 }
 
-// readParameter reads the hook key's SSM parameter (config.ReadParameter: one
+// readParameter reads the hook key's SSM parameter (lambdaurl.ReadParameter: one
 // trailing line break trimmed, the value never in an error).
-func readParameter(ctx context.Context, c config.ParameterGetter, name string) (string, error) {
-	key, err := config.ReadParameter(ctx, c, name)
+func readParameter(ctx context.Context, c lambdaurl.ParameterGetter, name string) (string, error) {
+	key, err := lambdaurl.ReadParameter(ctx, c, name)
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
@@ -41,7 +42,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	otelsetup.AWS(&awsCfg, "") // a span per AWS request
 	d := cfg.Destination
 	if cfg.SecretParameter != "" {
-		secret, err := config.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
+		secret, err := lambdaurl.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
 		if err != nil {
 			return nil, fmt.Errorf("config: DELIVERY_SECRET_PARAMETER %s: %w", cfg.SecretParameter, err)
 		}

@@ -1,8 +1,10 @@
 // Package lambdaurl is what a deployed function takes from the Lambda
 // runtime: it adapts Lambda function URL events (payload 2.0, BUFFERED
 // invoke mode) to a plain http.Handler, so the deployed function and the
-// local server serve the very same handler, and it is both functions'
-// logger (NewLogger: JSON lines carrying each invocation's ids).
+// local server serve the very same handler; it is both functions'
+// logger (NewLogger: JSON lines carrying each invocation's ids) and their
+// reader of SSM parameters at cold start (ReadParameter), so the local
+// programs link neither.
 //
 // A base64 body is decoded on the way in; the handler sees the decoded
 // bytes, applies its size limit to them and answers 400 when they do not
