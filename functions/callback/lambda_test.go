@@ -14,7 +14,7 @@ import (
 )
 
 // TestLambdaHookKeyParameterWins: with both HOOK_KEY_PARAMETER and
-// HOOK_KEY set, the handler CallbackHandler builds accepts nonces of the SSM
+// HOOK_KEY set, the handler Handler builds accepts nonces of the SSM
 // parameter's value and refuses nonces of HOOK_KEY. SSM is an HTTP server
 // of the test, reached through the SDK's own endpoint override.
 func TestLambdaHookKeyParameterWins(t *testing.T) {

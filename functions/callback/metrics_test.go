@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,16 +29,15 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-// secrets are what the calls carry that no metric may; the test adds
-// the operation key once known.
-var secrets = callbacktest.MetricsSecrets
-
 // TestLambdaEMFCounts: the four calls through the deployed handler on
 // DynamoDB Local, via the function URL adapter. Each call writes exactly
 // one line; its EMF yields exactly the expected increments; the store
 // call durations match the DynamoDB calls actually made, and the same
 // calls with metrics off make exactly as many DynamoDB calls.
 func TestLambdaEMFCounts(t *testing.T) {
+	// secrets are what the calls carry that no metric may; the operation
+	// key is added once known.
+	secrets := slices.Clone(callbacktest.MetricsSecrets)
 	endpoint := testenv.DynamoDB(t)
 	table := tableWithUserA(t, endpoint)
 	var calls, callsOff atomic.Int64

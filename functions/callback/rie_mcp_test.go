@@ -21,9 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
-	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
 
@@ -121,12 +119,8 @@ func TestMCPUnderRIE(t *testing.T) {
 	audience := "https://" + sample.Headers["host"] + "/mcp"
 
 	endpoint := testenv.DynamoDB(t)
-	table := testenv.CreateTable(t, endpoint)
+	table := tableWithUserA(t, endpoint)
 	client := testenv.DynamoClient(t, endpoint)
-	store := dynamo.New(client, table, dynamo.Options{CallTimeout: 10 * time.Second})
-	if err := store.PutUser(context.Background(), core.User{ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	testenv.BuildBootstrap(t, "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
 	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, map[string]string{

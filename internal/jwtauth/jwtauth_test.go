@@ -51,9 +51,11 @@ func devIssuer(t *testing.T) *jwtauth.DevIssuer {
 
 // writeSet writes dev's public key to w as a JWK Set.
 func writeSet(t *testing.T, w http.ResponseWriter, dev *jwtauth.DevIssuer) {
+	t.Helper()
 	j, err := jwkset.NewJWKFromKey(&dev.Key.PublicKey, jwkset.JWKOptions{Metadata: jwkset.JWKMetadataOptions{KID: dev.KID, ALG: jwkset.AlgES256}})
 	if err != nil {
-		t.Error(err)
+		t.Error(err) // served from the test server's goroutine: Error, not Fatal
+		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"keys": []any{j.Marshal()}})
 }

@@ -185,8 +185,8 @@ func (w *recorder) response() events.LambdaFunctionURLResponse {
 // Logs and metrics, wants JSON everywhere, and EMF needs it);
 // level is its level (config.LogLevel: AWS_LAMBDA_LOG_LEVEL).
 func NewLogger(level slog.Level) *slog.Logger {
-	return slog.New(invocationHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
-		Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})})
+	return slog.New(LogHandler(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
+		Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})))
 }
 
 // LogHandler is h with each request's invocation ids added, as

@@ -286,11 +286,11 @@ func TestToolsList(t *testing.T) {
 				t.Fatalf("tool %s is not in the catalogue", tool.Name)
 			}
 			in, _ := json.Marshal(tool.InputSchema)
-			if !callbacktest.SameJSON(in, []byte(string(fn.Schema()))) {
+			if !callbacktest.SameJSON(in, fn.Schema()) {
 				t.Errorf("%s input schema %s; want the catalogue's %s", tool.Name, in, fn.Schema())
 			}
 			out, _ := json.Marshal(tool.OutputSchema)
-			if !callbacktest.SameJSON(out, []byte(string(fn.OutputSchema()))) {
+			if !callbacktest.SameJSON(out, fn.OutputSchema()) {
 				t.Errorf("%s output schema %s", tool.Name, out)
 			}
 			a := tool.Annotations
@@ -329,8 +329,8 @@ func TestAddedToolIsListedAndCalled(t *testing.T) {
 		}
 		in, _ := json.Marshal(tool.InputSchema)
 		out, _ := json.Marshal(tool.OutputSchema)
-		if !callbacktest.SameJSON(in, []byte(string(peek.Schema()))) ||
-			!callbacktest.SameJSON(out, []byte(string(peek.OutputSchema()))) ||
+		if !callbacktest.SameJSON(in, peek.Schema()) ||
+			!callbacktest.SameJSON(out, peek.OutputSchema()) ||
 			tool.Annotations == nil || !tool.Annotations.ReadOnlyHint || tool.Description != peek.Description {
 			t.Errorf("peek_ticket listed as %s %s %+v %q", in, out, tool.Annotations, tool.Description)
 		}

@@ -147,7 +147,7 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 	e.url = "http://" + srv.Listener.Addr().String()
 	e.audience = e.url + "/mcp"
 	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
-	svc := newService(e.store, e.users, uuid.NewString, opt.tools)
+	svc := newService(e.store, e.users, opt.tools)
 	door, err := mcpdoor.New(mcpdoor.Config{
 		Service: svc, Users: e.users,
 		Verifier: &jwtauth.Verifier{Issuer: iss.srv.URL, Audience: e.audience, UserClaim: "sub", Keys: e.keys, Now: clock.Now},
@@ -176,10 +176,10 @@ func newEnv(t testing.TB, store core.Store, opt envOptions) *env {
 }
 
 // newService is the service behind the tests' doors: store and users,
-// the arguments policy, an hour's retention, ticket IDs from newID, and
+// the arguments policy, an hour's retention, random ticket IDs, and
 // tools (nil: the product's).
-func newService(store core.Store, users core.Users, newID func() string, tools *core.Tools) *core.Service {
-	return &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments, Retention: time.Hour, NewID: newID, Tools: tools}
+func newService(store core.Store, users core.Users, tools *core.Tools) *core.Service {
+	return &core.Service{Store: store, Users: users, Policy: idem.PolicyArguments, Retention: time.Hour, NewID: uuid.NewString, Tools: tools}
 }
 
 // fixedToken is a TokenVerifier that accepts one token without JWT work:
@@ -199,7 +199,7 @@ func (f fixedToken) Verify(_ context.Context, raw string) (jwtauth.Token, error)
 // call besides JWT verification and I/O. Its tickets get random IDs
 // (uuid), as in the callback's BenchmarkHandlerOverhead.
 func benchDoor(b testing.TB, store core.Store, users core.Users) http.Handler {
-	svc := newService(store, users, uuid.NewString, nil)
+	svc := newService(store, users, nil)
 	d, err := mcpdoor.New(mcpdoor.Config{Service: svc, Users: users, Verifier: fixedToken{"user-a"},
 		Issuer: "https://issuer.example", Audience: "https://tickets.example/mcp",
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})

@@ -20,7 +20,9 @@ import (
 // (https://hook.eu1.make.com/<token>) the first path segment is the secret
 // itself. So https://hooks.slack.com/services/T0/B0/XYZ?token=abc is
 // https://hooks.slack.com/*. It is the contract's one rule for showing a
-// URL, so every layer that shows one calls it.
+// URL, so every layer that shows one calls it, except internal/config,
+// which imports nothing of this module and prints a configured URL as its
+// scheme and host alone.
 func Redacted(u *url.URL) string {
 	if u == nil {
 		return ""

@@ -160,8 +160,8 @@ func Build(c Config) (http.Handler, error) {
 		Tools:     c.Tools,
 		Cache:     c.ResultCache,
 	}
-	// A misconfigured service (retention, store, clock of ids) stops the
-	// program here, not on every write.
+	// A misconfigured service (retention, key policy, result cache, id
+	// source) stops the program here, not on every write.
 	if err := svc.Check(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
