@@ -447,7 +447,9 @@ func roundRobin(runs []*seqRun, n int) {
 			if o != r.c.want {
 				r.other[o]++
 			}
-			r.samples = append(r.samples, sample{total: total, drawn: d.Delay, slept: d.Slept, local: d.Upstream})
+			s := waitedFor(r.hop.proxy.Spans(before.Total()), t0.Add(total))
+			s.total = total
+			r.samples = append(r.samples, s)
 			r.stats = r.stats.Add(d)
 		}
 	}
@@ -467,6 +469,61 @@ func (r *seqRun) result() results.InRegionCase {
 	c.Tail = split(sorted[int(0.99*float64(len(sorted))):])
 	c.P99 = partsP99(r.samples)
 	return c
+}
+
+// waitedFor is the time an operation that answered at answered spent in
+// the requests it waited for, one after another: the last request to end
+// before the answer, then the last to end before that one started, and so
+// on back. A request sent beside one on that path (the read-ahead beside
+// the transaction) or one the operation answered without (ending after
+// it) is not counted, so the parts stay within the operation's time.
+func waitedFor(spans []inregion.Span, answered time.Time) sample {
+	var s sample
+	for bound := answered; ; {
+		last := -1
+		for i, sp := range spans {
+			if !sp.End.After(bound) && (last < 0 || sp.End.After(spans[last].End)) {
+				last = i
+			}
+		}
+		if last < 0 {
+			return s
+		}
+		s.drawn += spans[last].Delay
+		s.slept += spans[last].Slept
+		s.local += spans[last].Upstream
+		bound = spans[last].Start
+	}
+}
+
+// TestWaitedFor: the split of an operation's time counts the requests it
+// waited for one after another, not one sent beside them nor one it
+// answered without.
+func TestWaitedFor(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	span := func(from, to, delay int) inregion.Span {
+		d := time.Duration(delay) * time.Millisecond
+		return inregion.Span{Start: at(from), End: at(to), Delay: d, Slept: d, Upstream: time.Millisecond}
+	}
+	for _, c := range []struct {
+		name     string
+		spans    []inregion.Span
+		answered int
+		drawn    time.Duration
+		local    time.Duration
+	}{
+		{"three in sequence", []inregion.Span{span(0, 10, 8), span(11, 20, 7), span(21, 30, 6)}, 31, 21 * time.Millisecond, 3 * time.Millisecond},
+		{"read-ahead beside the transaction", []inregion.Span{span(0, 12, 10), span(0, 30, 27)}, 31, 27 * time.Millisecond, time.Millisecond},
+		{"a repeat answered by the read-ahead", []inregion.Span{span(0, 12, 10), span(0, 30, 27)}, 13, 10 * time.Millisecond, time.Millisecond},
+		{"the user's read, then both", []inregion.Span{span(0, 5, 4), span(6, 12, 5), span(6, 30, 20)}, 31, 24 * time.Millisecond, 2 * time.Millisecond},
+		{"no request", nil, 5, 0, 0},
+	} {
+		s := waitedFor(c.spans, at(c.answered))
+		if s.drawn != c.drawn || s.slept != c.drawn || s.local != c.local {
+			t.Errorf("%s: drawn %v slept %v local %v; want %v, %v, %v", c.name, s.drawn, s.slept, s.local, c.drawn, c.drawn, c.local)
+		}
+	}
 }
 
 // partsP99 is the p99 of each part of the time on its own.

@@ -31,6 +31,16 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	stats Stats
+	spans []Span // one per request counted in stats, in the order counted
+}
+
+// Span is one request's time at the proxy: from its arrival to its answer
+// being ready, the model's delay, the time slept for it and DynamoDB
+// Local's time. An operation's requests in wall time (which overlapped,
+// which it waited for) come from their spans.
+type Span struct {
+	Start, End             time.Time
+	Delay, Slept, Upstream time.Duration
 }
 
 // Stats is what a proxy counted.
@@ -121,6 +131,14 @@ func (p *Proxy) Stats() Stats {
 	return s
 }
 
+// Spans returns a copy of the spans of the requests counted after the
+// first from (a Stats.Total taken earlier).
+func (p *Proxy) Spans(from int) []Span {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.spans[min(from, len(p.spans)):])
+}
+
 // Operation is the DynamoDB action of an X-Amz-Target header
 // ("DynamoDB_20120810.GetItem" → "GetItem").
 func Operation(target string) string {
@@ -140,6 +158,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request the client abandons once sent is still carried to the
 	// table, executed and counted, as DynamoDB would: the server learns
 	// that the client has gone only when it answers.
+	arrived := time.Now()
 	client := r.Context()
 	ctx := context.WithoutCancel(client)
 	body, err := io.ReadAll(r.Body)
@@ -183,7 +202,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	upstream := time.Since(start)
 	if err != nil {
-		p.record(op, nil, nil, 0, 0, actual, upstream, false, false, client.Err() != nil)
+		p.record(op, nil, nil, 0, Span{Start: arrived, End: time.Now(), Slept: actual, Upstream: upstream}, false, false, client.Err() != nil)
 		http.Error(w, "inregion: forwarding to DynamoDB Local: "+err.Error(), http.StatusBadGateway)
 		return
 	}
@@ -206,7 +225,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delay = total
 		}
 	}
-	p.record(op, body, respBody, resp.StatusCode, delay, actual, upstream, cancelled, conditionFailed, client.Err() != nil)
+	p.record(op, body, respBody, resp.StatusCode, Span{Start: arrived, End: time.Now(), Delay: delay, Slept: actual, Upstream: upstream},
+		cancelled, conditionFailed, client.Err() != nil)
 	for k, vs := range resp.Header {
 		if !hopByHop[k] {
 			w.Header()[k] = vs
@@ -216,7 +236,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(respBody)
 }
 
-func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, upstream time.Duration, cancelled, conditionFailed, abandoned bool) {
+func (p *Proxy) record(op string, req, resp []byte, status int, span Span, cancelled, conditionFailed, abandoned bool) {
 	local, isReported := reported(op, resp)
 	var mine Capacity
 	canCompute := false
@@ -248,9 +268,10 @@ func (p *Proxy) record(op string, req, resp []byte, status int, delay, slept, up
 	if canCompute {
 		p.stats.Computed++
 	}
-	p.stats.Delay += delay
-	p.stats.Slept += slept
-	p.stats.Upstream += upstream
+	p.stats.Delay += span.Delay
+	p.stats.Slept += span.Slept
+	p.stats.Upstream += span.Upstream
+	p.spans = append(p.spans, span)
 }
 
 // errorType is the __type of a DynamoDB error answer

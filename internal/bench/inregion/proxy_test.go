@@ -159,9 +159,11 @@ func TestProxyDelaysByOperationAndOutcome(t *testing.T) {
 		{"DescribeTable", `{}`, nil, 200},
 	} {
 		before := p.Stats()
+		sent := time.Now()
 		if got := send(c.op, c.body); got != c.status {
 			t.Fatalf("%s: status %d, want %d", c.op, got, c.status)
 		}
+		answered := time.Now()
 		var d time.Duration
 		if c.q != nil {
 			u := twin.drawFor(isTransaction(c.op))
@@ -181,10 +183,20 @@ func TestProxyDelaysByOperationAndOutcome(t *testing.T) {
 		if got.Slept < d {
 			t.Errorf("%s: slept %v, less than the delay %v", c.op, got.Slept, d)
 		}
+		// Its span is the request's own: its delay, its sleep and
+		// DynamoDB Local's time, within the time the client waited.
+		spans := p.Spans(before.Total())
+		if len(spans) != 1 || spans[0].Delay != got.Delay || spans[0].Slept != got.Slept || spans[0].Upstream != got.Upstream ||
+			spans[0].Start.Before(sent) || spans[0].End.After(answered) || spans[0].End.Sub(spans[0].Start) < spans[0].Slept+spans[0].Upstream {
+			t.Errorf("%s: spans %+v; want one, of delay %v slept %v upstream %v, within the call", c.op, spans, got.Delay, got.Slept, got.Upstream)
+		}
 	}
 	st := p.Stats()
 	if st.Delay != want || st.Total() != 4 || st.Cancelled != 1 || st.Requests["TransactWriteItems"] != 2 {
 		t.Errorf("stats %+v; want delay %v, 4 requests, 1 cancelled", st, want)
+	}
+	if n := len(p.Spans(0)); n != st.Total() {
+		t.Errorf("%d spans for %d requests", n, st.Total())
 	}
 }
 
