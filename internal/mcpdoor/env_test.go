@@ -272,7 +272,7 @@ func (e *env) do(method, url, token, body string) (*http.Response, []byte) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	setClientHeaders(req, token)
+	callbacktest.SetMCPHeaders(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -283,17 +283,6 @@ func (e *env) do(method, url, token, body string) (*http.Response, []byte) {
 		e.t.Fatal(err)
 	}
 	return resp, b
-}
-
-// setClientHeaders sets the headers a 2025-11-25 client sends on r, with
-// token as the bearer when not empty.
-func setClientHeaders(r *http.Request, token string) {
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("Accept", "application/json, text/event-stream")
-	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	if token != "" {
-		r.Header.Set("Authorization", "Bearer "+token)
-	}
 }
 
 // toolsCall is a tools/call body; meta is the raw JSON of the request_id

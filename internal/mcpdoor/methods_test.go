@@ -15,6 +15,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
@@ -60,7 +61,7 @@ func (e *env) serve(t *testing.T, r *http.Request) *httptest.ResponseRecorder {
 // and tool (the Mcp-Name header, when not empty).
 func (e *env) mcpRequest(token, rev, method, tool, body string) *http.Request {
 	r := httptest.NewRequest(http.MethodPost, e.audience, strings.NewReader(body))
-	setClientHeaders(r, token)
+	callbacktest.SetMCPHeaders(r, token)
 	if method == "initialize" && rev < "2026-07-28" {
 		r.Header.Del("MCP-Protocol-Version") // sent after initialize, never with it
 	} else {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 )
 
 // devMCP is the door on with the development issuer, its key made in a
@@ -33,12 +34,7 @@ func mcpRequest(t *testing.T, url, token, body string) *http.Request {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
+	callbacktest.SetMCPHeaders(req, token)
 	return req
 }
 

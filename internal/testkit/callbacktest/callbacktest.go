@@ -1,6 +1,7 @@
 // Package callbacktest builds callback bodies as AIVAX sends them, and the
 // users they name, for the tests and benchmarks of every package: one
-// definition of the envelope.
+// definition of the envelope; and the headers an MCP client sends
+// (SetMCPHeaders).
 package callbacktest
 
 import (
@@ -122,4 +123,15 @@ func Send(t testing.TB, method, url, n, body string) (int, []byte) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, b
+}
+
+// SetMCPHeaders sets on r the headers a 2025-11-25 MCP client sends with
+// a message, with token as the bearer when not empty.
+func SetMCPHeaders(r *http.Request, token string) {
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
 }
