@@ -316,6 +316,14 @@ func (s TimedStore) Ticket(ctx context.Context, id string) (Ticket, error) {
 	return t, err
 }
 
+// Items times the read.
+func (s TimedStore) Items(ctx context.Context, keys []string) ([]StoredItem, error) {
+	start := time.Now()
+	items, err := s.Store.Items(ctx, keys)
+	s.Observe(ctx, time.Since(start))
+	return items, err
+}
+
 // User times the read.
 func (s TimedUsers) User(ctx context.Context, externalID string) (User, error) {
 	start := time.Now()

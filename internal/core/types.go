@@ -34,6 +34,10 @@ type Ticket struct {
 	// writes it in the transaction that creates the ticket (the outbox);
 	// nil for a ticket that is never delivered.
 	Delivery *DeliveryStatus
+	// Attrs are the attributes of the ticket's item beyond the fields
+	// above and its delivery record: what tools set on it after its
+	// creation (its status, its FollowUps). Empty for a new ticket.
+	Attrs Item
 }
 
 // TicketArguments are create_ticket's arguments as a ticket carries them.
@@ -77,15 +81,6 @@ const (
 	DeliveryDelivered = "delivered"
 )
 
-// Writes are the items a write tool commits with its claim, in the one
-// transaction that claims the call's key: the product's writes, whatever
-// the store. A tool's plan returns them; it never writes itself.
-type Writes struct {
-	// Tickets are created, each only if its id is new: an id already
-	// taken refuses the whole claim (idem.Refused) and writes nothing.
-	Tickets []Ticket
-}
-
 // Store is the product's store: package idem's claim, with the product's
 // Writes, and the reads the tools need. Adapters implement it; their
 // claims answer as every idem.Store does (idemtest holds them to it), and
@@ -95,8 +90,13 @@ type Store interface {
 	// claim's answer. (A method of its own, because the product's stores
 	// are also delivery outboxes, whose Claim takes a delivery.)
 	Claims() idem.Store[Writes]
-	// Ticket reads one ticket by id, or returns ErrNotFound.
+	// Ticket reads one ticket by id, or returns ErrNotFound. The read is
+	// strongly consistent: it sees every write whose answer was returned.
 	Ticket(ctx context.Context, id string) (Ticket, error)
+	// Items reads the items of keys that exist, in the order of keys,
+	// strongly consistently, each with its delivery when it is an outbox
+	// record; an absent key is left out. A ticket's key reads its Attrs.
+	Items(ctx context.Context, keys []string) ([]StoredItem, error)
 }
 
 // ClaimFunc is a function as an idem.Store of the product's Writes: how

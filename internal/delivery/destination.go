@@ -42,6 +42,34 @@ type Destination interface {
 	Lookup(ctx context.Context, id string) (Receipt, bool, error)
 }
 
+// Effect is what a destination receives of an effect (core.Effect): a
+// comment, a close, or a tool's own kind, with its delivery key.
+type Effect struct {
+	Kind string
+	// ID is the delivery key (the comment_id, the close_id): sent as the
+	// idempotency key and, where the helpdesk takes one, the record's id.
+	ID string
+	// TicketID is the ticket it follows ("" for none), and TicketExternalID
+	// that ticket's id in the helpdesk, set by the engine once the ticket
+	// is delivered.
+	TicketID         string
+	TicketExternalID string
+	// Payload is the effect's body as its tool made it, a JSON object with
+	// its "type".
+	Payload []byte
+}
+
+// EffectSender is implemented by a destination that takes effects. A
+// destination that takes no effect of a kind answers a *SendError with
+// Failure Refused.
+type EffectSender interface {
+	// SendEffect makes the effect once in the helpdesk; errors as Send's.
+	SendEffect(ctx context.Context, e Effect) (Receipt, error)
+	// LookupEffect asks whether the helpdesk holds the effect; answers as
+	// Lookup's.
+	LookupEffect(ctx context.Context, e Effect) (Receipt, bool, error)
+}
+
 // KeyedCreator is implemented by a destination whose create takes the
 // delivery key as the created record's own identity (Linear's issueCreate
 // with id = the ticket id): the helpdesk can hold at most one record under

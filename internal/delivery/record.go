@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -38,7 +39,11 @@ func (s State) Live() bool { return s == StatePending || s == StateDelivering }
 // Record is the delivery record a ticket carries beside its own fields:
 // the last update recorded on it, and the lease while a worker holds it.
 type Record struct {
+	// TicketID is the record's outbox id: a ticket's id, or the item key
+	// of an effect ("COMMENT#<comment_id>", see OutboxID).
 	TicketID string
+	// Kind is KindTicket for a ticket's record, else its effect's kind.
+	Kind string
 	Update
 	LeaseUntil time.Time // while delivering
 	LeaseOwner string    // the claiming worker's token, while delivering
@@ -87,11 +92,38 @@ type Update struct {
 	DeliveredAt time.Time
 }
 
-// Claimed is what a successful claim returns: the ticket to send and its
-// delivery record as it was just before the claim.
+// Claimed is what a successful claim returns: the ticket (or the effect)
+// to send and its delivery record as it was just before the claim.
 type Claimed struct {
 	Ticket HelpdeskTicket
+	// Effect is set, instead of Ticket's fields but its ID, when the
+	// record is an effect's.
+	Effect *Effect
 	Before Record
+}
+
+// KindTicket is the kind of a ticket's own delivery record.
+const KindTicket = "ticket"
+
+// IsEffect reports whether the outbox id names an effect's record (an
+// item key, "<KIND>#<id>") rather than a ticket's (its bare id).
+func IsEffect(id string) bool { return strings.Contains(id, "#") }
+
+// Sequencer is implemented by an outbox whose records include effects
+// that follow a ticket (core.Effect.TicketID): their order is the
+// ticket's, then its follow-ups' in the order of its list
+// (core.AttrFollowUps).
+type Sequencer interface {
+	// Neighbours returns, read strongly consistently, the ticket id of
+	// the record id (id itself for a ticket's record; "" for an effect
+	// that follows none) and the outbox ids of the records just before
+	// and just after it in that order ("" where there is none; before is
+	// the ticket's id for its first follow-up).
+	Neighbours(ctx context.Context, id string) (ticket, before, after string, err error)
+	// Wake makes the record id due at now if it is pending and has never
+	// been sent or looked up (a follow-up that waits for its
+	// predecessors); otherwise it changes nothing and returns nil.
+	Wake(ctx context.Context, id string, now time.Time) error
 }
 
 var (
@@ -160,4 +192,30 @@ func CeilSecond(t time.Time) time.Time {
 		return tr.Add(time.Second)
 	}
 	return t
+}
+
+// Neighbours is Sequencer.Neighbours's before and after of the record id
+// among ticket's records: the ticket's own, then followUps (the ticket's
+// core.AttrFollowUps) in order.
+func Neighbours(ticket string, followUps []string, id string) (before, after string) {
+	order := append([]string{ticket}, followUps...)
+	for i, o := range order {
+		if o != id {
+			continue
+		}
+		if i > 0 {
+			before = order[i-1]
+		}
+		if i+1 < len(order) {
+			after = order[i+1]
+		}
+		return before, after
+	}
+	return "", ""
+}
+
+// Wakeable reports whether Sequencer.Wake moves r: pending, never sent,
+// never looked up.
+func Wakeable(r Record) bool {
+	return r.State == StatePending && r.Attempts == 0 && r.LookupFailures == 0 && !r.SentUnknown
 }

@@ -29,6 +29,14 @@ func (s *Store) addDelivery(t core.Ticket, traceparent string) {
 		Update: delivery.Update{State: delivery.State(t.Delivery.State), DueAt: t.Delivery.DueAt}}
 }
 
+// addEffect records the delivery of the effect of the item key. The
+// caller holds s.mu.
+func (s *Store) addEffect(key string, e core.Effect, traceparent string) {
+	s.effects[key] = e
+	s.deliveries[key] = &delivery.Record{TicketID: key, Kind: e.Kind, Traceparent: traceparent,
+		Update: delivery.Update{State: delivery.StatePending, DueAt: e.DueAt}}
+}
+
 // coreDelivery is the record as core shows it. The caller holds s.mu.
 func (s *Store) coreDelivery(id string) *core.DeliveryStatus {
 	r, ok := s.deliveries[id]
@@ -84,10 +92,13 @@ func (s *Store) Claim(_ context.Context, id, owner string, now, leaseUntil time.
 	if !ok || !claimable(r, now) {
 		return delivery.Claimed{}, delivery.ErrNotClaimable
 	}
-	t := s.tickets[id]
 	before := *r
 	r.State, r.LeaseOwner, r.LeaseUntil, r.DueAt = delivery.StateDelivering, owner, leaseUntil, leaseUntil.Add(time.Second)
-	ticket, err := delivery.NewTicket(t)
+	if e, ok := s.effects[id]; ok {
+		return delivery.Claimed{Ticket: delivery.HelpdeskTicket{ID: id}, Before: before,
+			Effect: &delivery.Effect{Kind: e.Kind, ID: e.ID, TicketID: e.TicketID, Payload: e.Payload}}, nil
+	}
+	ticket, err := delivery.NewTicket(s.tickets[id])
 	if err != nil {
 		// Claimed all the same: the engine records it failed.
 		return delivery.Claimed{Ticket: delivery.HelpdeskTicket{ID: id}, Before: before}, delivery.Unreadable(id, err)
@@ -117,7 +128,7 @@ func (s *Store) Record(_ context.Context, id, owner string, u delivery.Update) e
 	if !ok || r.State != delivery.StateDelivering || r.LeaseOwner != owner {
 		return delivery.ErrLeaseLost
 	}
-	*r = recorded(id, u, r.Traceparent)
+	*r = recorded(id, r.Kind, u, r.Traceparent)
 	return nil
 }
 
@@ -159,16 +170,47 @@ func (s *Store) Settle(_ context.Context, id string, read delivery.Record, u del
 	if !delivery.SameAsRead(*r, read) {
 		return delivery.Refusal(id, *r, read)
 	}
-	*r = recorded(id, u, r.Traceparent)
+	*r = recorded(id, r.Kind, u, r.Traceparent)
 	return nil
 }
 
 // recorded is the record u leaves on ticket id: no lease, and a due time
 // only while pending.
-func recorded(id string, u delivery.Update, traceparent string) delivery.Record {
-	r := delivery.Record{TicketID: id, Update: u, Traceparent: traceparent}
+func recorded(id, kind string, u delivery.Update, traceparent string) delivery.Record {
+	r := delivery.Record{TicketID: id, Kind: kind, Update: u, Traceparent: traceparent}
 	if u.State != delivery.StatePending {
 		r.DueAt = time.Time{}
 	}
 	return r
+}
+
+var _ delivery.Sequencer = (*Store)(nil)
+
+// Neighbours implements delivery.Sequencer.
+func (s *Store) Neighbours(_ context.Context, id string) (ticket, before, after string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ticket = id
+	if delivery.IsEffect(id) {
+		e, ok := s.effects[id]
+		if !ok {
+			return "", "", "", delivery.ErrNoRecord
+		}
+		ticket = e.TicketID
+	}
+	if ticket == "" {
+		return "", "", "", nil
+	}
+	before, after = delivery.Neighbours(ticket, s.tickets[ticket].Attrs.List(core.AttrFollowUps), id)
+	return ticket, before, after, nil
+}
+
+// Wake implements delivery.Sequencer.
+func (s *Store) Wake(_ context.Context, id string, now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.deliveries[id]; ok && delivery.Wakeable(*r) && r.DueAt.After(now) {
+		r.DueAt = time.Unix(now.Unix(), 0)
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ package memtest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +30,11 @@ type Store struct {
 	recs    idemmem.Store
 	mu      sync.Mutex
 	tickets map[string]core.Ticket
+	// items are the items of core.Writes.Items other than tickets, by key.
+	items map[string]core.Item
+	// effects are the effects of items whose delivery is recorded, by
+	// outbox id (the item's key).
+	effects map[string]core.Effect
 	calls   int // claims and Ticket calls, reads included
 	// deliveries are the tickets' delivery records (see delivery.go).
 	deliveries map[string]*delivery.Record
@@ -37,7 +44,8 @@ type Store struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{tickets: map[string]core.Ticket{}, deliveries: map[string]*delivery.Record{}}
+	return &Store{tickets: map[string]core.Ticket{}, items: map[string]core.Item{}, effects: map[string]core.Effect{},
+		deliveries: map[string]*delivery.Record{}}
 }
 
 // Claims implements core.Store.
@@ -62,12 +70,91 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 				return errDuplicateTicket
 			}
 		}
+		// The items are checked and staged before anything is written, so
+		// a refusal changes nothing.
+		type staged struct {
+			key    string
+			it     core.Item
+			effect *core.Effect
+		}
+		var writes []staged
+		err := core.ApplyItemWrites(w.Items, len(w.Tickets), s.item, func(key string, it core.Item, e *core.Effect, _ bool) error {
+			writes = append(writes, staged{key, it, e})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		for _, t := range w.Tickets {
 			s.tickets[t.ID] = t
 			s.addDelivery(t, tracing.Traceparent(ctx))
 		}
+		for _, st := range writes {
+			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok {
+				t := s.tickets[id]
+				t.Attrs = ticketAttrs(st.it)
+				s.tickets[id] = t
+				continue
+			}
+			s.items[st.key] = st.it
+			if st.effect != nil {
+				s.addEffect(st.key, *st.effect, tracing.Traceparent(ctx))
+			}
+		}
 		return nil
 	}, now)
+}
+
+// item reads the item of key for core.ApplyItemWrites: a ticket's typed
+// fields as attributes beside its Attrs. The caller holds s.mu.
+func (s *Store) item(key string) (core.Item, error) {
+	if id, ok := strings.CutPrefix(key, core.TicketKeyPrefix); ok {
+		t, found := s.tickets[id]
+		if !found {
+			return nil, nil
+		}
+		it := maps.Clone(t.Attrs)
+		if it == nil {
+			it = core.Item{}
+		}
+		it[core.AttrTenantID], it[core.AttrUserID] = t.TenantID, t.UserID
+		return it, nil
+	}
+	it, found := s.items[key]
+	if !found {
+		return nil, nil
+	}
+	return maps.Clone(it), nil
+}
+
+// ticketAttrs is it less the ticket's typed fields.
+func ticketAttrs(it core.Item) core.Item {
+	it = maps.Clone(it)
+	delete(it, core.AttrTenantID)
+	delete(it, core.AttrUserID)
+	return it
+}
+
+// Items implements core.Store.
+func (s *Store) Items(_ context.Context, keys []string) ([]core.StoredItem, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	var out []core.StoredItem
+	for _, k := range keys {
+		it, _ := s.item(k)
+		if it == nil {
+			continue
+		}
+		si := core.StoredItem{Key: k, Attrs: it}
+		if id, ok := strings.CutPrefix(k, core.TicketKeyPrefix); ok {
+			si.Delivery = s.coreDelivery(id)
+		} else {
+			si.Delivery = s.coreDelivery(k)
+		}
+		out = append(out, si)
+	}
+	return out, nil
 }
 
 // Put stores a record as a claim at its CreatedAt: for tests that need a
