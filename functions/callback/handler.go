@@ -70,7 +70,7 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	rec := &metrics.EMF{Namespace: cfg.MetricsNamespace, CallbackLabels: httpapi.MetricLabels()}
+	rec := &metrics.EMF{Namespace: cfg.MetricsNamespace, CallbackLabels: httpapi.MetricLabels(nil)}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
 	}

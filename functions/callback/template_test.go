@@ -158,7 +158,7 @@ func TestTemplate(t *testing.T) {
 // outcome fails here instead of leaving an alarm that never fires.
 func TestTemplateMetrics(t *testing.T) {
 	_, root := readTemplate(t)
-	emitted, err := emftest.Emitted(httpapi.MetricLabels(), destination.MetricLabels())
+	emitted, err := emftest.Emitted(httpapi.MetricLabels(nil), destination.MetricLabels())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +359,9 @@ func (c checker) metric(where, name string, dims map[string]string) {
 		var allowed []string
 		switch d {
 		case metrics.LabelOutcome:
-			allowed = httpapi.MetricLabels().Outcomes
+			allowed = httpapi.MetricLabels(nil).Outcomes
 		case metrics.LabelCode:
-			allowed = httpapi.MetricLabels().Codes
+			allowed = httpapi.MetricLabels(nil).Codes
 		case metrics.LabelState:
 			allowed = destination.MetricLabels().States
 		case metrics.LabelDoor:

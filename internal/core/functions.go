@@ -28,6 +28,9 @@ type Field struct {
 	MaxLen      int      // characters
 	Trim        bool     // length counted after trimming white space
 	NoControl   bool     // control characters refused
+	// Multiline, with NoControl, lets line feeds and tabs through (a
+	// comment's body): every other control character is refused.
+	Multiline bool
 	Enum        []string // allowed values, when set
 	Default     string   // documented default, when set
 }
@@ -52,6 +55,9 @@ type Function struct {
 	// Busy is the message for the model when a store the call needs was
 	// busy: what is known of the call and what to do next.
 	Busy string
+	// Codes are the rejection codes a read answers besides the service's
+	// (a Write lists its own in Write.Codes).
+	Codes []string
 	// schema and output are generated from the definition when the tool
 	// is registered.
 	schema, output json.RawMessage
@@ -60,7 +66,10 @@ type Function struct {
 // Answer is a tool's own answer: its status and the JSON Schemas of its
 // members besides "status".
 type Answer struct {
-	Kind     Kind
+	Kind Kind
+	// Status is the answer's "status" when it is not Kind's name (a
+	// close answers "closed"); a repeat replays it as stored.
+	Status   string
 	Members  map[string]any
 	Required []string // besides "status", which every answer has
 }
@@ -71,11 +80,11 @@ type Request struct {
 	User      User
 	Args      Args
 	Canonical string // the arguments' canonical JSON text (RFC 8785)
-	// Set for a write: the claim's time, the source of fresh ids for the
-	// items the plan names, and whether new tickets go to a helpdesk.
-	Now     time.Time
-	NewID   func() string
-	Deliver bool
+	// Set for a write: the claim's time and the source of fresh ids for
+	// the items the plan names. Whether its tickets and effects go to a
+	// helpdesk is the service's to decide, not the plan's.
+	Now   time.Time
+	NewID func() string
 }
 
 // Write is what a tool that writes does once the call's operation key is
@@ -94,6 +103,22 @@ type Write struct {
 	// InProgress and Mismatch are the messages for the model when the
 	// key's operation is still pending, or was made with other arguments.
 	InProgress, Mismatch string
+	// Refused answers a claim that a condition of the tool's item write
+	// Writes.Items[item] refused (nothing was written, nothing claimed):
+	// a rejection, or an answer to store under the claim alone. Nil: a
+	// refusal is an internal error.
+	Refused func(ctx context.Context, s *Service, r Request, item int) Refusal
+	// Codes are the rejection codes the tool answers besides the
+	// service's (its Refused rejections): the metrics' closed set.
+	Codes []string
+}
+
+// Refusal is a tool's answer to a refused claim: Store, when set, is the
+// answer the service claims the key with, with no writes (a close of a
+// ticket another call closed); else Outcome is answered, nothing stored.
+type Refusal struct {
+	Outcome Outcome
+	Store   []byte
 }
 
 // Writes reports whether the tool writes: it goes through the operation
@@ -201,6 +226,9 @@ func (t *Tools) names() string {
 // fields with the catalogue and are read-only.
 func Functions() []Function { return product.Functions() }
 
+// ProductTools is the product's set of tools, read-only.
+func ProductTools() *Tools { return &product }
+
 // LookupFunction finds a tool of the product by name. The function is
 // the catalogue's own, read-only.
 func LookupFunction(name string) (*Function, bool) { return product.Lookup(name) }
@@ -293,7 +321,10 @@ func (fd *Field) check(v string) error {
 	if fd.MaxLen > 0 && n > fd.MaxLen {
 		return fmt.Errorf("%s is %d characters long; shorten it to at most %d", fd.Name, n, fd.MaxLen)
 	}
-	if fd.NoControl && strings.IndexFunc(v, unicode.IsControl) >= 0 {
+	if fd.NoControl && fd.Multiline && strings.IndexFunc(v, isControlButLine) >= 0 {
+		return fmt.Errorf("%s must not contain control characters other than line breaks and tabs", fd.Name)
+	}
+	if fd.NoControl && !fd.Multiline && strings.IndexFunc(v, unicode.IsControl) >= 0 {
 		return fmt.Errorf("%s must not contain control characters such as line breaks or tabs", fd.Name)
 	}
 	if len(fd.Enum) > 0 {
@@ -346,13 +377,21 @@ func (f *Function) buildSchema() (json.RawMessage, error) {
 	for _, fd := range f.Fields {
 		p := map[string]any{"type": "string", "description": fd.Description}
 		switch {
-		case fd.Trim && fd.NoControl && fd.MinLen == 1 && fd.MaxLen >= 2:
+		case fd.Trim && fd.NoControl && fd.MinLen <= 1 && fd.MaxLen >= 2:
 			// Length counts after trimming, which minLength and maxLength
 			// cannot say: the pattern carries both bounds. blankClass is
 			// the white space of TrimBlank that is not a control character
-			// (the control ones are refused anyway).
-			p["pattern"] = fmt.Sprintf(`^%[1]s*[^%[2]s\p{Cc}](?:[^\p{Cc}]{0,%[3]d}[^%[2]s\p{Cc}])?%[1]s*$`,
-				"["+blankClass+"]", blankClass, fd.MaxLen-2)
+			// (the control ones are refused anyway); a Multiline field
+			// allows line feeds and tabs, which are blank too.
+			blank, control := blankClass, `\p{Cc}`
+			if fd.Multiline {
+				blank, control = blankClass+`\t\n`, controlButLineClass
+			}
+			text := fmt.Sprintf(`[^%[1]s%[2]s](?:%[3]s[^%[1]s%[2]s])?`, blank, control, upTo(`[^`+control+`]`, fd.MaxLen-2))
+			if fd.MinLen == 0 {
+				text = "(?:" + text + ")?"
+			}
+			p["pattern"] = fmt.Sprintf(`^[%[1]s]*%[2]s[%[1]s]*$`, blank, text)
 		case fd.Trim || fd.NoControl:
 			// Trimmed or control-free lengths other than 1..n have no
 			// pattern here yet.
@@ -400,6 +439,17 @@ func (f *Function) buildSchema() (json.RawMessage, error) {
 	return json.Marshal(s)
 }
 
+// upTo is a regular expression of 0 to n of class, as repeats of at most
+// 1000, the most RE2 (Go's regexp) allows in one.
+func upTo(class string, n int) string {
+	var b strings.Builder
+	for ; n > 1000; n -= 1000 {
+		b.WriteString(class + "{0,1000}")
+	}
+	fmt.Fprintf(&b, "%s{0,%d}", class, n)
+	return b.String()
+}
+
 // The white space of every "blank" rule (a title or ticket_id that is only
 // white space, the trimming before a length is counted) is the set
 // JavaScript's String.prototype.trim removes: the Unicode space separators
@@ -426,3 +476,12 @@ func TrimBlank(s string) string { return strings.TrimFunc(s, IsBlank) }
 // separators, the line and paragraph separators and U+FEFF, written as the
 // characters themselves so that ECMA-262 and RE2 read it alike.
 const blankClass = `\p{Zs}` + "\u2028\u2029\ufeff"
+
+// controlButLineClass is the body of a character class of the control
+// characters (Cc) but tab and line feed, in escapes ECMA-262 and RE2 read
+// alike.
+const controlButLineClass = `\x00-\x08\x0B-\x1F\x7F-\x9F`
+
+// isControlButLine reports whether r is a control character other than
+// tab and line feed: what a Multiline field refuses.
+func isControlButLine(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -63,8 +64,9 @@ type Service struct {
 	Retention time.Duration
 	Now       func() time.Time // defaults to time.Now
 	NewID     func() string    // ticket ids
-	// Deliver: a helpdesk destination is configured, so every new ticket is
-	// written with its delivery record in state pending.
+	// Deliver: a helpdesk destination is configured, so every new ticket,
+	// and every effect of a write, is written with its delivery record in
+	// state pending (the outbox rule, Service.outbox).
 	Deliver bool
 	// Tools are the tools the service answers; nil means the product's
 	// (create_ticket and get_ticket, as Functions lists them).
@@ -221,41 +223,120 @@ func (s *Service) Check() error {
 // or judges the record that holds it. It returns the answer and the key.
 func (s *Service) write(ctx context.Context, fn *Function, r Request, c idem.Call) (Outcome, string) {
 	g := s.Guard()
-	r.Now, r.NewID, r.Deliver = s.now(), s.NewID, s.Deliver
+	r.Now, r.NewID = s.now(), s.NewID
 	g.Now = func() time.Time { return r.Now } // the plan's items and the record share one time
-	o := g.Do(ctx, c, func(k idem.OpKey) ([]byte, Writes, error) { return fn.Write.Plan(r, k) })
+	var planned Writes
+	o := g.Do(ctx, c, func(k idem.OpKey) ([]byte, Writes, error) {
+		stored, w, err := fn.Write.Plan(r, k)
+		if err != nil {
+			return nil, Writes{}, err
+		}
+		planned, err = s.outbox(ctx, r.Now, w)
+		return stored, planned, err
+	})
+	if o.Status == idem.Refused && fn.Write.Refused != nil {
+		if i := planned.Refused(o.Err); i >= 0 {
+			ref := fn.Write.Refused(ctx, s, r, i)
+			if ref.Store == nil {
+				return ref.Outcome, o.Key
+			}
+			// The tool's answer to the refusal is claimed alone: a repeat
+			// replays it, and nothing else is written.
+			o = g.Do(ctx, c, func(idem.OpKey) ([]byte, Writes, error) { return ref.Store, Writes{}, nil })
+		}
+	}
+	return s.answerClaim(fn, o), o.Key
+}
+
+// answerClaim is the answer to the Guard's outcome o of fn's call.
+func (s *Service) answerClaim(fn *Function, o idem.Outcome) Outcome {
 	switch o.Status {
 	case idem.Created, idem.Replayed:
 		repeat := o.Status == idem.Replayed
 		body, ok := fn.Write.Answer(o.Result, repeat)
 		if !ok || len(body) == 0 {
-			return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", o.Key, o.Result)}, o.Key
+			return Outcome{Kind: KindInternal, Err: fmt.Errorf("stored result of %s unreadable: %q", o.Key, o.Result)}
 		}
 		kind := fn.Answer.Kind
 		if repeat {
 			kind = KindDuplicate
 		}
-		return Outcome{Kind: kind, Body: body}, o.Key
+		return Outcome{Kind: kind, Body: body}
 	case idem.Conflict:
 		return Outcome{Kind: KindConflict, Code: CodeRequestIDConflict,
-			Message: "This request_id already belongs to another user; the application must mint a new request_id."}, o.Key
+			Message: "This request_id already belongs to another user; the application must mint a new request_id."}
 	case idem.InProgress:
-		return Outcome{Kind: KindInProgress, Message: fn.Write.InProgress}, o.Key
+		return Outcome{Kind: KindInProgress, Message: fn.Write.InProgress}
 	case idem.Mismatch:
-		return Reject(CodeArgumentsMismatch, fn.Write.Mismatch), o.Key
+		return Reject(CodeArgumentsMismatch, fn.Write.Mismatch)
 	case idem.Busy:
-		return Outcome{Kind: KindBusy, Err: o.Err}, o.Key
-	case idem.Refused:
-		// An item the plan named new exists already, or (SQLite) a
-		// statement of the writes failed. Ids are random UUIDs, so a
-		// taken id means the generator is broken: a defect, not an
-		// unknown outcome. The transaction wrote nothing, but a repeat
-		// cannot be promised to succeed, which busy would promise, so it
-		// is internal, its cause in Err for the log.
-		return Outcome{Kind: KindInternal, Err: o.Err}, o.Key
-	default: // Invalid, Failed: a record or a configuration the checks above should have stopped
-		return Outcome{Kind: KindInternal, Err: o.Err}, o.Key
+		return Outcome{Kind: KindBusy, Err: o.Err}
+	case idem.Failed:
+		if errors.Is(o.Err, ErrBusy) {
+			return Outcome{Kind: KindBusy, Err: o.Err} // the outbox rule's read of a ticket
+		}
+		return Outcome{Kind: KindInternal, Err: o.Err}
+	default:
+		// Refused without the tool's answer: an item the plan named new
+		// exists already, or (SQLite) a statement of the writes failed.
+		// Ids are random UUIDs, so a taken id means the generator is
+		// broken: a defect, not an unknown outcome. The transaction wrote
+		// nothing, but a repeat cannot be promised to succeed, which busy
+		// would promise, so it is internal, its cause in Err for the log.
+		// Invalid: a record or a configuration the checks should have
+		// stopped.
+		return Outcome{Kind: KindInternal, Err: o.Err}
 	}
+}
+
+// outbox applies the outbox rule to a plan's writes at now: every effect
+// of a configured destination is delivered, so with Deliver each new
+// ticket gets its delivery record and each effect is kept, due at once;
+// without it none is. An effect that follows a ticket is kept only when
+// that ticket was itself to be delivered (a destination configured after
+// the ticket was created gets none of its follow-ups). The tool never
+// decides it.
+func (s *Service) outbox(ctx context.Context, now time.Time, w Writes) (Writes, error) {
+	due := now.Truncate(time.Second)
+	tickets := slices.Clone(w.Tickets)
+	delivered := make(map[string]bool, len(tickets))
+	for i := range tickets {
+		tickets[i].Delivery = nil
+		if s.Deliver {
+			tickets[i].Delivery = &DeliveryStatus{State: DeliveryPending, DueAt: due}
+		}
+		delivered[tickets[i].ID] = s.Deliver
+	}
+	items := slices.Clone(w.Items)
+	for i := range items {
+		e := items[i].Effect
+		if e == nil {
+			continue
+		}
+		keep := s.Deliver
+		if keep && e.TicketID != "" {
+			has, known := delivered[e.TicketID]
+			if !known {
+				t, err := s.Store.Ticket(ctx, e.TicketID)
+				switch {
+				case errors.Is(err, ErrNotFound):
+					// The write's own conditions refuse it.
+				case err != nil:
+					return Writes{}, fmt.Errorf("outbox: ticket %s: %w", e.TicketID, err)
+				}
+				has = err == nil && t.Delivery != nil
+				delivered[e.TicketID] = has
+			}
+			keep = has
+		}
+		items[i].Effect = nil
+		if keep {
+			kept := *e
+			kept.DueAt = due
+			items[i].Effect = &kept
+		}
+	}
+	return Writes{Tickets: tickets, Items: items}, nil
 }
 
 func (s *Service) now() time.Time {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -517,8 +518,8 @@ func TestGetTicket(t *testing.T) {
 	}
 	found := get("user-b", created.TicketID(), "") // same tenant, another user
 	want := core.TicketView{TicketID: created.TicketID(), Title: "Cannot sign in", Description: "Since Monday.",
-		Priority: "normal", CreatedAt: "2026-11-10T12:00:00Z"}
-	if tk := found.FoundTicket(); found.Kind != core.KindFound || tk == nil || *tk != want || found.TenantID != "tenant-a" {
+		Priority: "normal", Status: core.StatusOpen, CreatedAt: "2026-11-10T12:00:00Z", Comments: []core.CommentView{}}
+	if tk := found.FoundTicket(); found.Kind != core.KindFound || tk == nil || !reflect.DeepEqual(*tk, want) || found.TenantID != "tenant-a" {
 		t.Fatalf("get_ticket: %+v (body %s); want %+v", found, found.Body, want)
 	}
 	if tk := get("user-a", urgent.TicketID(), "").FoundTicket(); tk == nil || tk.Priority != "urgent" || tk.Description != "" {

@@ -2,7 +2,6 @@ package core
 
 import (
 	"encoding/json"
-	"time"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 )
@@ -27,7 +26,7 @@ func init() {
 		}, Required: []string{"ticket_id", "deduplicated"}},
 		Write: &Write{
 			Plan:   planTicket,
-			Answer: ticketAnswer,
+			Answer: replay[TicketResult],
 			InProgress: "The same operation is still in progress; do not create another ticket. " +
 				"Check again later with the same arguments and request.",
 			Mismatch: "This request already created a ticket with other arguments; do not create another. " +
@@ -48,8 +47,7 @@ type TicketResult struct {
 	Deduplicated bool   `json:"deduplicated"`
 }
 
-// planTicket is the ticket to write, with its delivery record when a
-// helpdesk is configured, and the answer to store.
+// planTicket is the ticket to write and the answer to store.
 func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 	result := TicketResult{Status: KindCreated.String(), TicketID: r.NewID()}
 	stored, err := json.Marshal(result)
@@ -58,29 +56,11 @@ func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 	}
 	t := Ticket{ID: result.TicketID, TenantID: r.User.TenantID, UserID: r.User.UserID,
 		OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}
-	if r.Deliver {
-		// Due at once: the second it was created in.
-		t.Delivery = &DeliveryStatus{State: DeliveryPending, DueAt: r.Now.Truncate(time.Second)}
-	}
 	return stored, Writes{Tickets: []Ticket{t}}, nil
 }
 
-// ticketAnswer is the stored create_ticket answer, with deduplicated:
-// true for a repeat. The first answer is the stored bytes themselves:
-// planTicket made them in this call, with deduplicated false. A repeat's
-// bytes come from a record, so they are decoded and checked.
-func ticketAnswer(stored []byte, repeat bool) ([]byte, bool) {
-	if !repeat {
-		return stored, true
-	}
-	var r TicketResult
-	if err := json.Unmarshal(stored, &r); err != nil || r.Status == "" || r.TicketID == "" {
-		return nil, false
-	}
-	r.Deduplicated = true
-	b, err := json.Marshal(r)
-	return b, err == nil
-}
+func (t *TicketResult) readable() bool { return t.Status != "" && t.TicketID != "" }
+func (t *TicketResult) repeated()     { t.Deduplicated = true }
 
 // TicketID is the ticket_id of a create_ticket answer (created or
 // deduplicated), "" for any other outcome. It reads the body as a

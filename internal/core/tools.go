@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 )
 
 // Hints are the behaviour annotations an MCP client reads from a tool
@@ -32,7 +33,7 @@ func (f *Function) Hints() Hints {
 // busy and rejected. A deduplicated answer is the stored "created" result
 // plus deduplicated: true.
 func (f *Function) Statuses() []string {
-	s := []string{f.Answer.Kind.String()}
+	s := []string{f.Answer.status()}
 	if f.Writes() {
 		s = append(s, KindInProgress.String())
 	}
@@ -45,6 +46,46 @@ func (f *Function) Statuses() []string {
 // states exactly the members the bodies carry and nothing the bodies lack.
 // The bytes are the caller's own.
 func (f *Function) OutputSchema() json.RawMessage { return bytes.Clone(f.output) }
+
+// status is the answer's "status": Status, or Kind's name.
+func (a Answer) status() string {
+	if a.Status != "" {
+		return a.Status
+	}
+	return a.Kind.String()
+}
+
+// Codes are the rejection codes the tools answer: the service's, then
+// each tool's own, each once. They are the metrics' closed set of codes.
+func (t *Tools) Codes() []string {
+	codes := []string{CodeUnknownFunction, CodeMissingExternalUserID, CodeMissingRequestID,
+		CodeInvalidRequestID, CodeInvalidArguments, CodeArgumentsMismatch, CodeRequestIDConflict}
+	for _, f := range t.fns {
+		for _, c := range f.codes() {
+			if !slices.Contains(codes, c) {
+				codes = append(codes, c)
+			}
+		}
+	}
+	return codes
+}
+
+// Names are the tools' names, in order.
+func (t *Tools) Names() []string {
+	names := make([]string, len(t.fns))
+	for i := range t.fns {
+		names[i] = t.fns[i].Name
+	}
+	return names
+}
+
+// codes are f's own rejection codes.
+func (f *Function) codes() []string {
+	if f.Write != nil {
+		return f.Write.Codes
+	}
+	return f.Codes
+}
 
 // schemaString is the JSON Schema of a string member of an answer.
 var schemaString = map[string]any{"type": "string"}
@@ -61,7 +102,7 @@ func (f *Function) outputSchema() (json.RawMessage, error) {
 		return nil, errors.New("the tool defines no answer")
 	}
 	own := maps.Clone(f.Answer.Members)
-	own["status"] = status(f.Answer.Kind)
+	own["status"] = map[string]any{"const": f.Answer.status()}
 	branches := []any{schemaObject(own, append([]string{"status"}, f.Answer.Required...)...)}
 	retry := func(k Kind) map[string]any {
 		return schemaObject(map[string]any{

@@ -28,10 +28,10 @@ func names(fns []core.Function) []string {
 func TestAddedReadToolIsDispatched(t *testing.T) {
 	f := newFixture(idem.PolicyArguments)
 	f.svc.Tools = coretest.Tools()
-	if got, want := names(f.svc.Functions()), []string{core.CreateTicket, core.GetTicket, coretest.PeekTicket}; !slices.Equal(got, want) {
+	if got, want := names(f.svc.Functions()), []string{core.AddComment, core.CloseTicket, core.CreateTicket, core.GetTicket, coretest.PeekTicket}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v; want %v", got, want)
 	}
-	if got := names(core.Functions()); !slices.Equal(got, []string{core.CreateTicket, core.GetTicket}) {
+	if got := names(core.Functions()); !slices.Equal(got, []string{core.AddComment, core.CloseTicket, core.CreateTicket, core.GetTicket}) {
 		t.Fatalf("the product's tools %v changed by another set", got)
 	}
 	peek, ok := f.svc.Lookup(coretest.PeekTicket)
@@ -50,7 +50,7 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 		t.Fatalf("create_ticket beside peek_ticket: %v %s", created.Kind, created.Message)
 	}
 	o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+created.TicketID()+`"}`, ctx("user-b", "")))
-	if tk := o.FoundTicket(); o.Kind != core.KindFound || tk == nil || tk.Title != coretest.Peeked+"Cannot sign in" || o.Function != coretest.PeekTicket {
+	if tk := o.FoundTicket(); o.Kind != core.KindFound || tk == nil || tk.Title != coretest.PeekedTitle+"Cannot sign in" || o.Function != coretest.PeekTicket {
 		t.Fatalf("peek_ticket: %v %s %s; want found with the peeked title", o.Kind, o.Body, o.Message)
 	}
 	if o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+created.TicketID()+`"}`, ctx("user-c", ""))); o.Code != core.CodeTicketNotFound {
@@ -60,12 +60,12 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 	if o.Code != core.CodeInvalidArguments || !strings.Contains(o.Message, "peek_ticket takes no argument named \"id\"") {
 		t.Fatalf("peek_ticket with a wrong field: %q %s; want invalid_arguments from its fields", o.Code, o.Message)
 	}
-	o = f.handle(t, body("close_ticket", `{}`, ctx("user-a", "")))
-	if !strings.Contains(o.Message, "call create_ticket, get_ticket or peek_ticket instead.") {
+	o = f.handle(t, body("reopen_ticket", `{}`, ctx("user-a", "")))
+	if !strings.Contains(o.Message, "call add_comment, close_ticket, create_ticket, get_ticket or peek_ticket instead.") {
 		t.Fatalf("unknown function with three tools: %s", o.Message)
 	}
-	o = newFixture(idem.PolicyArguments).handle(t, body("close_ticket", `{}`, ctx("user-a", "")))
-	if !strings.Contains(o.Message, "call create_ticket or get_ticket instead.") {
+	o = newFixture(idem.PolicyArguments).handle(t, body("reopen_ticket", `{}`, ctx("user-a", "")))
+	if !strings.Contains(o.Message, "call add_comment, close_ticket, create_ticket or get_ticket instead.") {
 		t.Fatalf("unknown function with the product's tools: %s", o.Message)
 	}
 	if ops, tickets := f.store.Count(); ops != 1 || tickets != 1 {
@@ -125,8 +125,9 @@ func TestAddedWriteToolClaimsItsKey(t *testing.T) {
 	if ops, items := f.store.Count(); ops != 3 || items != 1 {
 		t.Fatalf("store holds %d operations, %d items; want the first call's and the two put, one item", ops, items)
 	}
-	if tk, err := f.store.Ticket(context.Background(), "ticket-1"); err != nil || tk.Arguments != `{"text":"hello"}` {
-		t.Fatalf("ticket-1: %+v, %v; want the first call's text", tk, err)
+	if items, err := f.store.Items(context.Background(), []string{coretest.NoteKey("ticket-1")}); err != nil || len(items) != 1 ||
+		items[0].Attrs.Str("text") != "hello" || items[0].Delivery != nil {
+		t.Fatalf("note ticket-1: %+v, %v; want the first call's text, no delivery (none configured)", items, err)
 	}
 }
 

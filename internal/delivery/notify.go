@@ -24,7 +24,8 @@ type notifyingStore struct {
 func (s notifyingStore) Claims() idem.Store[core.Writes] {
 	return core.ClaimFunc(func(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 		held, err := s.Store.Claims().Claim(ctx, rec, w, now)
-		if err == nil && held == nil && slices.ContainsFunc(w.Tickets, func(t core.Ticket) bool { return t.Delivery != nil }) {
+		if err == nil && held == nil && (slices.ContainsFunc(w.Tickets, func(t core.Ticket) bool { return t.Delivery != nil }) ||
+			slices.ContainsFunc(w.Items, func(it core.ItemWrite) bool { return it.Effect != nil })) {
 			s.notify()
 		}
 		return held, err

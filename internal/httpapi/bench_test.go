@@ -40,8 +40,8 @@ import (
 func BenchmarkHandlerOverhead(b *testing.B) {
 	benchmarkHandlerOverhead(b, "", nil)
 	benchmarkDeliverNewKey(b)
-	benchmarkHandlerOverhead(b, "emf_", &metrics.EMF{CallbackLabels: httpapi.MetricLabels()})
-	benchmarkHandlerOverhead(b, "prometheus_", prom.New(httpapi.MetricLabels(), metrics.DeliveryLabels{}))
+	benchmarkHandlerOverhead(b, "emf_", &metrics.EMF{CallbackLabels: httpapi.MetricLabels(nil)})
+	benchmarkHandlerOverhead(b, "prometheus_", prom.New(httpapi.MetricLabels(nil), metrics.DeliveryLabels{}))
 }
 
 // overheadHandler is the handler the overhead benchmarks and allocation

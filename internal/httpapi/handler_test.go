@@ -196,12 +196,12 @@ func TestResponses(t *testing.T) {
 		if err := json.Unmarshal(w.Body.Bytes(), &b); err != nil || w.Code != 200 || b.Status != "found" {
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
-		for _, k := range []string{"ticket_id", "title", "description", "priority", "created_at"} {
+		for _, k := range []string{"ticket_id", "title", "description", "priority", "status", "created_at", "comments"} {
 			if _, ok := b.Ticket[k]; !ok {
 				t.Fatalf("ticket lacks %s: %s", k, w.Body)
 			}
 		}
-		if len(b.Ticket) != 5 || string(b.Ticket["priority"]) != `"normal"` || string(b.Ticket["title"]) != `"Cannot sign in"` {
+		if len(b.Ticket) != 7 || string(b.Ticket["status"]) != `"open"` || string(b.Ticket["comments"]) != `[]` || string(b.Ticket["priority"]) != `"normal"` || string(b.Ticket["title"]) != `"Cannot sign in"` {
 			t.Fatalf("ticket %s", w.Body)
 		}
 	})

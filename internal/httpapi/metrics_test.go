@@ -15,7 +15,7 @@ func TestHandlerAllocsWithMetrics(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")
 	}
-	h := instrumentedHandler(&metrics.EMF{CallbackLabels: httpapi.MetricLabels()})
+	h := instrumentedHandler(&metrics.EMF{CallbackLabels: httpapi.MetricLabels(nil)})
 	body := callBody(core.CreateTicket, "user-a", "allocs", `{"title":"Cannot sign in","priority":"high"}`)
 	serve := func() { serveOK(t, h, body) }
 	serve() // the create; the runs below repeat it, the costlier path

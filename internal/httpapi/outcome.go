@@ -67,22 +67,17 @@ func OutcomeNames() []string {
 	return names
 }
 
-// MetricLabels are the closed sets of a callback's labels: the
-// catalogue's functions, OutcomeNames (an unknown outcome counts as
-// internal) and core's rejection codes.
-func MetricLabels() metrics.CallbackLabels {
-	var fns []string
-	for _, f := range core.Functions() {
-		fns = append(fns, f.Name)
+// MetricLabels are the closed sets of a callback's labels: the tools'
+// names and rejection codes (core.Tools.Codes), and OutcomeNames (an
+// unknown outcome counts as internal). Nil tools are the product's.
+func MetricLabels(tools *core.Tools) metrics.CallbackLabels {
+	if tools == nil {
+		tools = core.ProductTools()
 	}
 	return metrics.CallbackLabels{
-		Functions:    fns,
+		Functions:    tools.Names(),
 		Outcomes:     OutcomeNames(),
 		OtherOutcome: ResponseInternal.Name,
-		Codes: []string{
-			core.CodeUnknownFunction, core.CodeMissingExternalUserID, core.CodeMissingRequestID,
-			core.CodeInvalidRequestID, core.CodeInvalidArguments, core.CodeArgumentsMismatch,
-			core.CodeRequestIDConflict, core.CodeTicketNotFound,
-		},
+		Codes:        tools.Codes(),
 	}
 }

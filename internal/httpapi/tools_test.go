@@ -37,12 +37,12 @@ func TestAddedToolReachesTheDoor(t *testing.T) {
 	for _, f := range cat.Functions {
 		got = append(got, f.Name)
 	}
-	if want := []string{core.CreateTicket, core.GetTicket, coretest.PeekTicket}; !slices.Equal(got, want) {
+	if want := []string{core.AddComment, core.CloseTicket, core.CreateTicket, core.GetTicket, coretest.PeekTicket}; !slices.Equal(got, want) {
 		t.Fatalf("catalogue lists %v; want %v", got, want)
 	}
 	peek, _ := e.h.Service.Lookup(coretest.PeekTicket)
-	if !callbacktest.SameJSON(cat.Functions[2].ContentFormat, peek.Schema()) {
-		t.Fatalf("peek_ticket contentFormat %s; want %s", cat.Functions[2].ContentFormat, peek.Schema())
+	if !callbacktest.SameJSON(cat.Functions[4].ContentFormat, peek.Schema()) {
+		t.Fatalf("peek_ticket contentFormat %s; want %s", cat.Functions[4].ContentFormat, peek.Schema())
 	}
 
 	if w := e.post(createBody("user-a", "r-1", "Cannot sign in"), n); w.Code != 200 {
@@ -56,7 +56,7 @@ func TestAddedToolReachesTheDoor(t *testing.T) {
 		} `json:"ticket"`
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &b); err != nil || w.Code != 200 || b.Status != "found" ||
-		b.Ticket.Title != coretest.Peeked+"Cannot sign in" {
+		b.Ticket.Title != coretest.PeekedTitle+"Cannot sign in" {
 		t.Fatalf("POST /callback peek_ticket: %d %s; want found with the peeked title", w.Code, w.Body)
 	}
 }

@@ -335,12 +335,12 @@ func TestAddedToolIsListedAndCalled(t *testing.T) {
 			t.Errorf("peek_ticket listed as %s %s %+v %q", in, out, tool.Annotations, tool.Description)
 		}
 	}
-	if len(names) != 3 || names[2] != coretest.PeekTicket {
-		t.Fatalf("tools/list %v; want create_ticket, get_ticket and peek_ticket", names)
+	if len(names) != 5 || names[4] != coretest.PeekTicket {
+		t.Fatalf("tools/list %v; want the product's four and peek_ticket", names)
 	}
 	_, created := callTool(ctx, t, cs, core.CreateTicket, map[string]any{"title": "Printer"}, "r-1")
 	_, peeked := callTool(ctx, t, cs, coretest.PeekTicket, map[string]any{"ticket_id": created.TicketID}, "")
-	if peeked.Status != "found" || peeked.Ticket == nil || peeked.Ticket.Title != coretest.Peeked+"Printer" {
+	if peeked.Status != "found" || peeked.Ticket == nil || peeked.Ticket.Title != coretest.PeekedTitle+"Printer" {
 		t.Fatalf("tools/call peek_ticket: %+v; want found with the peeked title", peeked)
 	}
 }
@@ -436,7 +436,7 @@ func TestLogLine(t *testing.T) {
 // door mcp, beside the callback's door aivax; authentication failures as
 // unauthenticated and forbidden.
 func TestMetrics(t *testing.T) {
-	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
+	rec := prom.New(httpapi.MetricLabels(nil), destination.MetricLabels())
 	e := newEnv(t, memtest.New(), envOptions{rec: rec})
 	tok := e.token("user-a")
 	e.post(tok, toolsCall("create_ticket", `{"title":"Counted"}`, `"req-count"`))

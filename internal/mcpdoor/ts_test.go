@@ -61,7 +61,7 @@ func runTSClient(t *testing.T, url, token, pkg, revision, requestID string) tsRu
 	if r.Negotiated != revision {
 		t.Errorf("%s: negotiated %q; want %s", pkg, r.Negotiated, revision)
 	}
-	if len(r.Tools) != 2 || r.Tools[0].Name != "create_ticket" || len(r.Tools[0].OutputSchema) == 0 || r.Tools[0].Annotations["idempotentHint"] != true {
+	if len(r.Tools) != 4 || r.Tools[2].Name != "create_ticket" || len(r.Tools[2].OutputSchema) == 0 || r.Tools[2].Annotations["idempotentHint"] != true {
 		t.Errorf("%s %s: tools %+v", pkg, revision, r.Tools)
 	}
 	f, s := r.First, r.Second

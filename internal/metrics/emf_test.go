@@ -47,7 +47,7 @@ func joinLines(lines [][]byte) []byte {
 }
 
 func TestGoldenLines(t *testing.T) {
-	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	many := func(n int, unit metrics.Unit) []metrics.Metric {
 		ms := make([]metrics.Metric, n)
 		for i := range ms {
@@ -107,7 +107,7 @@ func TestGoldenLines(t *testing.T) {
 // TestGoldenRecorderLines: what the recorder adds to the callback's and
 // the delivery worker's own lines, as slog writes them.
 func TestGoldenRecorderLines(t *testing.T) {
-	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	ctx, req := metrics.WithRequest(context.Background())
 	req.Add(4 * time.Millisecond)
 	req.Add(6500 * time.Microsecond)
@@ -270,8 +270,8 @@ func TestLimits(t *testing.T) {
 // TestCallbackFastPath holds the recorder's per-shape encoding to the
 // generic encoder: for every shape, the same members.
 func TestCallbackFastPath(t *testing.T) {
-	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
-	gen := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
+	gen := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	calls := []metrics.Callback{
 		{Function: core.CreateTicket, Outcome: "created"},
 		{Function: core.GetTicket, Outcome: "rejected", Code: core.CodeTicketNotFound},
@@ -324,10 +324,10 @@ func TestNoIdentifiersInMetrics(t *testing.T) {
 	}
 	functions := []string{core.CreateTicket, core.GetTicket}
 	r := rand.New(rand.NewPCG(1, 2))
-	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{Namespace: "AIVAX/Callback", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	for i := range 3000 {
-		c := metrics.Callback{Function: pick(r, functions), Outcome: pick(r, httpapi.MetricLabels().Outcomes),
-			Code: pick(r, httpapi.MetricLabels().Codes), Duration: time.Duration(r.IntN(1e9))}
+		c := metrics.Callback{Function: pick(r, functions), Outcome: pick(r, httpapi.MetricLabels(nil).Outcomes),
+			Code: pick(r, httpapi.MetricLabels(nil).Codes), Duration: time.Duration(r.IntN(1e9))}
 		ctx, req := metrics.WithRequest(context.Background())
 		req.Add(time.Duration(r.IntN(1e8)))
 		attr := rec.Callback(ctx, c)
@@ -372,7 +372,7 @@ func TestCheckNamespace(t *testing.T) {
 	if err := (&metrics.EMF{Namespace: "AWS/Lambda"}).Check(); !errors.Is(err, metrics.ErrInvalidEMF) {
 		t.Errorf("AWS/Lambda: %v, want ErrInvalidEMF", err)
 	}
-	bad := &metrics.EMF{Namespace: "bad\"namespace", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	bad := &metrics.EMF{Namespace: "bad\"namespace", Now: fixedNow, CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	if got := string(line(t, "callback", bad.Callback(context.Background(), metrics.Callback{Outcome: "created"}))); !strings.Contains(got, "metrics_error") {
 		t.Errorf("a bad namespace must show in the line: %s", got)
 	}
@@ -381,7 +381,7 @@ func TestCheckNamespace(t *testing.T) {
 // TestCallbackAllocs: the recorder's part of a callback's line is three
 // allocations (the _aws text, the attribute list and the raw value's box).
 func TestCallbackAllocs(t *testing.T) {
-	rec := &metrics.EMF{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	ctx, req := metrics.WithRequest(context.Background())
 	req.Add(time.Millisecond)
 	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
@@ -394,7 +394,7 @@ func TestCallbackAllocs(t *testing.T) {
 // the recorder's members (what EMF adds to each request, the collector of
 // store calls included).
 func BenchmarkCallbackLine(b *testing.B) {
-	rec := &metrics.EMF{CallbackLabels: httpapi.MetricLabels(), DeliveryLabels: destination.MetricLabels()}
+	rec := &metrics.EMF{CallbackLabels: httpapi.MetricLabels(nil), DeliveryLabels: destination.MetricLabels()}
 	l := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	c := metrics.Callback{Function: core.CreateTicket, Outcome: "created", Duration: time.Millisecond}
 	b.Run("without_metrics", func(b *testing.B) {

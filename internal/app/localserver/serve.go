@@ -70,7 +70,7 @@ func servePrometheus(addr string, logger *slog.Logger) (metrics.Recorder, io.Clo
 	if err != nil {
 		return nil, nil, fmt.Errorf("metrics_listen: %w", err)
 	}
-	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
+	rec := prom.New(httpapi.MetricLabels(nil), destination.MetricLabels())
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", rec.Handler())
 	srv := newServer(mux)

@@ -22,7 +22,7 @@ import (
 // delivered tickets only, sets tickets_waiting, and refuses a state
 // outside the closed set without making it a label.
 func TestDeliveries(t *testing.T) {
-	r := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
+	r := prom.New(httpapi.MetricLabels(nil), destination.MetricLabels())
 	ctx := context.Background()
 	for _, d := range []metrics.DeliveryStep{
 		{State: string(delivery.ResultDelivered), Lag: 2 * time.Second},
@@ -77,7 +77,7 @@ tickets_waiting 7
 // catalogue does not know is an empty (absent) label, never the name, and
 // a door other than mcp is the callback's.
 func TestCallbackLabels(t *testing.T) {
-	r := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
+	r := prom.New(httpapi.MetricLabels(nil), destination.MetricLabels())
 	ctx := context.Background()
 	r.Callback(ctx, metrics.Callback{Function: "Cannot sign in", Outcome: "rejected", Code: "unknown_function"})
 	r.Callback(ctx, metrics.Callback{Function: "get_ticket", Outcome: "tenant-a", Code: "alice"})

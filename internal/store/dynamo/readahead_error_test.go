@@ -62,7 +62,7 @@ func denyReadAhead(t *testing.T, endpoint string, denied *atomic.Int64) string {
 // deduplicated with the same ticket.
 func TestDeniedReadAheadIsCountedAndLoggedOnce(t *testing.T) {
 	var denied atomic.Int64
-	rec := prom.New(httpapi.MetricLabels(), destination.MetricLabels())
+	rec := prom.New(httpapi.MetricLabels(nil), destination.MetricLabels())
 	var logs testenv.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, nil))
 	hook := metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass)

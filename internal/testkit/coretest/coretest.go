@@ -13,12 +13,24 @@ import (
 // PeekTicket is the test-only tool's name.
 const PeekTicket = "peek_ticket"
 
-// Peeked starts the title of every ticket PeekTicket shows, so an answer
-// tells which tool ran.
-const Peeked = "peeked: "
+// PeekedTitle starts the title of every ticket PeekTicket shows, so an
+// answer tells which tool ran.
+const PeekedTitle = "peeked: "
+
+// Peeked is peek_ticket's answer.
+type Peeked struct {
+	Status string       `json:"status"`
+	Ticket PeekedTicket `json:"ticket"`
+}
+
+// PeekedTicket is what peek_ticket shows of a ticket.
+type PeekedTicket struct {
+	TicketID string `json:"ticket_id"`
+	Title    string `json:"title"`
+}
 
 // Peek is a read-only tool: the ticket of the caller's tenant with this
-// ticket_id, its title starting with Peeked.
+// ticket_id, its title starting with PeekedTitle.
 func Peek() core.Function {
 	str := map[string]any{"type": "string"}
 	return core.Function{
@@ -40,8 +52,8 @@ func Peek() core.Function {
 			if err != nil {
 				return core.Outcome{Kind: core.KindInternal, Err: err}
 			}
-			return core.Answered(core.KindFound, core.Found{Status: core.KindFound.String(),
-				Ticket: &core.TicketView{TicketID: t.ID, Title: Peeked + a.Title}})
+			return core.Answered(core.KindFound, Peeked{Status: core.KindFound.String(),
+				Ticket: PeekedTicket{TicketID: t.ID, Title: PeekedTitle + a.Title}})
 		},
 	}
 }

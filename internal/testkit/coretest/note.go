@@ -2,6 +2,7 @@ package coretest
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -13,6 +14,10 @@ const CreateNote = "create_note"
 // NoteBusy is create_note's busy message.
 const NoteBusy = "The notebook is busy and the note may or may not be saved. Call again with the same text and request."
 
+// NoteKind is the kind of create_note's items and of their effect: a
+// destination receives each note as a "note.created" event.
+const NoteKind = "note"
+
 // NoteAnswer is create_note's answer, stored by the first call and
 // replayed with deduplicated: true.
 type NoteAnswer struct {
@@ -21,11 +26,25 @@ type NoteAnswer struct {
 	Deduplicated bool   `json:"deduplicated"`
 }
 
+// NoteEvent is a note as a destination receives it (the webhook's body).
+type NoteEvent struct {
+	Type     string `json:"type"` // "note.created"
+	NoteID   string `json:"note_id"`
+	TenantID string `json:"tenant_id"`
+	UserID   string `json:"user_id"`
+	Text     string `json:"text"`
+	SavedAt  string `json:"saved_at"`
+}
+
+// NoteKey is the key of note id's item.
+func NoteKey(id string) string { return core.EffectKeyPrefix(NoteKind) + id }
+
 // Note is a write tool defined in this file and nowhere else (the README's
 // "Adding a tool" shows it): its name, schemas, annotations, validation,
-// plan, answer and messages. It stores each note as an item (a ticket
-// holding the text) that the claim commits, and answers with members of
-// its own (note_id), which no door knows.
+// plan, answer and messages. It writes a kind of item no store knows (a
+// note, under "NOTE#<note_id>") with an effect of a kind no destination
+// names (the webhook delivers it as it delivers every kind), and answers
+// with members of its own (note_id), which no door knows.
 func Note() core.Function {
 	return core.Function{
 		Name:        CreateNote,
@@ -39,8 +58,14 @@ func Note() core.Function {
 			Plan: func(r core.Request, k idem.OpKey) ([]byte, core.Writes, error) {
 				id := r.NewID()
 				stored, err := json.Marshal(NoteAnswer{Status: core.KindCreated.String(), NoteID: id})
-				return stored, core.Writes{Tickets: []core.Ticket{{ID: id, TenantID: r.User.TenantID, UserID: r.User.UserID,
-					OperationKey: k.ID, Arguments: r.Canonical, CreatedAt: r.Now}}}, err
+				if err != nil {
+					return nil, core.Writes{}, err
+				}
+				payload, err := json.Marshal(NoteEvent{Type: "note.created", NoteID: id, TenantID: r.User.TenantID,
+					UserID: r.User.UserID, Text: r.Args["text"], SavedAt: r.Now.UTC().Format(time.RFC3339)})
+				return stored, core.Writes{Items: []core.ItemWrite{{Op: core.PutNew, Key: NoteKey(id), Set: core.Item{
+					core.AttrTenantID: r.User.TenantID, core.AttrUserID: r.User.UserID, "operation_key": k.ID, "text": r.Args["text"],
+				}, Effect: &core.Effect{Kind: NoteKind, ID: id, Payload: payload}}}}, err
 			},
 			Answer: func(stored []byte, repeat bool) ([]byte, bool) {
 				var a NoteAnswer

@@ -187,11 +187,12 @@ func (s *Store) Calls() int {
 	return s.calls
 }
 
-// Count returns how many operations and tickets are stored.
-func (s *Store) Count() (ops, tickets int) {
+// Count returns how many operations and items (tickets and the items of
+// core.Writes.Items) are stored.
+func (s *Store) Count() (ops, items int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.recs.Len(), len(s.tickets)
+	return s.recs.Len(), len(s.tickets) + len(s.items)
 }
 
 type constError string
