@@ -24,15 +24,15 @@ type Field struct {
 	Name        string
 	Description string
 	Required    bool
-	MinLen      int      // characters, after trimming when Trim is set
-	MaxLen      int      // characters
-	Trim        bool     // length counted after trimming white space
-	NoControl   bool     // control characters refused
+	MinLen      int  // characters, after trimming when Trim is set
+	MaxLen      int  // characters
+	Trim        bool // length counted after trimming white space
+	NoControl   bool // control characters refused
 	// Multiline, with NoControl, lets line feeds and tabs through (a
 	// comment's body): every other control character is refused.
 	Multiline bool
-	Enum        []string // allowed values, when set
-	Default     string   // documented default, when set
+	Enum      []string // allowed values, when set
+	Default   string   // documented default, when set
 }
 
 // Function is one tool, defined once in a file of its own

@@ -52,8 +52,10 @@ type CommentResult struct {
 	Deduplicated bool   `json:"deduplicated"`
 }
 
-func (c *CommentResult) readable() bool { return c.Status != "" && c.CommentID != "" && c.TicketID != "" }
-func (c *CommentResult) repeated()     { c.Deduplicated = true }
+func (c *CommentResult) readable() bool {
+	return c.Status != "" && c.CommentID != "" && c.TicketID != ""
+}
+func (c *CommentResult) repeated() { c.Deduplicated = true }
 
 // CommentEvent is a comment's effect as a destination receives it (the
 // webhook's body).

@@ -56,7 +56,7 @@ type CloseResult struct {
 }
 
 func (c *CloseResult) readable() bool { return c.Status != "" && c.TicketID != "" }
-func (c *CloseResult) repeated()     { c.Deduplicated = true }
+func (c *CloseResult) repeated()      { c.Deduplicated = true }
 
 // CloseEvent is a close's effect as a destination receives it (the
 // webhook's body); Resolution is "" when the call gave none.

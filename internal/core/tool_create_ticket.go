@@ -60,7 +60,7 @@ func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 }
 
 func (t *TicketResult) readable() bool { return t.Status != "" && t.TicketID != "" }
-func (t *TicketResult) repeated()     { t.Deduplicated = true }
+func (t *TicketResult) repeated()      { t.Deduplicated = true }
 
 // TicketID is the ticket_id of a create_ticket answer (created or
 // deduplicated), "" for any other outcome. It reads the body as a

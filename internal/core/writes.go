@@ -274,7 +274,9 @@ var ErrCondition = errors.New("condition failed")
 // (sqlitestore and memstore run the caller's function).
 type ConditionError struct{ Index int }
 
-func (e *ConditionError) Error() string { return fmt.Sprintf("item write %d: %v", e.Index, ErrCondition) }
+func (e *ConditionError) Error() string {
+	return fmt.Sprintf("item write %d: %v", e.Index, ErrCondition)
+}
 
 // Unwrap is ErrCondition.
 func (e *ConditionError) Unwrap() error { return ErrCondition }
