@@ -209,55 +209,269 @@ func (e *Engine) jittered(n int, ceiling time.Duration) time.Duration {
 // long, so a ticket is never parked out of sight for days.
 const MaxRetryAfter = time.Hour
 
-// Deliver moves ticket id on by one step: it claims the ticket, delivers
-// it or decides it cannot yet, and records the outcome. It returns the
-// state recorded. ErrNotClaimable (not due, held by another worker, final,
-// or no delivery record) and ErrLeaseLost (another worker took over while
-// this one was sending) are not failures of the ticket: someone else has
-// it. A claimed ticket that cannot be read is recorded failed (unknown if
-// an earlier send may have created it).
+// Deliver moves the record id (a ticket, or an effect: see OutboxID) on
+// by one step: it claims it, delivers it or decides it cannot yet, and
+// records the outcome. It returns the state recorded. ErrNotClaimable
+// (not due, held by another worker, final, or no delivery record) and
+// ErrLeaseLost (another worker took over while this one was sending) are
+// not failures of the record: someone else has it. A claimed record that
+// cannot be read is recorded failed (unknown if an earlier send may have
+// created it).
+//
+// An effect that follows a ticket waits, released pending without an
+// attempt counted, until the ticket is delivered and the record before it
+// in the ticket's order is final (Sequencer); it fails when the ticket's
+// delivery failed. Once a record is final, Deliver moves on to the one
+// after it, which may have been waiting for it, while the context leaves
+// time for a lease: a follow-up goes out within moments of its
+// predecessor, on every runner, instead of at the next sweep.
 func (e *Engine) Deliver(ctx context.Context, id string) (State, error) {
-	u, err := e.deliver(ctx, id)
+	u, err := e.deliverOn(ctx, id)
 	return u.State, err
 }
 
-// deliver is Deliver returning the whole update recorded, under the
-// ticket's span (tracing.go).
-func (e *Engine) deliver(ctx context.Context, id string) (u Update, err error) {
+// deliverOn is Deliver returning the whole update recorded on id.
+func (e *Engine) deliverOn(ctx context.Context, id string) (Update, error) {
+	first, next, err := e.deliver(ctx, id)
+	if err != nil {
+		return Update{}, err
+	}
+	seq, _ := e.Store.(Sequencer)
+	for hops := 0; next != "" && seq != nil && hops < maxChain && e.timeForStep(ctx); hops++ {
+		if err := seq.Wake(ctx, next, e.now()); err != nil {
+			e.logMoveOn(next, err)
+			break
+		}
+		if _, next, err = e.deliver(ctx, next); err != nil {
+			if !errors.Is(err, ErrNotClaimable) && !errors.Is(err, ErrLeaseLost) {
+				e.logMoveOn(next, err)
+			}
+			break
+		}
+	}
+	return first, nil
+}
+
+// maxChain bounds the records one Deliver moves on to: a ticket and every
+// follow-up it can hold.
+const maxChain = 128
+
+// timeForStep reports whether ctx leaves a lease's time for another step.
+func (e *Engine) timeForStep(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > e.lease()
+}
+
+// logMoveOn logs a record the engine could not move on to; the sweep
+// will.
+func (e *Engine) logMoveOn(id string, err error) {
+	if e.Log != nil {
+		e.Log.Warn("delivery could not move on to the next record; the sweep will", slog.String("id", id), slog.String("error", err.Error()))
+	}
+}
+
+// deliver is Deliver's one step, under the record's span (tracing.go):
+// the update recorded, and the record to move on to ("" for none).
+func (e *Engine) deliver(ctx context.Context, id string) (u Update, next string, err error) {
 	ctx, span := startTicketSpan(ctx, id)
 	defer func() { endTicketSpan(span, u, err) }()
 	return e.deliverStep(ctx, id)
 }
 
-// deliverStep is deliver's step, under the ticket's span in ctx.
-func (e *Engine) deliverStep(ctx context.Context, id string) (Update, error) {
+// deliverStep is deliver's step, under the record's span in ctx.
+func (e *Engine) deliverStep(ctx context.Context, id string) (Update, string, error) {
 	owner := e.owner()
 	now := e.now()
 	leaseUntil := CeilSecond(now.Add(e.lease()))
 	c, err := e.Store.Claim(ctx, id, owner, now, leaseUntil)
 	linkClaimed(ctx, c)
 	var u Update
+	var g gated
 	held := false
 	switch {
 	case errors.Is(err, ErrUnreadable):
 		u = unreadable(c, now, err)
 	case err != nil:
-		return Update{}, err
+		return Update{}, "", err
+	case c.Effect != nil:
+		if g, err = e.gate(ctx, id, c); err != nil {
+			u = e.release(carried(c, now), now.Add(e.backoff(1, 0)))
+			u.Error = "order: " + err.Error()
+			break
+		}
+		switch {
+		case g.wait:
+			u = e.release(carried(c, now), now.Add(WaitRecheck))
+			u.Error = "waiting for " + g.before
+		case g.fail != "":
+			u = carried(c, now)
+			u.State, u.DueAt, u.Error = StateFailed, time.Time{}, g.fail
+			if u.SentUnknown {
+				u.State = StateUnknown
+			}
+		default:
+			u, held = e.step(ctx, c, leaseUntil, e.effectCalls(g.effect))
+		}
 	default:
-		u, held = e.step(ctx, c, leaseUntil)
+		u, held = e.step(ctx, c, leaseUntil, e.ticketCalls(c.Ticket))
 	}
 	if err := e.settle(ctx, id, owner, u); err != nil {
-		return Update{}, err
+		return Update{}, "", err
 	}
 	if e.Observer != nil {
 		c.Ticket.ID = id
 		s := stepOf(c.Ticket, u)
-		if held {
+		s.Kind = kindOf(c)
+		switch {
+		case held:
 			s.Result = ResultMisconfigured
+		case g.wait:
+			s.Result = ResultWaiting
 		}
 		e.Observer.StepEnded(ctx, s)
 	}
-	return u, nil
+	return u, e.next(ctx, id, u, g), nil
+}
+
+// kindOf is the kind of the claimed record.
+func kindOf(c Claimed) string {
+	if c.Effect != nil {
+		return c.Effect.Kind
+	}
+	return KindTicket
+}
+
+// WaitRecheck is how long an effect that waits for its predecessors stays
+// pending when nobody wakes it: the worker that settles a predecessor
+// wakes it at once (Sequencer.Wake); this is the sweep's fallback.
+const WaitRecheck = 30 * time.Second
+
+// gated is what the order of a ticket's records says of a claimed effect.
+type gated struct {
+	effect Effect // with the ticket's helpdesk id, when it may go
+	wait   bool   // a predecessor is not settled yet
+	before string // the record it waits for
+	after  string // the record after it, read with its neighbours
+	read   bool   // after was read
+	fail   string // the ticket's delivery failed: why
+}
+
+// gate decides whether the claimed effect may be sent: its ticket must be
+// delivered (failed fails it; pending, delivering or unknown hold it) and
+// the record before it final (delivered or failed; unknown holds it until
+// a person resolves it). An effect that follows no ticket goes at once.
+func (e *Engine) gate(ctx context.Context, id string, c Claimed) (gated, error) {
+	g := gated{effect: *c.Effect}
+	seq, ok := e.Store.(Sequencer)
+	if g.effect.TicketID == "" || !ok {
+		return g, nil
+	}
+	ticket, before, after, err := seq.Neighbours(ctx, id)
+	if err != nil {
+		return g, err
+	}
+	g.after, g.read = after, true
+	t, err := e.Store.Delivery(ctx, ticket)
+	switch {
+	case errors.Is(err, ErrNoRecord):
+		g.fail = "ticket not delivered: it has no delivery record"
+		return g, nil
+	case err != nil:
+		return g, err
+	}
+	g.effect.TicketExternalID = t.ExternalID
+	switch t.State {
+	case StateDelivered:
+	case StateFailed:
+		g.fail = "ticket not delivered: " + t.Error
+		return g, nil
+	default:
+		g.wait, g.before = true, ticket
+		return g, nil
+	}
+	if before == "" || before == ticket {
+		return g, nil
+	}
+	p, err := e.Store.Delivery(ctx, before)
+	switch {
+	case errors.Is(err, ErrNoRecord):
+		return g, nil
+	case err != nil:
+		return g, err
+	}
+	if p.State != StateDelivered && p.State != StateFailed {
+		g.wait, g.before = true, before
+	}
+	return g, nil
+}
+
+// next is the record to move on to once id's step recorded u: the one
+// after it when u is final and lets it go (delivered or failed), itself
+// again when it waited for a predecessor that has settled since (its
+// worker may have found this one held and left it), else none.
+func (e *Engine) next(ctx context.Context, id string, u Update, g gated) string {
+	seq, ok := e.Store.(Sequencer)
+	if !ok {
+		return ""
+	}
+	if g.wait {
+		p, err := e.Store.Delivery(ctx, g.before)
+		if err == nil && (p.State == StateDelivered || p.State == StateFailed) {
+			return id
+		}
+		return ""
+	}
+	if u.State != StateDelivered && u.State != StateFailed {
+		return ""
+	}
+	if g.read {
+		return g.after
+	}
+	_, _, after, err := seq.Neighbours(ctx, id)
+	if err != nil {
+		e.logMoveOn(id, err)
+		return ""
+	}
+	return after
+}
+
+// calls are the destination's calls for one claimed record: its lookup
+// and its send (the n-th), and whether its creates are keyed by the
+// delivery key (KeyedCreator).
+type calls struct {
+	lookup func(ctx context.Context) (Receipt, bool, error)
+	send   func(ctx context.Context) (Receipt, error)
+	keyed  bool
+}
+
+func (e *Engine) ticketCalls(t HelpdeskTicket) calls {
+	return calls{
+		lookup: func(ctx context.Context) (Receipt, bool, error) { return e.Destination.Lookup(ctx, t.ID) },
+		send:   func(ctx context.Context) (Receipt, error) { return e.Destination.Send(ctx, t) },
+		keyed:  keyedByID(e.Destination),
+	}
+}
+
+// effectCalls are ef's calls; a destination that takes no effects refuses
+// every send and cannot be queried.
+func (e *Engine) effectCalls(ef Effect) calls {
+	es, ok := e.Destination.(EffectSender)
+	if !ok {
+		return calls{
+			lookup: func(context.Context) (Receipt, bool, error) { return Receipt{}, false, ErrNoLookup },
+			send: func(context.Context) (Receipt, error) {
+				return Receipt{}, &SendError{Failure: Refused, Err: fmt.Errorf("the destination takes no %s effects", ef.Kind)}
+			},
+		}
+	}
+	return calls{
+		lookup: func(ctx context.Context) (Receipt, bool, error) { return es.LookupEffect(ctx, ef) },
+		send:   func(ctx context.Context) (Receipt, error) { return es.SendEffect(ctx, ef) },
+		keyed:  keyedByID(e.Destination),
+	}
 }
 
 // unreadable ends a claimed ticket that cannot be read at now: it can
@@ -338,7 +552,7 @@ func carried(c Claimed, now time.Time) Update {
 // due at once, without counting a send. While delivery to the destination
 // is paused it calls nothing either, and releases the ticket until the
 // pause ends.
-func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Update, bool) {
+func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time, call calls) (Update, bool) {
 	now := e.now()
 	u := carried(c, now)
 	deadline := leaseUntil.Add(-e.margin())
@@ -356,7 +570,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 
 	if u.SentUnknown {
 		lookedAt := e.now()
-		r, found, err := e.Destination.Lookup(ctx, c.Ticket.ID)
+		r, found, err := call.lookup(ctx)
 		if err == nil {
 			e.lookupAnswered()
 		}
@@ -384,7 +598,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 			// the helpdesk holds it.
 			end := e.windowEnd(u.SentAt)
 			if lookedAt.Before(end) {
-				if !keyedByID(e.Destination) || err != nil {
+				if !call.keyed || err != nil {
 					u.DueAt = CeilSecond(end)
 					return u, false
 				}
@@ -421,7 +635,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 
 	sentAt := e.now()
 	u.Attempts++
-	r, err := e.Destination.Send(sendContext(ctx, u.Attempts), c.Ticket)
+	r, err := call.send(sendContext(ctx, u.Attempts))
 	if err == nil {
 		e.accepted()
 		return e.delivered(u, r), false
@@ -463,7 +677,7 @@ func (e *Engine) step(ctx context.Context, c Claimed, leaseUntil time.Time) (Upd
 		return e.exhausted(u, true), false
 	}
 	due := now.Add(e.backoff(u.Attempts, se.RetryAfter))
-	if u.SentUnknown && !keyedByID(e.Destination) {
+	if u.SentUnknown && !call.keyed {
 		// No resend (and no lookup that could rule a send out) before
 		// the window of the last unknown send has closed. A destination
 		// whose creates are keyed by the delivery key is looked up after

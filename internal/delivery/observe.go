@@ -25,16 +25,22 @@ const (
 	// our credentials or URL (401, 403, 404 on create); the ticket stays
 	// pending.
 	ResultMisconfigured Result = "misconfigured"
+	// ResultWaiting: an effect waits for its ticket, or the record before
+	// it, to be delivered; no attempt was counted.
+	ResultWaiting Result = "waiting"
 )
 
 // Results are the results, in the order the metrics list them.
-var Results = []Result{ResultDelivered, ResultFailed, ResultUnknown, ResultRetried, ResultMisconfigured}
+var Results = []Result{ResultDelivered, ResultFailed, ResultUnknown, ResultRetried, ResultMisconfigured, ResultWaiting}
 
 // Step is one delivery step as an Observer sees it once it is recorded.
 // TicketID is for the log line that reports the step; it is never a metric
 // label.
 type Step struct {
 	TicketID string
+	// Kind is the record's kind: KindTicket, or its effect's ("comment",
+	// "close", a tool's own); a metric label.
+	Kind string
 	// Update is what was recorded: the state, the attempts, the error, the
 	// next due time of a retried ticket, the receipt of a delivered one.
 	Update

@@ -197,7 +197,7 @@ sweep:
 			started++
 			mine.Add(1)
 			wg.Go(func() {
-				u, err := w.Engine.deliver(ctx, id)
+				u, err := w.Engine.deliverOn(ctx, id)
 				if w.noteOutcome(id, u, err) {
 					moved.Add(1)
 				}
@@ -265,7 +265,7 @@ func (w *Worker) dispatch(ctx context.Context) {
 		w.inflight[id] = true
 		w.mu.Unlock()
 		w.wg.Go(func() {
-			u, err := w.Engine.deliver(ctx, id)
+			u, err := w.Engine.deliverOn(ctx, id)
 			w.mu.Lock()
 			delete(w.inflight, id)
 			again := w.saturated

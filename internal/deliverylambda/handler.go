@@ -289,7 +289,7 @@ func (s stepLog) StepEnded(ctx context.Context, st delivery.Step) {
 	if st.Result == delivery.ResultRetried {
 		attrs = append(attrs, slog.Time("due_at", st.DueAt))
 	}
-	m := s.rec.Delivery(ctx, metrics.DeliveryStep{State: string(st.Result), Lag: st.Lag})
+	m := s.rec.Delivery(ctx, metrics.DeliveryStep{State: string(st.Result), Kind: st.Kind, Lag: st.Lag})
 	if m.Value.Kind() != slog.KindGroup {
 		// No EMF members (a recorder that keeps its own counts, or a
 		// metrics_error): the line names the state itself.

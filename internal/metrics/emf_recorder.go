@@ -44,8 +44,9 @@ var (
 	setDoorFnOutcome = []string{LabelDoor, LabelFunction, LabelOutcome}
 	setOutcomeCode   = []string{LabelOutcome, LabelCode}
 	setState         = []string{LabelState}
+	setKindState     = []string{LabelKind, LabelState}
 	noDimensions     = [][]string{setsAll}
-	deliveryStateSet = [][]string{setState}
+	deliveryStateSet = [][]string{setState, setKindState}
 )
 
 // Callback returns the request's metrics: callbacks_total and
@@ -190,9 +191,9 @@ func (r *EMF) StoreCall(ctx context.Context, d time.Duration) {
 	}
 }
 
-// Delivery returns deliveries_total by state and, for a delivered ticket,
-// delivery_lag_seconds. It writes the "state" member itself: the line
-// that carries it must not write another.
+// Delivery returns deliveries_total by state, and by kind and state, and,
+// for a delivered record, delivery_lag_seconds. It writes the "state" and
+// "kind" members itself: the line that carries it must not write others.
 func (r *EMF) Delivery(_ context.Context, d DeliveryStep) slog.Attr {
 	if err := r.DeliveryLabels.Check(d); err != nil {
 		return slog.String("metrics_error", err.Error())
@@ -207,7 +208,7 @@ func (r *EMF) deliveryEvent(d DeliveryStep) EMFEvent {
 		dirs = append(dirs, Directive{Dimensions: noDimensions,
 			Metrics: []Metric{{Name: DeliveryLag, Unit: Seconds, Values: []float64{d.Lag.Seconds()}}}})
 	}
-	return EMFEvent{Directives: dirs, Dimensions: []Dimension{{LabelState, d.State}}}
+	return EMFEvent{Directives: dirs, Dimensions: []Dimension{{LabelState, d.State}, {LabelKind, r.DeliveryLabels.KindOf(d)}}}
 }
 
 // TicketsWaiting returns the tickets_waiting gauge's value.

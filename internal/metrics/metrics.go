@@ -65,6 +65,8 @@ const (
 	LabelOutcome  = "outcome"
 	LabelCode     = "code"
 	LabelState    = "state"
+	// LabelKind is a delivery's kind: DeliveryLabels.Kinds.
+	LabelKind = "kind"
 	// LabelClass is a failed read-ahead's class: ReadAheadClasses.
 	LabelClass = "class"
 )
@@ -98,6 +100,9 @@ type CallbackLabels struct {
 // and every ticket fails the same way until someone fixes the destination.
 type DeliveryLabels struct {
 	States []string
+	// Kinds are the kind label's values (a ticket, a comment, a close);
+	// a kind outside them counts as OtherKind.
+	Kinds []string
 	// Delivered is the state of a delivered ticket, whose step carries
 	// the delivery lag.
 	Delivered string
@@ -153,10 +158,21 @@ func closed(v string, set []string, other string) string {
 // DeliveryStep is one delivery attempt's end (the delivery engine's Step, as metrics count it).
 type DeliveryStep struct {
 	State string // one of DeliveryLabels.States
+	Kind  string // DeliveryLabels.KindOf makes it a label
 	// Lag is the time from the ticket's commit to its delivery; only for
 	// DeliveryLabels.Delivered.
 	Lag time.Duration
 }
+
+// OtherKind is the kind label of a delivery whose kind is not one of
+// DeliveryLabels.Kinds (a tool's own effect).
+const OtherKind = "other"
+
+// KindOf is d's kind label: one of l.Kinds, else OtherKind.
+func (l DeliveryLabels) KindOf(d DeliveryStep) string { return closed(d.Kind, l.Kinds, OtherKind) }
+
+// KindLabels are l.Kinds and OtherKind: every value of the kind label.
+func (l DeliveryLabels) KindLabels() []string { return append(slices.Clone(l.Kinds), OtherKind) }
 
 // Check refuses a state of d outside l.States: a label takes only values
 // of its closed set.

@@ -259,7 +259,7 @@ func localWorker(store delivery.Outbox, dst delivery.Destination, d config.Desti
 	var waiting func(context.Context, int)
 	if rec != nil {
 		observer = delivery.ObserverFunc(func(ctx context.Context, s delivery.Step) {
-			rec.Delivery(ctx, metrics.DeliveryStep{State: string(s.Result), Lag: s.Lag})
+			rec.Delivery(ctx, metrics.DeliveryStep{State: string(s.Result), Kind: s.Kind, Lag: s.Lag})
 		})
 		waiting = func(ctx context.Context, n int) { rec.TicketsWaiting(ctx, n) }
 	}

@@ -58,8 +58,8 @@ func New(c metrics.CallbackLabels, d metrics.DeliveryLabels) *Recorder {
 			Name: metrics.ColdStarts, Help: "First requests served by a process.",
 		}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: metrics.Deliveries, Help: "Recorded delivery steps by result: delivered, failed, unknown, retried (back to pending for another attempt), or misconfigured (the destination refused our credentials or URL; back to pending).",
-		}, []string{metrics.LabelState}),
+			Name: metrics.Deliveries, Help: "Recorded delivery steps by result: delivered, failed, unknown, retried (back to pending for another attempt), misconfigured (the destination refused our credentials or URL; back to pending) or waiting (a follow-up waits for its ticket or the one before it); and by kind (ticket, comment, close, other).",
+		}, []string{metrics.LabelState, metrics.LabelKind}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: metrics.DeliveryLag, Help: "Time from a ticket's commit to its delivery.",
 			Buckets: []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
@@ -80,7 +80,9 @@ func New(c metrics.CallbackLabels, d metrics.DeliveryLabels) *Recorder {
 	// Every state shows from the start, at zero, so a rate or an alert on
 	// "unknown" has a series before the first one happens.
 	for _, s := range d.States {
-		r.delivered.WithLabelValues(s)
+		for _, k := range d.KindLabels() {
+			r.delivered.WithLabelValues(s, k)
+		}
 	}
 	return r
 }
@@ -116,7 +118,7 @@ func (r *Recorder) Delivery(_ context.Context, d metrics.DeliveryStep) slog.Attr
 	if err := r.dl.Check(d); err != nil {
 		return slog.String("metrics_error", err.Error())
 	}
-	r.delivered.WithLabelValues(d.State).Inc()
+	r.delivered.WithLabelValues(d.State, r.dl.KindOf(d)).Inc()
 	if d.State == r.dl.Delivered {
 		r.lag.Observe(d.Lag.Seconds())
 	}

@@ -2,8 +2,10 @@ package prom_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +27,13 @@ func TestDeliveries(t *testing.T) {
 	r := prom.New(httpapi.MetricLabels(nil), destination.MetricLabels())
 	ctx := context.Background()
 	for _, d := range []metrics.DeliveryStep{
-		{State: string(delivery.ResultDelivered), Lag: 2 * time.Second},
-		{State: string(delivery.ResultDelivered), Lag: 4 * time.Second},
-		{State: string(delivery.ResultRetried)},
-		{State: string(delivery.ResultUnknown)},
-		{State: string(delivery.ResultFailed)},
-		{State: string(delivery.ResultMisconfigured)},
+		{State: string(delivery.ResultDelivered), Kind: delivery.KindTicket, Lag: 2 * time.Second},
+		{State: string(delivery.ResultDelivered), Kind: "comment", Lag: 4 * time.Second},
+		{State: string(delivery.ResultRetried), Kind: delivery.KindTicket},
+		{State: string(delivery.ResultUnknown), Kind: delivery.KindTicket},
+		{State: string(delivery.ResultFailed), Kind: "close"},
+		{State: string(delivery.ResultMisconfigured), Kind: delivery.KindTicket},
+		{State: string(delivery.ResultWaiting), Kind: "a tool's own kind"},
 	} {
 		if a := r.Delivery(ctx, d); !a.Equal(slog.Attr{}) {
 			t.Errorf("Delivery(%+v) returned %v; Prometheus adds nothing to the line", d, a)
@@ -43,14 +46,21 @@ func TestDeliveries(t *testing.T) {
 	r.TicketsWaiting(ctx, 3)
 	r.TicketsWaiting(ctx, 7)
 
+	// Every state and kind shows from the start, at zero; a kind outside
+	// the set counts as other.
+	counted := map[[2]string]int{{"delivered", "ticket"}: 1, {"delivered", "comment"}: 1, {"retried", "ticket"}: 1,
+		{"unknown", "ticket"}: 1, {"failed", "close"}: 1, {"misconfigured", "ticket"}: 1, {"waiting", "other"}: 1}
+	var series []string
+	for _, s := range destination.MetricLabels().States {
+		for _, k := range destination.MetricLabels().KindLabels() {
+			series = append(series, fmt.Sprintf("deliveries_total{kind=%q,state=%q} %d", k, s, counted[[2]string{s, k}]))
+		}
+	}
+	slices.Sort(series)
 	want := `
-# HELP deliveries_total Recorded delivery steps by result: delivered, failed, unknown, retried (back to pending for another attempt), or misconfigured (the destination refused our credentials or URL; back to pending).
+# HELP deliveries_total Recorded delivery steps by result: delivered, failed, unknown, retried (back to pending for another attempt), misconfigured (the destination refused our credentials or URL; back to pending) or waiting (a follow-up waits for its ticket or the one before it); and by kind (ticket, comment, close, other).
 # TYPE deliveries_total counter
-deliveries_total{state="delivered"} 2
-deliveries_total{state="failed"} 1
-deliveries_total{state="misconfigured"} 1
-deliveries_total{state="retried"} 1
-deliveries_total{state="unknown"} 1
+` + strings.Join(series, "\n") + `
 # HELP tickets_waiting Tickets waiting to be delivered when the worker last counted: pending (due, or backing off before a retry) or being delivered under a lease; not the failed or unknown ones.
 # TYPE tickets_waiting gauge
 tickets_waiting 7
