@@ -21,7 +21,7 @@ import (
 // final; the partial index holds only live rows. deliveries_state serves the
 // operator's listing by state. sent_at (epoch milliseconds) is the start of
 // the last send whose outcome is unknown, NULL when none is; a database
-// made before it existed gains the column at open (migrateDeliveries), as
+// made before it existed gains the column at open (addedColumns), as
 // it gains traceparent: the W3C traceparent of the span that created the
 // ticket, which the delivery's span links to (NULL when there was none).
 const deliverySchema = `
@@ -45,28 +45,47 @@ CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS
 CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
 `
 
-// migrateDeliveries adds to a deliveries table made before it existed
-// the sent_at column, which CREATE TABLE IF NOT EXISTS leaves out. The
-// check and the change run in one write transaction, so two processes
-// opening the same file add it once.
-func migrateDeliveries(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+// effectSchema is the outbox of effects (core.ItemWrite.Effect): one row
+// per item with an effect, written in the transaction that puts the item,
+// under the outbox id that is the item's key ("COMMENT#<comment_id>",
+// delivery.IsEffect). The columns from state on are the deliveries'; kind,
+// effect_id (the delivery key), ticket_id (the ticket it follows, empty
+// for none) and payload are what a claim hands the engine. A table of its
+// own, created if missing, because deliveries.ticket_id references
+// tickets.
+const effectSchema = `
+CREATE TABLE IF NOT EXISTS effect_deliveries (
+	outbox_id       TEXT PRIMARY KEY REFERENCES items (pk),
+	kind            TEXT NOT NULL,
+	effect_id       TEXT NOT NULL,
+	ticket_id       TEXT NOT NULL,
+	payload         TEXT NOT NULL,
+	state           TEXT NOT NULL CHECK (state IN ('pending', 'delivering', 'delivered', 'failed', 'unknown')),
+	attempts        INTEGER NOT NULL DEFAULT 0,
+	lookup_failures INTEGER NOT NULL DEFAULT 0,
+	sent_unknown    INTEGER NOT NULL DEFAULT 0,
+	sent_at         INTEGER,
+	due_at          INTEGER,
+	lease_until     INTEGER,
+	lease_owner     TEXT,
+	error           TEXT,
+	external_id     TEXT,
+	external_url    TEXT,
+	delivered_at    TEXT,
+	traceparent     TEXT
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS effect_deliveries_due ON effect_deliveries (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS effect_deliveries_state ON effect_deliveries (state, outbox_id);
+`
+
+// outbox names the table holding the record of outbox id, and its id
+// column: a ticket's record is in deliveries, an effect's in
+// effect_deliveries.
+func outbox(id string) (table, idColumn string) {
+	if delivery.IsEffect(id) {
+		return "effect_deliveries", "outbox_id"
 	}
-	defer func() { _ = tx.Rollback() }()
-	for _, col := range []struct{ name, decl string }{{"sent_at", "INTEGER"}, {"traceparent", "TEXT"}} {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('deliveries') WHERE name = ?`, col.name).Scan(&n); err != nil {
-			return err
-		}
-		if n == 0 {
-			if _, err := tx.ExecContext(ctx, `ALTER TABLE deliveries ADD COLUMN `+col.name+` `+col.decl); err != nil {
-				return err
-			}
-		}
-	}
-	return tx.Commit()
+	return "deliveries", "ticket_id"
 }
 
 var (
@@ -85,8 +104,35 @@ func insertDelivery(ctx context.Context, tx *sql.Tx, t core.Ticket) error {
 	return mapError(err)
 }
 
-const deliveryColumns = `d.ticket_id, d.state, d.attempts, d.lookup_failures, d.sent_unknown, d.sent_at, d.due_at,
+// insertEffect writes the outbox row of the effect of the item key inside
+// the item's transaction: pending, due at e.DueAt, never sent.
+func insertEffect(ctx context.Context, tx *sql.Tx, key string, e core.Effect, traceparent string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO effect_deliveries (outbox_id, kind, effect_id, ticket_id, payload, state, due_at, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		key, e.Kind, e.ID, e.TicketID, string(e.Payload), string(delivery.StatePending), e.DueAt.Unix(), nullString(traceparent))
+	return mapError(err)
+}
+
+// recordColumns are the delivery columns every outbox table has, of its
+// rows as d, in scanDelivery's order after the id and the kind.
+const recordColumns = `d.state, d.attempts, d.lookup_failures, d.sent_unknown, d.sent_at, d.due_at,
 	d.lease_until, d.lease_owner, d.error, d.external_id, d.external_url, d.delivered_at, d.traceparent`
+
+// A record's id and kind and recordColumns, as scanDelivery reads them,
+// from each table (as d).
+const (
+	ticketRecord = `d.ticket_id AS id, '` + delivery.KindTicket + `' AS kind, ` + recordColumns
+	effectRecord = `d.outbox_id AS id, d.kind AS kind, ` + recordColumns
+)
+
+// selectRecord selects the record of outbox id as scanDelivery reads it
+// (the id bound once).
+func selectRecord(id string) string {
+	if delivery.IsEffect(id) {
+		return `SELECT ` + effectRecord + ` FROM effect_deliveries AS d WHERE d.outbox_id = ?`
+	}
+	return `SELECT ` + ticketRecord + ` FROM deliveries AS d WHERE d.ticket_id = ?`
+}
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -99,7 +145,7 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 		owner, msg, extID, extURL, delivered sql.NullString
 		traceparent                          sql.NullString
 	)
-	dest := append([]any{&r.TicketID, &state, &r.Attempts, &r.LookupFailures, &unknown, &sentAt, &due,
+	dest := append([]any{&r.TicketID, &r.Kind, &state, &r.Attempts, &r.LookupFailures, &unknown, &sentAt, &due,
 		&lease, &owner, &msg, &extID, &extURL, &delivered, &traceparent}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return delivery.Record{}, err
@@ -128,7 +174,7 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 
 // Delivery implements delivery.Outbox.
 func (s *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
-	r, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries AS d WHERE d.ticket_id = ?`, id))
+	r, err := scanDelivery(s.db.QueryRowContext(ctx, selectRecord(id), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return delivery.Record{}, delivery.ErrNoRecord
 	}
@@ -148,10 +194,25 @@ func (s *Store) coreDelivery(ctx context.Context, id string) (*core.DeliveryStat
 	return r.Core(), nil
 }
 
-// Due implements delivery.Outbox: the partial index on due_at, in order.
+// coreStatus is a record's delivery as core shows it, from its columns.
+func coreStatus(state string, due sql.NullInt64, externalID, externalURL string) *core.DeliveryStatus {
+	r := delivery.Record{Update: delivery.Update{State: delivery.State(state), ExternalID: externalID, ExternalURL: externalURL}}
+	if due.Valid {
+		r.DueAt = time.Unix(due.Int64, 0)
+	}
+	return r.Core()
+}
+
+// Due implements delivery.Outbox: the first limit of each table, on its
+// partial index on due_at, merged in order.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT ticket_id FROM deliveries
-		WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, ticket_id LIMIT ?`, now.Unix(), limit)
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM (
+		SELECT * FROM (SELECT ticket_id AS id, due_at FROM deliveries
+			WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, ticket_id LIMIT ?)
+		UNION ALL
+		SELECT * FROM (SELECT outbox_id, due_at FROM effect_deliveries
+			WHERE due_at IS NOT NULL AND due_at <= ? ORDER BY due_at, outbox_id LIMIT ?)
+		) ORDER BY due_at, id LIMIT ?`, now.Unix(), limit, now.Unix(), limit, limit)
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -167,18 +228,20 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, er
 	return ids, mapError(rows.Err())
 }
 
-// Waiting implements delivery.WaitingCounter: the live rows, counted on
-// the index by state.
+// Waiting implements delivery.WaitingCounter: the live rows of both
+// tables, counted on their indexes by state.
 func (s *Store) Waiting(ctx context.Context) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM deliveries WHERE state IN ('pending', 'delivering')`).Scan(&n)
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM deliveries WHERE state IN ('pending', 'delivering')) +
+		(SELECT COUNT(*) FROM effect_deliveries WHERE state IN ('pending', 'delivering'))`).Scan(&n)
 	return n, mapError(err)
 }
 
 // Claim implements delivery.Outbox: one write transaction reads the row and
-// its ticket, and moves it to delivering only if it is claimable. A claimed
-// row whose ticket cannot be read stays claimed and is returned with
-// delivery.ErrUnreadable.
+// its ticket (or, for an effect's row, its effect), and moves it to
+// delivering only if it is claimable. A claimed row that cannot be read
+// stays claimed and is returned with delivery.ErrUnreadable.
 func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (c delivery.Claimed, err error) {
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
@@ -186,11 +249,23 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 	}
 	defer s.unlockWrites()
 	defer func() { _ = tx.Rollback() }()
-	var opKey, tenant, user, args, created string
-	before, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+`,
-		t.operation_key, t.tenant_id, t.user_id, t.arguments, t.created_at
-		FROM deliveries AS d JOIN tickets AS t ON t.ticket_id = d.ticket_id WHERE d.ticket_id = ?`, id),
-		&opKey, &tenant, &user, &args, &created)
+	var (
+		before                             delivery.Record
+		opKey, tenant, user, args, created string
+		effect                             *delivery.Effect
+		payload                            string
+	)
+	if delivery.IsEffect(id) {
+		effect = &delivery.Effect{}
+		before, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+effectRecord+`, d.effect_id, d.ticket_id, d.payload
+			FROM effect_deliveries AS d WHERE d.outbox_id = ?`, id), &effect.ID, &effect.TicketID, &payload)
+		effect.Kind, effect.Payload = before.Kind, []byte(payload)
+	} else {
+		before, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+ticketRecord+`,
+			t.operation_key, t.tenant_id, t.user_id, t.arguments, t.created_at
+			FROM deliveries AS d JOIN tickets AS t ON t.ticket_id = d.ticket_id WHERE d.ticket_id = ?`, id),
+			&opKey, &tenant, &user, &args, &created)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, delivery.ErrNotClaimable
 	}
@@ -199,8 +274,10 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 		return c, mapError(err)
 	}
 	readErr := err
-	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = 'delivering', lease_owner = ?, lease_until = ?, due_at = ?
-		WHERE ticket_id = ? AND ((state = 'pending' AND due_at <= ?) OR (state = 'delivering' AND lease_until < ?))`,
+	table, col := outbox(id)
+	//nolint:gosec // table and col are outbox's constants; every value is bound
+	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET state = 'delivering', lease_owner = ?, lease_until = ?, due_at = ?
+		WHERE `+col+` = ? AND ((state = 'pending' AND due_at <= ?) OR (state = 'delivering' AND lease_until < ?))`,
 		owner, leaseUntil.Unix(), leaseUntil.Unix()+1, id, now.Unix(), now.Unix())
 	if err != nil {
 		return c, mapError(err)
@@ -211,7 +288,7 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 	// The claim is committed even when the ticket cannot be read: the
 	// engine then records it failed, instead of the rollback leaving it
 	// due for every poll to hit the same error.
-	if readErr == nil {
+	if readErr == nil && effect == nil {
 		createdAt, err := time.Parse(time.RFC3339Nano, created)
 		if err != nil {
 			readErr = delivery.Unreadable(id, fmt.Errorf("sqlite: created_at: %w", err))
@@ -223,8 +300,8 @@ func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil tim
 	if err := tx.Commit(); err != nil {
 		return delivery.Claimed{}, mapError(err)
 	}
-	c.Before = before
-	if readErr != nil {
+	c.Before, c.Effect = before, effect
+	if readErr != nil || effect != nil {
 		c.Ticket = delivery.HelpdeskTicket{ID: id}
 	}
 	return c, readErr
@@ -260,12 +337,13 @@ func (s *Store) writeUpdate(ctx context.Context, id string, u delivery.Update, c
 		return 0, err
 	}
 	defer s.unlockWrites()
+	table, col := outbox(id)
 	args := append([]any{string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, sentAt, due, nullString(u.Error),
 		nullString(u.ExternalID), nullString(u.ExternalURL), delivered, id}, condArgs...)
-	//nolint:gosec // cond is one of this file's constant conditions; every value is bound
-	res, err := s.db.ExecContext(ctx, `UPDATE deliveries SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
+	//nolint:gosec // table, col and cond are this file's constants; every value is bound
+	res, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
 		sent_at = ?, due_at = ?, lease_until = NULL, lease_owner = NULL, error = ?, external_id = ?, external_url = ?, delivered_at = ?
-		WHERE ticket_id = ? AND `+cond, args...)
+		WHERE `+col+` = ? AND `+cond, args...)
 	if err != nil {
 		return 0, mapError(err)
 	}
@@ -275,10 +353,15 @@ func (s *Store) writeUpdate(ctx context.Context, id string, u delivery.Update, c
 
 var _ delivery.Admin = (*Store)(nil)
 
-// List implements delivery.Admin, on the index by state.
+// List implements delivery.Admin: the first limit of each table, on its
+// index by state, merged by id.
 func (s *Store) List(ctx context.Context, state delivery.State, limit int) ([]delivery.Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries AS d
-		WHERE d.state = ? ORDER BY d.ticket_id LIMIT ?`, string(state), max(limit, 0))
+	limit = max(limit, 0)
+	rows, err := s.db.QueryContext(ctx, `SELECT * FROM (
+		SELECT * FROM (SELECT `+ticketRecord+` FROM deliveries AS d WHERE d.state = ? ORDER BY d.ticket_id LIMIT ?)
+		UNION ALL
+		SELECT * FROM (SELECT `+effectRecord+` FROM effect_deliveries AS d WHERE d.state = ? ORDER BY d.outbox_id LIMIT ?)
+		) ORDER BY id LIMIT ?`, string(state), limit, string(state), limit, limit)
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -319,4 +402,52 @@ func nullString(v string) any {
 		return nil
 	}
 	return v
+}
+
+var _ delivery.Sequencer = (*Store)(nil)
+
+// Neighbours implements delivery.Sequencer: one statement reads the
+// ticket the record follows and that ticket's follow-ups.
+func (s *Store) Neighbours(ctx context.Context, id string) (ticket, before, after string, err error) {
+	var attrs sql.NullString
+	if delivery.IsEffect(id) {
+		err = s.db.QueryRowContext(ctx, `SELECT e.ticket_id, t.attrs FROM effect_deliveries AS e
+			LEFT JOIN tickets AS t ON t.ticket_id = e.ticket_id WHERE e.outbox_id = ?`, id).Scan(&ticket, &attrs)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", "", "", delivery.ErrNoRecord
+		}
+	} else {
+		ticket = id
+		err = s.db.QueryRowContext(ctx, `SELECT attrs FROM tickets WHERE ticket_id = ?`, id).Scan(&attrs)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil // no follow-ups: the ticket alone
+		}
+	}
+	if err != nil {
+		return "", "", "", mapError(err)
+	}
+	if ticket == "" {
+		return "", "", "", nil
+	}
+	it, err := decodeAttrs(core.TicketKey(ticket), attrs)
+	if err != nil {
+		return "", "", "", err
+	}
+	before, after = delivery.Neighbours(ticket, it.List(core.AttrFollowUps), id)
+	return ticket, before, after, nil
+}
+
+// Wake implements delivery.Sequencer: one UPDATE conditional on the
+// record being pending, never sent or looked up, and due after now.
+func (s *Store) Wake(ctx context.Context, id string, now time.Time) error {
+	if err := s.lockWrites(ctx); err != nil {
+		return err
+	}
+	defer s.unlockWrites()
+	table, col := outbox(id)
+	//nolint:gosec // table and col are outbox's constants; every value is bound
+	_, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET due_at = ?
+		WHERE `+col+` = ? AND state = 'pending' AND attempts = 0 AND lookup_failures = 0 AND sent_unknown = 0 AND due_at > ?`,
+		now.Unix(), id, now.Unix())
+	return mapError(err)
 }

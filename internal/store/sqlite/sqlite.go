@@ -7,8 +7,9 @@
 //
 // The operations and the claims ledger are package idem's SQLite store
 // (idem/sqlitestore), which opens the database and makes every claim;
-// this package adds the tickets and their deliveries, written by the
-// claim's transaction as the caller's statements.
+// this package adds the tickets, the tools' other items
+// (core.Writes.Items) and the deliveries of both, written by the claim's
+// transaction as the caller's statements.
 //
 // Tickets outlive keys. A ticket does not reference the operations row
 // itself (operation_key UNIQUE REFERENCES operations would block purging an
@@ -32,7 +33,10 @@ import (
 )
 
 // schema is the product's own table; the operations and claims tables it
-// references are sqlitestore.Schema.
+// references are sqlitestore.Schema. attrs (JSON, NULL until a tool sets
+// one) holds the attributes of the ticket's item beyond these columns
+// (core.Ticket.Attrs); a table made before it existed gains it at open
+// (addedColumns).
 const schema = `
 CREATE TABLE IF NOT EXISTS tickets (
 	ticket_id     TEXT PRIMARY KEY,
@@ -42,6 +46,7 @@ CREATE TABLE IF NOT EXISTS tickets (
 	user_id       TEXT NOT NULL,
 	arguments     TEXT NOT NULL,
 	created_at    TEXT NOT NULL,
+	attrs         TEXT,
 	UNIQUE (operation_key, generation),
 	FOREIGN KEY (operation_key, generation) REFERENCES claims (operation_key, generation)
 ) WITHOUT ROWID;
@@ -84,11 +89,11 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: claims.DB(), claims: claims}
-	if _, err := s.db.ExecContext(ctx, schema+deliverySchema); err != nil {
+	if _, err := s.db.ExecContext(ctx, schema+itemsSchema+deliverySchema+effectSchema); err != nil {
 		_ = claims.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, mapError(err))
 	}
-	if err := migrateDeliveries(ctx, s.db); err != nil {
+	if err := addColumns(ctx, s.db); err != nil {
 		_ = claims.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, mapError(err))
 	}
@@ -119,12 +124,20 @@ type claims struct{ s *Store }
 // idem's claim, claims the key (absent, or present but expired) and
 // writes the record with its result and, as the claim's own statements,
 // each ticket and its delivery record (under the claim's key and
-// generation, which the tickets table references); or nothing. The answer is
-// sqlitestore's as it is: a ticket id that exists refuses the claim
-// (idem.Refused).
+// generation, which the tickets table references), then the item writes
+// and their effects' delivery records (writeItems); or nothing. The
+// answer is sqlitestore's as it is: a ticket id that exists, or an item
+// write whose condition fails, refuses the claim (idem.Refused; for an
+// item write the error wraps a *core.ConditionError, which
+// core.Writes.Refused reads).
 func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	s := c.s
 	return s.claims.Claim(ctx, rec, func(ctx context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
+		// Writes the store cannot execute are refused before any
+		// statement runs.
+		if err := core.CheckItemWrites(w.Items); err != nil {
+			return err
+		}
 		for _, t := range w.Tickets {
 			if _, err := tx.StmtContext(ctx, s.insertTicket).ExecContext(ctx, t.ID, c.Key, c.Generation, t.TenantID,
 				t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
@@ -134,7 +147,7 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 				return err
 			}
 		}
-		return nil
+		return writeItems(ctx, tx, w.Items, len(w.Tickets))
 	}, now)
 }
 
@@ -154,12 +167,14 @@ func (s *Store) Purge(ctx context.Context, now time.Time) (int64, error) {
 	return s.claims.Purge(ctx, now)
 }
 
-// Ticket implements core.Store.
+// Ticket implements core.Store: its typed fields, its Attrs and its
+// delivery.
 func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
 	var t core.Ticket
 	var created string
-	err := s.db.QueryRowContext(ctx, `SELECT ticket_id, operation_key, tenant_id, user_id, arguments, created_at
-		FROM tickets WHERE ticket_id = ?`, id).Scan(&t.ID, &t.OperationKey, &t.TenantID, &t.UserID, &t.Arguments, &created)
+	var attrs sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT ticket_id, operation_key, tenant_id, user_id, arguments, created_at, attrs
+		FROM tickets WHERE ticket_id = ?`, id).Scan(&t.ID, &t.OperationKey, &t.TenantID, &t.UserID, &t.Arguments, &created, &attrs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return core.Ticket{}, core.ErrNotFound
 	}
@@ -169,8 +184,44 @@ func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
 	if t.CreatedAt, err = time.Parse(time.RFC3339Nano, created); err != nil {
 		return core.Ticket{}, err
 	}
+	if t.Attrs, err = decodeAttrs(core.TicketKey(id), attrs); err != nil {
+		return core.Ticket{}, err
+	}
 	t.Delivery, err = s.coreDelivery(ctx, id)
 	return t, err
+}
+
+// addedColumns are the columns a table made before them gains at open
+// (CREATE TABLE IF NOT EXISTS leaves a table as it is): the deliveries'
+// sent_at and traceparent, the tickets' attrs. Each is nullable, and NULL
+// reads as it did before the column existed.
+var addedColumns = []struct{ table, name, decl string }{
+	{"deliveries", "sent_at", "INTEGER"},
+	{"deliveries", "traceparent", "TEXT"},
+	{"tickets", "attrs", "TEXT"},
+}
+
+// addColumns adds the addedColumns a table lacks. The check and the
+// change run in one write transaction, so two processes opening the same
+// file add each once.
+func addColumns(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, col := range addedColumns {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, col.table, col.name).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE `+col.table+` ADD COLUMN `+col.name+` `+col.decl); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
 }
 
 // mapError makes SQLite errors domain errors: sqlitestore.MapError (a
