@@ -147,8 +147,10 @@ func TestTemplateLimitsThePublicURL(t *testing.T) {
 		}
 	}
 	for action, want := range map[string][]string{
-		"dynamodb:PutItem":            {"OP#*", "TICKET#*"},
+		"dynamodb:PutItem":            {"OP#*", "TICKET#*", "COMMENT#*", "CLOSE#*"},
+		"dynamodb:UpdateItem":         {"TICKET#*"},
 		"dynamodb:GetItem":            {"USER#*", "TICKET#*", "OP#*"},
+		"dynamodb:BatchGetItem":       {"TICKET#*", "COMMENT#*", "CLOSE#*"},
 		"dynamodb:ConditionCheckItem": {"OP#*"},
 	} {
 		got := slices.Clone(leading[action])

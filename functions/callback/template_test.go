@@ -115,12 +115,12 @@ func TestTemplate(t *testing.T) {
 		}
 	}
 	sort.Strings(actions)
-	want := []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "kms:Decrypt", "ssm:GetParameter",
+	want := []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "kms:Decrypt", "ssm:GetParameter",
 		"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 	if !slices.Equal(actions, want) {
 		t.Errorf("IAM actions = %v, want exactly %v", actions, want)
 	}
-	for _, a := range []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem"} {
+	for _, a := range []string{"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"} {
 		if st := byAction[a]; st != nil {
 			if r := testenv.Child(st, "Resource"); r.Tag != "!GetAtt" || r.Value != "TicketsTable.Arn" {
 				t.Errorf("%s: Resource must be !GetAtt TicketsTable.Arn", a)

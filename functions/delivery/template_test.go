@@ -22,6 +22,11 @@ import (
 
 // plain turns a template node into maps, lists and strings, keeping a
 // CloudFormation short-form tag as a one-key map: !Ref X -> {"!Ref": "X"}.
+
+// outboxPrefixes are the keys of the items that carry delivery records:
+// tickets and their follow-ups, which the stream's filter passes.
+var outboxPrefixes = []string{"TICKET#", "COMMENT#", "CLOSE#"}
+
 func plain(n *yaml.Node) any {
 	var v any
 	switch n.Kind {
@@ -198,9 +203,13 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 	if err := json.Unmarshal([]byte(fmt.Sprint(at(t, filters[0], "Pattern"))), &pattern); err != nil {
 		t.Fatalf("filter pattern: %v", err)
 	}
-	if !slices.Equal(pattern.EventName, []string{"INSERT"}) || len(pattern.DynamoDB.Keys.PK.S) != 1 ||
-		pattern.DynamoDB.Keys.PK.S[0]["prefix"] != "TICKET#" || !slices.Equal(pattern.DynamoDB.NewImage.State.S, []string{"pending"}) {
-		t.Errorf("filter pattern %+v: want INSERT of TICKET# items whose delivery_state is pending", pattern)
+	var prefixes []string
+	for _, p := range pattern.DynamoDB.Keys.PK.S {
+		prefixes = append(prefixes, p["prefix"])
+	}
+	if !slices.Equal(pattern.EventName, []string{"INSERT"}) || !slices.Equal(prefixes, outboxPrefixes) ||
+		!slices.Equal(pattern.DynamoDB.NewImage.State.S, []string{"pending"}) {
+		t.Errorf("filter pattern %+v: want INSERT of %v items whose delivery_state is pending", pattern, outboxPrefixes)
 	}
 
 	// The sweep: an EventBridge rule, whose events say "Scheduled Event".
@@ -230,7 +239,7 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 		"WriteOwnLogs":                       {[]string{"logs:CreateLogStream", "logs:PutLogEvents"}, "map[!GetAtt:DeliveryLogGroup.Arn]"},
 		"ReadTicketsStream":                  {[]string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}, "map[!GetAtt:TicketsTable.StreamArn]"},
 		"ListTicketsStreams":                 {[]string{"dynamodb:ListStreams"}, "map[!Sub:${TicketsTable.Arn}/stream/*]"},
-		"UpdateTickets":                      {[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, "map[!GetAtt:TicketsTable.Arn]"},
+		"UpdateOutboxItems":                  {[]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, "map[!GetAtt:TicketsTable.Arn]"},
 		"QueryDueIndex":                      {[]string{"dynamodb:Query"}, "map[!Sub:${TicketsTable.Arn}/index/" + dynamo.DeliveryDueIndex + "]"},
 		"ReadDeliveryParameter":              {[]string{"ssm:GetParameter"}, ""},
 		"DecryptDeliveryParameterViaSsm":     {[]string{"kms:Decrypt"}, ""},
@@ -275,7 +284,7 @@ func TestTemplateDeliveryFunction(t *testing.T) {
 			t.Errorf("DeliveryFunctionRole: statement %s missing", sid)
 		}
 	}
-	eq(t, role, "Policies.0.PolicyDocument.Statement.3.Condition.ForAllValues:StringLike.dynamodb:LeadingKeys", []string{"TICKET#*"})
+	eq(t, role, "Policies.0.PolicyDocument.Statement.3.Condition.ForAllValues:StringLike.dynamodb:LeadingKeys", []string{"TICKET#*", "COMMENT#*", "CLOSE#*"})
 	eq(t, role, "Policies.0.PolicyDocument.Statement.6.Condition.StringEquals.kms:ViaService", map[string]any{"!Sub": "ssm.${AWS::Region}.amazonaws.com"})
 	param := fmt.Sprint(at(t, role, "Policies.0.PolicyDocument.Statement.5.Resource"))
 	if !strings.Contains(param, "parameter${DeliverySecretParameterName}") || !strings.Contains(param, "DeliverySecretParameterIsPath") {

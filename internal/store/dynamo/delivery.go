@@ -18,9 +18,16 @@ import (
 
 var _ delivery.Outbox = (*Store)(nil)
 
+// parseDelivery reads the delivery record of a ticket's or an effect's
+// item: its outbox id (outboxID) and its kind (delivery.KindTicket, or
+// the effect's delivery_kind) beside the record.
 func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error) {
 	r := itemReader{item: item}
-	rec := delivery.Record{TicketID: trimPrefix(r.str(attrPK), prefixTicket)}
+	pk := r.str(attrPK)
+	rec := delivery.Record{TicketID: outboxID(pk), Kind: delivery.KindTicket}
+	if !strings.HasPrefix(pk, prefixTicket) {
+		rec.Kind = r.str(attrEffectKind)
+	}
 	rec.State = delivery.State(r.str(attrState))
 	optNum := func(name string) int64 {
 		if _, ok := item[name]; ok {
@@ -51,7 +58,7 @@ func parseDelivery(item map[string]types.AttributeValue) (delivery.Record, error
 		rec.DeliveredAt = r.time(attrDeliveredAt)
 	}
 	if r.err == nil && !rec.State.Valid() {
-		r.err = fmt.Errorf("dynamo: ticket %s has delivery state %q", rec.TicketID, rec.State)
+		r.err = fmt.Errorf("dynamo: outbox record %s has delivery state %q", rec.TicketID, rec.State)
 	}
 	return rec, r.err
 }
@@ -66,11 +73,16 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &ccf)
 }
 
-// Delivery implements delivery.Outbox with one strongly consistent read.
+// Delivery implements delivery.Outbox with one strongly consistent read
+// of the record's item (a ticket's, or an effect's: outboxKey).
 func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
+	key, ok := outboxKey(id)
+	if !ok {
+		return delivery.Record{}, delivery.ErrNoRecord
+	}
 	var out *dynamodb.GetItemOutput
 	err := st.call(ctx, func(ctx context.Context) (err error) {
-		out, err = st.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &st.table, Key: ticketKey(id), ConsistentRead: aws.Bool(true)})
+		out, err = st.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &st.table, Key: key, ConsistentRead: aws.Bool(true)})
 		return err
 	})
 	if err != nil {
@@ -82,9 +94,10 @@ func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, erro
 	return parseDelivery(out.Item)
 }
 
-// Due implements delivery.Outbox with one Query on DeliveryDueIndex. The
-// index is eventually consistent: a ticket just claimed may still show,
-// and Claim then refuses it.
+// Due implements delivery.Outbox with one Query on DeliveryDueIndex, which
+// holds tickets' and effects' live records alike: each entry's outbox id
+// (outboxID). The index is eventually consistent: a record just claimed
+// may still show, and Claim then refuses it.
 func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -99,11 +112,12 @@ func (st *Store) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 	}
 	ids := make([]string, 0, len(out.Items))
 	for _, item := range out.Items {
-		pk, ok := item[attrPK].(*types.AttributeValueMemberS)
-		if !ok || !strings.HasPrefix(pk.Value, prefixTicket) {
-			return nil, fmt.Errorf("dynamo: %s entry without a ticket key", DeliveryDueIndex)
+		pk := pkOf(item)
+		if id := outboxID(pk); id != "" {
+			ids = append(ids, id)
+		} else {
+			return nil, fmt.Errorf("dynamo: %s entry without a key", DeliveryDueIndex)
 		}
-		ids = append(ids, strings.TrimPrefix(pk.Value, prefixTicket))
 	}
 	return ids, nil
 }
@@ -158,15 +172,19 @@ func (st *Store) Waiting(ctx context.Context) (int, error) {
 }
 
 // Claim implements delivery.Outbox with one conditional UpdateItem, which
-// returns the item as it was (the ticket to send and the record before).
-// A claimed item that cannot be parsed stays claimed and is returned with
-// delivery.ErrUnreadable.
+// returns the item as it was (the ticket or the effect to send, and the
+// record before). A claimed item that cannot be parsed stays claimed and
+// is returned with delivery.ErrUnreadable.
 func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (delivery.Claimed, error) {
+	key, ok := outboxKey(id)
+	if !ok {
+		return delivery.Claimed{}, delivery.ErrNotClaimable
+	}
 	var out *dynamodb.UpdateItemOutput
 	err := st.call(ctx, func(ctx context.Context) (err error) {
 		out, err = st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:        &st.table,
-			Key:              ticketKey(id),
+			Key:              key,
 			UpdateExpression: aws.String("SET #state = :delivering, #owner = :owner, #lease = :lease, #due = :due"),
 			ConditionExpression: aws.String("(#state = :pending AND #due <= :now) OR " +
 				"(#state = :delivering AND #lease < :now)"),
@@ -192,6 +210,17 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 	// as unreadable, for the engine to record failed, rather than left
 	// delivering for every takeover to hit the same error.
 	before, err := parseDelivery(out.Attributes)
+	if delivery.IsEffect(id) {
+		var e *delivery.Effect
+		if err == nil {
+			e, err = claimedEffect(out.Attributes)
+		}
+		c := delivery.Claimed{Ticket: delivery.HelpdeskTicket{ID: id}, Effect: e, Before: before}
+		if err != nil {
+			return c, delivery.Unreadable(id, err)
+		}
+		return c, nil
+	}
 	var ticket delivery.HelpdeskTicket
 	if err == nil {
 		ticket, err = claimedTicket(out.Attributes)
@@ -200,6 +229,18 @@ func (st *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil ti
 		return delivery.Claimed{Ticket: delivery.HelpdeskTicket{ID: id}, Before: before}, delivery.Unreadable(id, err)
 	}
 	return delivery.Claimed{Ticket: ticket, Before: before}, nil
+}
+
+// claimedEffect reads the effect a destination receives from a claimed
+// effect's item (addEffect).
+func claimedEffect(item map[string]types.AttributeValue) (*delivery.Effect, error) {
+	r := itemReader{item: item}
+	e := &delivery.Effect{Kind: r.str(attrEffectKind), ID: r.str(attrEffectKey), Payload: []byte(r.str(attrEffectPayload))}
+	e.TicketID, _ = r.optStr(attrEffectTicket)
+	if r.err != nil {
+		return nil, r.err
+	}
+	return e, nil
 }
 
 // claimedTicket reads the ticket a destination receives from a claimed item.
@@ -285,11 +326,17 @@ func newUpdate(u delivery.Update) update {
 	return update{expr: "SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", "), names: names, values: values}
 }
 
+// writeUpdate writes w on the item of the outbox id under cond; an id
+// that names no outbox record's item fails as a failed condition would.
 func (st *Store) writeUpdate(ctx context.Context, id string, w update, cond string) error {
+	key, ok := outboxKey(id)
+	if !ok {
+		return &types.ConditionalCheckFailedException{Message: aws.String("dynamo: " + id + " names no outbox record")}
+	}
 	return st.call(ctx, func(ctx context.Context) error {
 		_, err := st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                 &st.table,
-			Key:                       ticketKey(id),
+			Key:                       key,
 			UpdateExpression:          aws.String(w.expr),
 			ConditionExpression:       aws.String(cond),
 			ExpressionAttributeNames:  w.names,

@@ -11,7 +11,13 @@
 //     per claim, new operation or repeat; SDK errors become domain errors
 //     in dynamostore.MapError, with errors.As, never by message;
 //   - items.go turns records into items and back;
-//   - delivery.go is the outbox: the delivery records and their states;
+//   - writes.go executes core.Writes.Items generically (each write an
+//     action of the claim's transaction, after the tickets'), reads items
+//     back (Items, by strongly consistent BatchGetItem) and orders a
+//     ticket's follow-ups (delivery.Sequencer);
+//   - delivery.go is the outbox: the delivery records and their states,
+//     a ticket's on its item (outbox id its bare id) and an effect's on
+//     the effect's item (outbox id the item's key);
 //   - schema.go is the table's one Go definition (keys, TTL attribute,
 //     the delivery-due index), which template.yaml is held to.
 //

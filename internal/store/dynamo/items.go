@@ -151,11 +151,12 @@ func trimPrefix(v, prefix string) string {
 }
 
 // PendingTicketID reads a stream record's new image (its DynamoDB JSON,
-// as the stream delivers it) and returns the ticket's id when the image is
-// a ticket item pending delivery; ok is false for any other item (an
-// operation, a user, a ticket in another state or without delivery) and
-// for an empty or null image (a removal, a stream without new images). An
-// image that does not decode is an error.
+// as the stream delivers it) and returns the outbox id of an item pending
+// delivery: a ticket's id for a ticket item, the item's key for an
+// effect's item (one with delivery_kind). ok is false for any other item
+// (an operation, a user, an item in another state or without delivery)
+// and for an empty or null image (a removal, a stream without new
+// images). An image that does not decode is an error.
 func PendingTicketID(newImage []byte) (id string, ok bool, err error) {
 	if len(newImage) == 0 || string(newImage) == "null" {
 		return "", false, nil
@@ -166,19 +167,27 @@ func PendingTicketID(newImage []byte) (id string, ok bool, err error) {
 	}
 	// An attribute that is absent or NULL reads as ""; one of another
 	// type is an error.
-	var pk, state string
-	for name, dst := range map[string]*string{attrPK: &pk, attrState: &state} {
+	var pk, state, kind string
+	for name, dst := range map[string]*string{attrPK: &pk, attrState: &state, attrEffectKind: &kind} {
 		if v, present := item[name]; present {
 			if err := attributevalue.Unmarshal(v, dst); err != nil {
 				return "", false, fmt.Errorf("dynamo: stream image: %s: %w", name, err)
 			}
 		}
 	}
-	id, isTicket := strings.CutPrefix(pk, prefixTicket)
-	if !isTicket || id == "" || delivery.State(state) != delivery.StatePending {
+	if delivery.State(state) != delivery.StatePending {
 		return "", false, nil
 	}
-	return id, true, nil
+	if id, isTicket := strings.CutPrefix(pk, prefixTicket); isTicket {
+		return id, id != "", nil
+	}
+	if kind == "" {
+		return "", false, nil
+	}
+	if _, valid := outboxKey(pk); !valid || !delivery.IsEffect(pk) {
+		return "", false, nil
+	}
+	return pk, true, nil
 }
 
 // The delivery record's attributes on the ticket item. delivery_shard and
@@ -198,6 +207,13 @@ const (
 	attrExternalID     = "external_id"
 	attrExternalURL    = "external_url"
 	attrDeliveredAt    = "delivered_at" // RFC 3339
+
+	// An effect's item (core.ItemWrite.Effect) carries, beside the
+	// record, what its Claim returns of the effect (delivery.Effect).
+	attrEffectKind    = "delivery_kind"
+	attrEffectKey     = "delivery_key"     // core.Effect.ID, the delivery key
+	attrEffectTicket  = "delivery_ticket"  // absent for an effect that follows no ticket
+	attrEffectPayload = "delivery_payload" // the JSON text
 )
 
 // shard is the one partition of DeliveryDueIndex. Live deliveries are few
@@ -217,6 +233,48 @@ func addDelivery(item map[string]types.AttributeValue, d *core.DeliveryStatus) {
 		item[attrShard] = stringAttr(shard)
 		item[attrDueAt] = numberAttr(d.DueAt.Unix())
 	}
+}
+
+// addEffect puts the delivery record of an effect on its new item: the
+// record a ticket's has (pending, due at e.DueAt in whole seconds, in
+// DeliveryDueIndex, with the creating span's traceparent when there is
+// one), and the effect's kind, delivery key, ticket and payload.
+func addEffect(item map[string]types.AttributeValue, e core.Effect, traceparent string) {
+	addDelivery(item, &core.DeliveryStatus{State: core.DeliveryPending, DueAt: e.DueAt})
+	item[attrEffectKind] = stringAttr(e.Kind)
+	item[attrEffectKey] = stringAttr(e.ID)
+	if e.TicketID != "" {
+		item[attrEffectTicket] = stringAttr(e.TicketID)
+	}
+	item[attrEffectPayload] = stringAttr(string(e.Payload))
+	if traceparent != "" {
+		item[attrTraceparent] = stringAttr(traceparent)
+	}
+}
+
+// outboxKey is the key of the item of the outbox id: a ticket's item for
+// a bare ticket id, the item itself for an effect's key. ok is false for
+// an id that names no outbox record's item: a key of a ticket's,
+// operation's or user's item (a ticket's record is named by its bare id).
+func outboxKey(id string) (key map[string]types.AttributeValue, ok bool) {
+	if !delivery.IsEffect(id) {
+		return ticketKey(id), true
+	}
+	for _, p := range []string{prefixTicket, prefixOperation, prefixUser} {
+		if strings.HasPrefix(id, p) {
+			return nil, false
+		}
+	}
+	return map[string]types.AttributeValue{attrPK: stringAttr(id)}, true
+}
+
+// outboxID is the outbox id of the item whose pk is pk: a ticket's bare
+// id, or an effect's key.
+func outboxID(pk string) string {
+	if id, ok := strings.CutPrefix(pk, prefixTicket); ok {
+		return id
+	}
+	return pk
 }
 
 func parseCoreDelivery(item map[string]types.AttributeValue) *core.DeliveryStatus {

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -22,7 +23,9 @@ type Client interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	// The delivery store's calls (delivery.go).
+	// Items' consistent reads (writes.go).
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	// The delivery store's calls (delivery.go, and writes.go's Wake).
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	// The operator's listing of final delivery states (delivery.go).
@@ -109,13 +112,23 @@ func (s *Store) call(ctx context.Context, f func(context.Context) error) error {
 	return dynamostore.MapError(f(ctx)) // busy (idem.ErrBusy) for what the SDK deems transient
 }
 
-// Ticket implements core.Store.
+// Ticket implements core.Store: the ticket's typed fields, its delivery,
+// and in Attrs every other attribute of its item but the store's own
+// (what item writes set on it since; nil for a ticket without any, such
+// as one written before item writes existed).
 func (s *Store) Ticket(ctx context.Context, id string) (core.Ticket, error) {
 	item, err := s.get(ctx, prefixTicket+id)
 	if err != nil {
 		return core.Ticket{}, err
 	}
-	return parseTicket(item)
+	t, err := parseTicket(item)
+	if err != nil {
+		return core.Ticket{}, err
+	}
+	if t.Attrs, err = ticketAttrs(item); err != nil {
+		return core.Ticket{}, err
+	}
+	return t, nil
 }
 
 // User implements core.Users: the USER#<externalUserId> item.
@@ -180,10 +193,17 @@ type claims struct{ s *Store }
 // TransactWriteItems puts the record (completed, with its result) if the
 // key is free, checks that the key the call has under the other key
 // policy (rec.AltKey) holds no live operation of the call's tenant and
-// arguments (one that does answers the call, as a repeat), and puts each
-// ticket, with its delivery record, if its id is new. Either all items
-// are written or none. The answer is dynamostore's
-// as it is: a ticket id that exists refuses the claim (idem.Refused).
+// arguments (one that does answers the call, as a repeat), puts each
+// ticket, with its delivery record, if its id is new, and then makes
+// each of w.Items (itemActions): a put of a new item (an effect's with
+// its delivery record), a conditional update, a condition check. Either
+// all items are written or none. The answer is dynamostore's as it is: a
+// ticket id that exists, an item that exists for a PutNew, or a
+// condition that fails refuses the claim (idem.Refused), its
+// RefusedError's index counting the tickets first, then the items
+// (core.Writes.Refused). Writes the store cannot make (core.CheckItemWrites,
+// an attribute of its own, a ticket created and written at once, more
+// than dynamostore.MaxWrites actions) are an error before any request.
 //
 // A strongly consistent GetItem of the operation goes out beside the
 // transaction (unless Options.NoReadAhead), so a repeat is answered by
@@ -195,15 +215,31 @@ type claims struct{ s *Store }
 // Options.ConflictRetries times, then answered busy.
 func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now time.Time) (*idem.Record, error) {
 	s := c.s
-	items := make([]types.TransactWriteItem, 0, len(w.Tickets))
+	if n := len(w.Tickets) + len(w.Items); n > dynamostore.MaxWrites {
+		return nil, fmt.Errorf("dynamo: %d tickets and items: one transaction holds at most %d beside the claim", n, dynamostore.MaxWrites)
+	}
+	traceparent := tracing.Traceparent(ctx)
+	items := make([]types.TransactWriteItem, 0, len(w.Tickets)+len(w.Items))
+	created := make(map[string]bool, len(w.Tickets))
 	for _, t := range w.Tickets {
+		created[core.TicketKey(t.ID)] = true
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName:           &s.table,
-			Item:                withTraceparent(ticketItem(t), t, tracing.Traceparent(ctx)),
+			Item:                withTraceparent(ticketItem(t), t, traceparent),
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		}})
 	}
-	return s.claims.Claim(ctx, rec, items, now)
+	for i, iw := range w.Items {
+		// DynamoDB refuses two actions on one item in a transaction.
+		if created[iw.Key] {
+			return nil, fmt.Errorf("dynamo: item write %d: %s is a ticket the same claim creates", i, iw.Key)
+		}
+	}
+	more, err := s.itemActions(w.Items, traceparent)
+	if err != nil {
+		return nil, err
+	}
+	return s.claims.Claim(ctx, rec, append(items, more...), now)
 }
 
 // attrTraceparent is the ticket item's W3C traceparent of the span that

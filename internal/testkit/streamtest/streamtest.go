@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,10 +172,13 @@ func Record(t testing.TB, r streamtypes.Record, streamARN string) events.DynamoD
 }
 
 // PassesFilter is template.yaml's FilterCriteria pattern: an INSERT of a
-// TICKET# item written pending.
+// TICKET#, COMMENT# or CLOSE# item written pending.
 func PassesFilter(r events.DynamoDBEventRecord) bool {
 	pk, ok := r.Change.Keys[dynamo.PartitionKey]
-	if r.EventName != "INSERT" || !ok || pk.DataType() != events.DataTypeString || !strings.HasPrefix(pk.String(), "TICKET#") {
+	if r.EventName != "INSERT" || !ok || pk.DataType() != events.DataTypeString {
+		return false
+	}
+	if !slices.ContainsFunc([]string{"TICKET#", "COMMENT#", "CLOSE#"}, func(p string) bool { return strings.HasPrefix(pk.String(), p) }) {
 		return false
 	}
 	st, ok := r.Change.NewImage["delivery_state"]
