@@ -259,6 +259,7 @@ type Server struct {
 	// The follow-ups' state.
 	zAuditID  int64
 	zAudits   []*zAudit
+	zListings int // audits listings begun, numbering them
 	lComments []*lComment
 	order     map[string][]string // ticket id -> what the helpdesk committed of it, in order
 }

@@ -23,6 +23,7 @@ type zAudit struct {
 	createdAt time.Time
 	committed time.Time // on the fake clock, for lookup lag
 	hidden    int       // listings still to answer without it
+	hiddenIn  int       // the last listing that did not see it
 }
 
 func (a *zAudit) effectID() string { return a.effectKey }
@@ -223,10 +224,39 @@ func (s *Server) zendeskAudits(t *zTicket, path, rawQuery string) answer {
 	if err != nil {
 		return jsonAnswer(http.StatusBadRequest, `{"error":"InvalidQuery"}`)
 	}
+	// The lag counts listings, not pages: a listing's first page uses up
+	// the audits' hidden answers and numbers the listing; its later pages
+	// (the number travels in the cursor, or next_page's "listing") leave
+	// out what its first page did not see, so a listing sees one index.
+	listing, after := 0, int64(0)
+	if c := q.Get("page[after]"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		l, id, ok := strings.Cut(string(b), ":")
+		if err == nil && ok {
+			listing, err = strconv.Atoi(l)
+			if err == nil {
+				after, err = strconv.ParseInt(id, 10, 64)
+			}
+		}
+		if err != nil || !ok {
+			return jsonAnswer(http.StatusBadRequest, `{"error":"InvalidPaginationParameter","description":"page[after] is not a cursor"}`)
+		}
+	} else if n, err := strconv.Atoi(q.Get("listing")); err == nil {
+		listing = n
+	}
+	if listing == 0 {
+		s.zListings++
+		listing = s.zListings
+	}
 	var list []*zAudit
 	for _, a := range s.zAudits {
-		if a.ticketID == t.id && s.visible(a.committed, &a.hidden) {
+		if a.ticketID != t.id || a.hiddenIn == listing {
+			continue
+		}
+		if s.visible(a.committed, &a.hidden) {
 			list = append(list, a)
+		} else {
+			a.hiddenIn = listing
 		}
 	}
 	base := s.srv.URL + path
@@ -234,16 +264,6 @@ func (s *Server) zendeskAudits(t *zTicket, path, rawQuery string) answer {
 	if _, cursor := q["page[size]"]; cursor {
 		if n, err := strconv.Atoi(q.Get("page[size]")); err == nil && n > 0 && n < size {
 			size = n
-		}
-		after := int64(0)
-		if c := q.Get("page[after]"); c != "" {
-			b, err := base64.RawURLEncoding.DecodeString(c)
-			if err != nil {
-				return jsonAnswer(http.StatusBadRequest, `{"error":"InvalidPaginationParameter","description":"page[after] is not a cursor"}`)
-			}
-			if after, err = strconv.ParseInt(string(b), 10, 64); err != nil {
-				return jsonAnswer(http.StatusBadRequest, `{"error":"InvalidPaginationParameter","description":"page[after] is not a cursor"}`)
-			}
 		}
 		page := []map[string]any{}
 		more, last := false, int64(0)
@@ -261,7 +281,7 @@ func (s *Server) zendeskAudits(t *zTicket, path, rawQuery string) answer {
 		meta := map[string]any{"has_more": more, "after_cursor": nil, "before_cursor": nil}
 		links := map[string]any{"next": nil, "prev": nil}
 		if last != 0 {
-			c := base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last, 10)))
+			c := base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(listing) + ":" + strconv.FormatInt(last, 10)))
 			meta["after_cursor"] = c
 			if more {
 				links["next"] = fmt.Sprintf("%s?page%%5Bsize%%5D=%d&page%%5Bafter%%5D=%s", base, size, c)
@@ -285,10 +305,10 @@ func (s *Server) zendeskAudits(t *zTicket, path, rawQuery string) answer {
 	}
 	var next, prev any
 	if to < len(list) {
-		next = fmt.Sprintf("%s?page=%d&per_page=%d", base, pageNo+1, size)
+		next = fmt.Sprintf("%s?page=%d&per_page=%d&listing=%d", base, pageNo+1, size, listing)
 	}
 	if pageNo > 1 {
-		prev = fmt.Sprintf("%s?page=%d&per_page=%d", base, pageNo-1, size)
+		prev = fmt.Sprintf("%s?page=%d&per_page=%d&listing=%d", base, pageNo-1, size, listing)
 	}
 	out, _ := json.Marshal(map[string]any{"audits": page, "next_page": next, "previous_page": prev, "count": len(list)})
 	return answer{status: http.StatusOK, ctype: "application/json", body: out}
