@@ -68,6 +68,20 @@
 // 4 = Low", IssueCreateInput.priority): urgent 1, high 2, normal 3, low 4,
 // anything else 0.
 //
+// Follow-ups (delivery.EffectSender). A comment is commentCreate(input:
+// {id: comment_id, issueId: ticket_id, body}) (CommentCreateInput.id is
+// the same client-chosen UUID v4 as the issue's), classified as issueCreate
+// is, a duplicate id looked up with comment(id:) and delivered when found;
+// its receipt is the comment's id and url. A close reads the team's
+// workflow states once per Client (team(id:) { states }) and takes the
+// first of type completed by position; it creates the resolution, when
+// there is one, as a comment whose id is the close_id, then sends
+// issueUpdate(id: ticket_id, input: {stateId}); its receipt is the
+// issue's. Both steps can be repeated with no effect, so closes are keyed
+// by construction too. A close's lookup reads the issue's state (found
+// when its type is completed) and, with a resolution, the comment under
+// the close_id. Any other kind is refused.
+//
 // HTTP behaviour (one request per call, no replays, a timeout on every
 // call) is httpsend's. Credentials are never part of an error text or of
 // the Client's printed or logged form.

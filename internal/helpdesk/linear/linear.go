@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
@@ -65,10 +66,14 @@ type Client struct {
 	endpoint *url.URL
 	auth     string
 	http     *httpsend.Client
+
+	stateMu sync.Mutex
+	doneID  string // the team's completed state, once read (see completedState)
 }
 
 var (
 	_ delivery.Destination  = (*Client)(nil)
+	_ delivery.EffectSender = (*Client)(nil)
 	_ delivery.KeyedCreator = (*Client)(nil)
 	_ delivery.Checker      = (*Client)(nil)
 )
@@ -110,9 +115,10 @@ func (c *Client) GoString() string { return c.cfg.String() }
 // LogValue logs the client without the key.
 func (c *Client) LogValue() slog.Value { return c.cfg.LogValue() }
 
-// CreatesKeyedByID: the issue is created with id = the ticket id, so
-// Linear holds at most one issue per ticket (see the package
-// documentation).
+// CreatesKeyedByID: the issue is created with id = the ticket id, and a
+// follow-up's comment with id = its delivery key, so Linear holds at most
+// one record per key; a close's state change can be made again with no
+// effect (see the package documentation).
 func (c *Client) CreatesKeyedByID() bool { return true }
 
 // The GraphQL documents. Only the fields read are selected.
@@ -188,6 +194,9 @@ type issue struct {
 	ID         string `json:"id"`
 	Identifier string `json:"identifier"`
 	URL        string `json:"url"`
+	State      *struct {
+		Type string `json:"type"`
+	} `json:"state"` // asked for by a close's lookup only
 }
 
 func (i *issue) receipt() (delivery.Receipt, error) {
@@ -201,62 +210,72 @@ func (i *issue) receipt() (delivery.Receipt, error) {
 // rests on it, since the lookup before a resend asks for that id.
 func (i *issue) ours(ticketID string) bool { return i != nil && i.ID == ticketID }
 
-// Send creates the issue with id = t.ID once.
-func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
-	body, err := httpsend.TicketBody("linear", t, func(t delivery.HelpdeskTicket) ([]byte, error) { return Body(c.cfg.TeamID, t) })
-	if err != nil {
-		return delivery.Receipt{}, err
-	}
-	req := c.request(body)
+// mutationResult is what we read of a mutation's payload (IssuePayload,
+// CommentPayload).
+type mutationResult struct {
+	Success bool     `json:"success"`
+	Issue   *issue   `json:"issue"`
+	Comment *comment `json:"comment"`
+}
+
+// keyedCreate is a create whose record takes our id as its primary key
+// (issueCreate, commentCreate): Linear can hold at most one record under
+// it, so an answer that leaves the outcome open is settled by reading
+// the id, and a resend is always safe.
+type keyedCreate struct {
+	field string // the mutation's root field: "issueCreate"
+	noun  string // what it creates: "issue"
+	owner string // whose id it carries: "ticket"
+	id    string
+	body  []byte
+	// read takes the record from a successful payload: its receipt and
+	// the id Linear gave it.
+	read func(*mutationResult) (delivery.Receipt, string, error)
+	// lookup reads the record under id.
+	lookup func(context.Context) (delivery.Receipt, bool, error)
+}
+
+// create sends k once and classifies the answer (see the package
+// documentation): a refusal, or an error saying the id exists, is looked
+// up before anything is decided.
+func (c *Client) create(ctx context.Context, k keyedCreate) (delivery.Receipt, error) {
+	req := c.request(k.body)
 	resp, err := c.http.Do(ctx, req)
 	if err != nil {
 		return delivery.Receipt{}, err
 	}
-	var out struct {
-		Data *struct {
-			IssueCreate *struct {
-				Success bool   `json:"success"`
-				Issue   *issue `json:"issue"`
-			} `json:"issueCreate"`
-		} `json:"data"`
-		Errors []gqlError `json:"errors"`
-	}
-	readable := json.Unmarshal(resp.Body, &out) == nil
-	if readable && len(out.Errors) == 0 && resp.Status/100 == 2 && out.Data != nil && out.Data.IssueCreate != nil {
-		if ic := out.Data.IssueCreate; ic.Success {
-			r, err := ic.Issue.receipt()
+	res, errs, readable := readMutation(resp, k.field)
+	if readable && len(errs) == 0 && resp.Status/100 == 2 && res != nil {
+		if res.Success {
+			r, got, err := k.read(res)
 			switch {
-			case err == nil && ic.Issue.ours(t.ID):
+			case err == nil && got == k.id:
 				return r, nil
 			case err == nil:
-				// Linear created an issue under another id: a lookup of
-				// the ticket's id would never find it, so a resend would
-				// make a second one. The ticket ends refused, naming it.
+				// Linear created the record under another id: a lookup of
+				// our id would never find it, so a resend would make a
+				// second one. It ends refused, naming it.
 				return delivery.Receipt{}, c.fail(req, resp, delivery.Refused,
-					fmt.Sprintf("Linear created %s with id %q, not the ticket's id", r.ExternalID, ic.Issue.ID))
+					fmt.Sprintf("Linear created %s with id %q, not the %s's id", r.ExternalID, got, k.owner))
 			}
 		}
-		return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, "issueCreate answered without success and an issue")
-	}
-	var errs []gqlError
-	if readable {
-		errs = out.Errors
+		return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, k.field+" answered without success and "+article(k.noun))
 	}
 	switch cl := classify(resp, errs, true); cl {
 	case classRefused, classExists:
-		// The id may already be an issue: a refusal of the input is
+		// The id may already be a record's: a refusal of the input is
 		// what Linear may answer for a duplicate id (its answer is not
 		// published), so the id is looked up before anything is decided.
-		r, found, lerr := c.Lookup(ctx, t.ID)
+		r, found, lerr := k.lookup(ctx)
 		switch {
 		case lerr == nil && found:
 			return r, nil
 		case lerr == nil && cl == classRefused:
-			return delivery.Receipt{}, c.fail(req, resp, delivery.Refused, "refused, and no issue has the ticket's id")
+			return delivery.Receipt{}, c.fail(req, resp, delivery.Refused, fmt.Sprintf("refused, and no %s has the %s's id", k.noun, k.owner))
 		case lerr == nil:
 			return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, "the id is said to exist, but the lookup did not find it")
 		}
-		return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, "refused, and the lookup of the ticket's id failed: "+lerr.Error())
+		return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, fmt.Sprintf("refused, and the lookup of the %s's id failed: %v", k.owner, lerr))
 	case classMisconfigured:
 		return delivery.Receipt{}, c.fail(req, resp, delivery.Misconfigured, "")
 	case classRateLimited:
@@ -265,51 +284,132 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 	return delivery.Receipt{}, c.fail(req, resp, delivery.Unknown, "")
 }
 
+func article(noun string) string {
+	if strings.ContainsAny(noun[:1], "aeiou") {
+		return "an " + noun
+	}
+	return "a " + noun
+}
+
+// readMutation reads a mutation's answer: the payload under field (nil
+// when absent or null), the GraphQL errors, and whether the body was JSON.
+func readMutation(resp *httpsend.Response, field string) (*mutationResult, []gqlError, bool) {
+	var out struct {
+		Data   map[string]*mutationResult `json:"data"`
+		Errors []gqlError                 `json:"errors"`
+	}
+	if json.Unmarshal(resp.Body, &out) != nil {
+		return nil, nil, false
+	}
+	return out.Data[field], out.Errors, true
+}
+
+// Send creates the issue with id = t.ID once.
+func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.Receipt, error) {
+	body, err := httpsend.TicketBody("linear", t, func(t delivery.HelpdeskTicket) ([]byte, error) { return Body(c.cfg.TeamID, t) })
+	if err != nil {
+		return delivery.Receipt{}, err
+	}
+	return c.create(ctx, keyedCreate{field: "issueCreate", noun: "issue", owner: "ticket", id: t.ID, body: body,
+		read: func(m *mutationResult) (delivery.Receipt, string, error) {
+			r, err := m.Issue.receipt()
+			if err != nil {
+				return r, "", err
+			}
+			return r, m.Issue.ID, nil
+		},
+		lookup: func(ctx context.Context) (delivery.Receipt, bool, error) { return c.Lookup(ctx, t.ID) }})
+}
+
+// fetch runs a query and decodes the answer's data[field] into into. It
+// reports whether that field came, non-null and without errors; when it
+// did not, the caller reads the outcome with absence.
+func (c *Client) fetch(ctx context.Context, body []byte, field string, into any) (bool, answered, error) {
+	req := c.request(body)
+	resp, err := c.http.Do(ctx, req)
+	if err != nil {
+		return false, answered{}, err
+	}
+	var out struct {
+		Data   map[string]json.RawMessage `json:"data"`
+		Errors []gqlError                 `json:"errors"`
+	}
+	a := answered{req: req, resp: resp}
+	if json.Unmarshal(resp.Body, &out) != nil {
+		return false, a, nil
+	}
+	a.errs = out.Errors
+	raw, ok := out.Data[field]
+	if len(out.Errors) == 0 && resp.Status/100 == 2 && ok && string(raw) != "null" && json.Unmarshal(raw, into) == nil {
+		return true, a, nil
+	}
+	return false, a, nil
+}
+
+// answered is a query's request and answer, for the error made of it.
+type answered struct {
+	req  httpsend.Request
+	resp *httpsend.Response
+	errs []gqlError
+}
+
+// absence reads a query's answer that did not bring the record: nil when
+// it says the record does not exist, else the lookup's error
+// (Misconfigured for a refused key, Unknown otherwise).
+func (c *Client) absence(a answered) error {
+	cl := classify(a.resp, a.errs, false)
+	switch {
+	case cl == classMisconfigured:
+		return c.fail(a.req, a.resp, delivery.Misconfigured, "")
+	case cl != classRateLimited && a.resp.Status < 500 && notFound(a.errs):
+		return nil
+	}
+	return c.fail(a.req, a.resp, delivery.Unknown, "neither the record nor an error saying it was not found")
+}
+
 // Lookup reads the issue whose id is id.
 func (c *Client) Lookup(ctx context.Context, id string) (delivery.Receipt, bool, error) {
 	if err := httpsend.CheckLookupID("linear", id); err != nil {
 		return delivery.Receipt{}, false, err
 	}
-	body, err := json.Marshal(request{Query: lookupQuery, Variables: map[string]any{"id": id}})
+	i, found, err := c.readIssue(ctx, lookupQuery, id)
+	if err != nil || !found {
+		return delivery.Receipt{}, false, err
+	}
+	r, _ := i.receipt() // readIssue checked it
+	return r, true, nil
+}
+
+// readIssue reads the issue whose id is id with query (lookupQuery, or
+// closeLookupQuery for its state too): (issue, true, nil) when it is the
+// ticket's, (nil, false, nil) when Linear says there is none, else an
+// error.
+func (c *Client) readIssue(ctx context.Context, query, id string) (*issue, bool, error) {
+	body, err := json.Marshal(request{Query: query, Variables: map[string]any{"id": id}})
 	if err != nil {
-		return delivery.Receipt{}, false, fmt.Errorf("linear lookup: %w", err)
+		return nil, false, fmt.Errorf("linear lookup: %w", err)
 	}
-	req := c.request(body)
-	resp, err := c.http.Do(ctx, req)
+	var i issue
+	found, a, err := c.fetch(ctx, body, "issue", &i)
 	if err != nil {
-		return delivery.Receipt{}, false, fmt.Errorf("linear lookup: %w", err)
+		return nil, false, fmt.Errorf("linear lookup: %w", err)
 	}
-	var out struct {
-		Data *struct {
-			Issue *issue `json:"issue"`
-		} `json:"data"`
-		Errors []gqlError `json:"errors"`
-	}
-	readable := json.Unmarshal(resp.Body, &out) == nil
-	if readable && len(out.Errors) == 0 && resp.Status/100 == 2 && out.Data != nil && out.Data.Issue != nil {
-		r, err := out.Data.Issue.receipt()
-		if err == nil && out.Data.Issue.ours(id) {
-			return r, true, nil
+	if found {
+		r, err := i.receipt()
+		if err == nil && i.ours(id) {
+			return &i, true, nil
 		}
 		if err == nil {
 			// issue(id:) also resolves an identifier (ENG-123): an issue
 			// with another id is not the ticket's, and not proof of absence.
-			return delivery.Receipt{}, false, fmt.Errorf("linear lookup: %w", c.fail(req, resp, delivery.Unknown,
-				fmt.Sprintf("the lookup of %q answered %s, whose id is %q", id, r.ExternalID, out.Data.Issue.ID)))
+			return nil, false, fmt.Errorf("linear lookup: %w", c.fail(a.req, a.resp, delivery.Unknown,
+				fmt.Sprintf("the lookup of %q answered %s, whose id is %q", id, r.ExternalID, i.ID)))
 		}
 	}
-	var errs []gqlError
-	if readable {
-		errs = out.Errors
+	if err := c.absence(a); err != nil {
+		return nil, false, fmt.Errorf("linear lookup: %w", err)
 	}
-	cl := classify(resp, errs, false)
-	switch {
-	case cl == classMisconfigured:
-		return delivery.Receipt{}, false, fmt.Errorf("linear lookup: %w", c.fail(req, resp, delivery.Misconfigured, ""))
-	case cl != classRateLimited && resp.Status < 500 && notFound(errs):
-		return delivery.Receipt{}, false, nil
-	}
-	return delivery.Receipt{}, false, fmt.Errorf("linear lookup: %w", c.fail(req, resp, delivery.Unknown, "neither the issue nor an error saying it was not found"))
+	return nil, false, nil
 }
 
 // CheckDestination verifies the key and the team with one query (viewer

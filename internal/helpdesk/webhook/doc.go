@@ -21,4 +21,12 @@
 // found, 404 absent, and anything else (an empty 2xx, a JSON array, text,
 // another status) a *delivery.SendError: Misconfigured for 401 and 403,
 // Unknown otherwise, with the status, Retry-After and a clipped body.
+//
+// Follow-ups (delivery.EffectSender): every effect, whatever its kind, is
+// its own signed POST to the same URL, its delivery key (the comment_id,
+// the close_id) as webhook-id and Idempotency-Key and its payload as the
+// body, byte for byte, so the receiver tells a ticket ("type":
+// "ticket.created"), a comment ("comment.created") and a close
+// ("ticket.closed") apart by the body's "type". Answers are classified as
+// a ticket's, and a lookup asks for the delivery key as a ticket's does.
 package webhook

@@ -81,7 +81,10 @@ type Client struct {
 	http *httpsend.Client
 }
 
-var _ delivery.Destination = (*Client)(nil)
+var (
+	_ delivery.Destination  = (*Client)(nil)
+	_ delivery.EffectSender = (*Client)(nil)
+)
 
 // New checks c and returns a Client. The URL and secret rules live here
 // alone; a refused URL or secret is an *httpsend.SettingError.
@@ -111,8 +114,14 @@ func (c *Client) String() string { return c.cfg.String() }
 // LogValue logs the client without the secret.
 func (c *Client) LogValue() slog.Value { return c.cfg.LogValue() }
 
+// TicketCreated is the "type" of a ticket's own body, beside the
+// follow-ups' "comment.created" and "ticket.closed", so that a receiver
+// tells the three apart by one field.
+const TicketCreated = "ticket.created"
+
 // body is the request body, fields in this order.
 type body struct {
+	Type         string `json:"type"`
 	TicketID     string `json:"ticket_id"`
 	OperationKey string `json:"operation_key"`
 	TenantID     string `json:"tenant_id"`
@@ -127,7 +136,7 @@ type body struct {
 // resend. created_at is RFC 3339 in UTC to the second, as get_ticket shows
 // it, so a store that keeps finer precision changes nothing.
 func Body(t delivery.HelpdeskTicket) ([]byte, error) {
-	return json.Marshal(body{TicketID: t.ID, OperationKey: t.OperationKey, TenantID: t.TenantID,
+	return json.Marshal(body{Type: TicketCreated, TicketID: t.ID, OperationKey: t.OperationKey, TenantID: t.TenantID,
 		UserID: t.UserID, Title: t.Title, Description: t.Description, Priority: t.Priority,
 		CreatedAt: t.CreatedAt.UTC().Format(time.RFC3339)})
 }
@@ -157,11 +166,36 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 	if err != nil {
 		return delivery.Receipt{}, err
 	}
+	return c.post(ctx, t.ID, b)
+}
+
+// SendEffect posts the effect once, whatever its kind: its payload byte for
+// byte, under its delivery key as webhook-id and Idempotency-Key, signed
+// and classified as a ticket's send.
+func (c *Client) SendEffect(ctx context.Context, e delivery.Effect) (delivery.Receipt, error) {
+	if err := httpsend.CheckEffect("webhook", e); err != nil {
+		return delivery.Receipt{}, err
+	}
+	if !isObject(e.Payload) {
+		return delivery.Receipt{}, &delivery.SendError{Failure: delivery.Refused,
+			Err: fmt.Errorf("webhook: %s effect %s: its payload is not a JSON object", e.Kind, e.ID)}
+	}
+	return c.post(ctx, e.ID, e.Payload)
+}
+
+// LookupEffect asks the endpoint for the effect under its delivery key,
+// exactly as Lookup does for a ticket.
+func (c *Client) LookupEffect(ctx context.Context, e delivery.Effect) (delivery.Receipt, bool, error) {
+	return c.Lookup(ctx, e.ID)
+}
+
+// post sends b once under key, signed afresh.
+func (c *Client) post(ctx context.Context, key string, b []byte) (delivery.Receipt, error) {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
-	h.Set("Idempotency-Key", t.ID)
-	c.sign(h, t.ID, b)
+	h.Set("Idempotency-Key", key)
+	c.sign(h, key, b)
 	req := httpsend.Request{Method: http.MethodPost, URL: c.u, Header: h, Body: b}
 	resp, err := c.http.Do(ctx, req)
 	if err != nil {
@@ -173,7 +207,7 @@ func (c *Client) Send(ctx context.Context, t delivery.HelpdeskTicket) (delivery.
 	if se := httpsend.Classify(req, resp); se != nil {
 		return delivery.Receipt{}, se
 	}
-	return receipt(t.ID, resp.Body), nil
+	return receipt(key, resp.Body), nil
 }
 
 // Lookup asks the endpoint for the ticket under id, when configured to.

@@ -20,4 +20,24 @@
 // Retry-After).
 // Credentials are never part of an error text or of the Client's printed
 // or logged form.
+//
+// Follow-ups (delivery.EffectSender). Zendesk takes no idempotency key on
+// a ticket update, so a comment or a close is one PUT
+// {url}/api/v2/tickets/{id} that carries its delivery key in the update's
+// custom metadata, and is found afterwards by reading every page of the
+// ticket's audits (cursor pagination, page[size]=100; an offset listing's
+// next_page is followed too when it names the same listing) for an audit
+// whose metadata.custom carries it. Zendesk keeps the "metadata" object of
+// an update as its audit's metadata.custom, so the {"custom":{...}}
+// object the contract sends reads back as metadata.custom.custom; both
+// places are looked at. A comment is {"comment":{"body","public":true},
+// "metadata":{"custom":{"comment_id"}}}, its receipt the audit's id; a
+// close is {"status":"solved", "comment" (the resolution, when there is
+// one), "metadata":{"custom":{"close_id"}}}, its receipt the ticket's id,
+// and it is found by the ticket's status (solved or closed) or else by
+// its audit: an update that changes nothing (a ticket already solved, no
+// resolution) makes no audit in Zendesk. The answers are classified as a
+// create's, but for a 404 whose body is RecordNotFound: the ticket is
+// gone (Refused), not a wrong URL. The engine's outcome window applies,
+// since the audits listing may lag. Other kinds are refused.
 package zendesk

@@ -51,7 +51,10 @@ type Client struct {
 	http *httpsend.Client
 }
 
-var _ delivery.Destination = (*Client)(nil)
+var (
+	_ delivery.Destination  = (*Client)(nil)
+	_ delivery.EffectSender = (*Client)(nil)
+)
 
 // New checks c and returns a Client: the URL by httpsend's rules for a
 // base URL, the email and token by Zendesk's; a refused URL, email or

@@ -37,6 +37,21 @@
 // answer with the X-RateLimit-* headers; the other faults apply as on the
 // other sides.
 //
+// Follow-ups. Zendesk side: PUT /api/v2/tickets/{id} applies an update as
+// Zendesk does (a closed ticket answers 422, an unknown one 404
+// RecordNotFound, an update that changes nothing makes no audit) and keeps
+// the update's "metadata" object as its audit's metadata.custom; GET
+// /api/v2/tickets/{id} shows the ticket and its status; GET
+// /api/v2/tickets/{id}/audits lists its audits oldest first, by cursor
+// (page[size], page[after], meta.has_more, links.next) or by offset
+// (page, next_page), at most Config.AuditPageSize (2 by default) a page,
+// and lags as lookups do, once per listing. Linear side: commentCreate
+// (the input's id is the comment's primary key; a taken id is answered
+// as SetLinearDuplicate says), comment(id:), issueUpdate (stateId) and
+// team(id:) { states } over LinearStates. Order(ticketID) lists what the
+// helpdesk committed of a ticket, in order (create, comments, close), on
+// every side; Held counts follow-ups under their keys too.
+//
 // The fake's clock (Now) is the real clock plus whatever Advance added, so
 // a client signing on the real clock is accepted until a test advances the
 // fake; such a test gives its client the fake's Now as its clock. No fixed

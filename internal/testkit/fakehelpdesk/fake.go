@@ -32,7 +32,15 @@ const (
 	LinearCreate  Kind = "linear_create"  // POST /graphql, issueCreate
 	LinearLookup  Kind = "linear_lookup"  // POST /graphql, issue(id:)
 	LinearQuery   Kind = "linear_query"   // POST /graphql, viewer and team(id:)
-	Other         Kind = "other"          // anything else (answered 404)
+	// The follow-ups' requests.
+	ZendeskUpdate        Kind = "zendesk_update"         // PUT /api/v2/tickets/{id}
+	ZendeskShow          Kind = "zendesk_show"           // GET /api/v2/tickets/{id}
+	ZendeskAudits        Kind = "zendesk_audits"         // GET /api/v2/tickets/{id}/audits
+	LinearCommentCreate  Kind = "linear_comment_create"  // POST /graphql, commentCreate
+	LinearCommentLookup  Kind = "linear_comment_lookup"  // POST /graphql, comment(id:)
+	LinearIssueUpdate    Kind = "linear_issue_update"    // POST /graphql, issueUpdate
+	LinearWorkflowStates Kind = "linear_workflow_states" // POST /graphql, team(id:) { states }
+	Other                Kind = "other"                  // anything else (answered 404)
 )
 
 // Defaults of Config.
@@ -42,6 +50,10 @@ const (
 	DefaultSecret      = "whsec_ZmFrZWhlbHBkZXNrLXdlYmhvb2stdGVzdC1rZXktMzI=" //nolint:gosec // a test fixture, not a credential
 	DefaultKeyTTL      = 2 * time.Hour
 	DefaultWebhookPath = "/hook"
+	// DefaultAuditPageSize is the most audits a page of the Zendesk
+	// listing holds: small, so that every lookup of a follow-up pages
+	// (Zendesk's own limit is 100).
+	DefaultAuditPageSize = 2
 )
 
 // Config configures a Server; zero fields take the defaults above.
@@ -59,6 +71,9 @@ type Config struct {
 	// are per second: a test that drives the engine on a virtual clock
 	// sends many requests for one ticket within one real second.
 	RejectReplays bool
+	// AuditPageSize caps the audits of one page of the Zendesk audits
+	// listing, whatever page[size] asks (DefaultAuditPageSize when zero).
+	AuditPageSize int
 }
 
 // Fault is what the fake does instead of (or after) its normal handling.
@@ -191,6 +206,7 @@ type Received struct {
 
 type zTicket struct {
 	id         int64
+	status     string // new, open, pending, hold, solved or closed
 	externalID string
 	subject    string
 	body       string
@@ -240,6 +256,12 @@ type Server struct {
 	lNextNum int
 	lIssues  []*lIssue
 	lDup     Duplicate
+	// The follow-ups' state.
+	zAuditID  int64
+	zAudits   []*zAudit
+	zListings int // audits listings begun, numbering them
+	lComments []*lComment
+	order     map[string][]string // ticket id -> what the helpdesk committed of it, in order
 }
 
 // New starts a fake helpdesk on a loopback port; it is closed when tb
@@ -255,6 +277,9 @@ func New(tb testing.TB, cfg Config) *Server {
 		cfg.KeyTTL = DefaultKeyTTL
 	}
 	cfg.WebhookPath = cmp.Or(cfg.WebhookPath, DefaultWebhookPath)
+	if cfg.AuditPageSize <= 0 {
+		cfg.AuditPageSize = DefaultAuditPageSize
+	}
 	cfg.LinearKey = cmp.Or(cfg.LinearKey, DefaultLinearKey)
 	cfg.LinearTeamID = cmp.Or(cfg.LinearTeamID, DefaultLinearTeamID)
 	cfg.LinearTeamKey = cmp.Or(cfg.LinearTeamKey, DefaultLinearTeamKey)
@@ -264,7 +289,7 @@ func New(tb testing.TB, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, verifier: verifier, closing: make(chan struct{}), counts: map[Kind]int{},
 		inflight: map[string]bool{}, seen: map[string]time.Time{},
-		zNextID: 1000, zKeys: map[string]*idem{}, wKeys: map[string]*idem{}}
+		zNextID: 1000, zKeys: map[string]*idem{}, wKeys: map[string]*idem{}, order: map[string][]string{}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
@@ -378,7 +403,7 @@ func (s *Server) holdUnlocked(w http.ResponseWriter, r *http.Request, kind Kind,
 	}
 	s.mu.Unlock()
 	if known {
-		write(w, s.handle(kind, ctype, key, body))
+		write(w, s.handle(kind, r, key, body))
 		return
 	}
 	select {
@@ -431,8 +456,10 @@ func (s *Server) Script(r Rule) {
 	s.rules = append(s.rules, &rule{Rule: r, left: r.Times})
 }
 
-// Held is the number of tickets held under key: Zendesk tickets whose
-// external_id is key plus webhook tickets created under the key.
+// Held is the number of records held under key: Zendesk tickets whose
+// external_id is key, webhook requests (tickets and effects) created under
+// the key, Linear issues and comments whose id is key, and Zendesk audits
+// whose custom metadata carries key as comment_id or close_id.
 func (s *Server) Held(key string) int {
 	s.commitDue()
 	s.mu.Lock()
@@ -450,6 +477,16 @@ func (s *Server) Held(key string) int {
 	}
 	for _, i := range s.lIssues {
 		if i.id == key {
+			n++
+		}
+	}
+	for _, a := range s.zAudits {
+		if a.effectID() == key {
+			n++
+		}
+	}
+	for _, c := range s.lComments {
+		if c.id == key {
 			n++
 		}
 	}
@@ -493,6 +530,39 @@ func (s *Server) Received() []Received {
 	return slices.Clone(s.received)
 }
 
+// Order is what the helpdesk committed of the ticket whose delivery key is
+// ticketID, in the order committed, each entry once per commit (so a
+// duplicate shows twice): "create" for the ticket; "comment:<comment_id>"
+// for a comment (Zendesk: an update carrying comment_id in its metadata;
+// Linear: a commentCreate on the issue, a close's resolution included;
+// webhook: a "comment.created" body); "close:<close_id>" for a close
+// (Zendesk: an update carrying close_id; webhook: a "ticket.closed"
+// body); "state:<type>" for a Linear issueUpdate that moved the issue to
+// a workflow state of that type; and "<type>:<key>" for a webhook body of
+// any other type.
+func (s *Server) Order(ticketID string) []string {
+	s.commitDue()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order[ticketID])
+}
+
+// record appends what was committed of ticketID to its order; s.mu is
+// held.
+func (s *Server) record(ticketID, what string) {
+	if ticketID != "" {
+		s.order[ticketID] = append(s.order[ticketID], what)
+	}
+}
+
+func isZendesk(k Kind) bool {
+	switch k {
+	case ZendeskCreate, ZendeskLookup, ZendeskUpdate, ZendeskShow, ZendeskAudits:
+		return true
+	}
+	return false
+}
+
 // AddZendeskTicket stores a Zendesk ticket under externalID with the given
 // creation time, as if created earlier by someone else; it returns its id.
 // Ids grow, so adding an older createdAt after a newer one gives a list
@@ -501,7 +571,7 @@ func (s *Server) AddZendeskTicket(externalID string, createdAt time.Time) int64 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.zNextID++
-	s.zTickets = append(s.zTickets, &zTicket{id: s.zNextID, externalID: externalID,
+	s.zTickets = append(s.zTickets, &zTicket{id: s.zNextID, status: "new", externalID: externalID,
 		subject: "added by hand", body: "added by hand", priority: "normal", createdAt: createdAt.UTC(), committed: s.nowLocked()})
 	return s.zNextID
 }
@@ -514,6 +584,8 @@ func (s *Server) kindOf(r *http.Request, body []byte) Kind {
 		return ZendeskCreate
 	case r.URL.Path == "/api/v2/tickets" && r.Method == http.MethodGet:
 		return ZendeskLookup
+	case strings.HasPrefix(r.URL.Path, "/api/v2/tickets/"):
+		return zendeskTicketKind(r)
 	case r.URL.Path == s.cfg.WebhookPath && r.Method == http.MethodPost:
 		return WebhookCreate
 	case r.URL.Path == s.cfg.WebhookPath && r.Method == http.MethodGet:
@@ -524,8 +596,13 @@ func (s *Server) kindOf(r *http.Request, body []byte) Kind {
 
 func keyOf(kind Kind, r *http.Request, body []byte) string {
 	switch kind {
-	case LinearCreate, LinearLookup:
+	case LinearCreate, LinearLookup, LinearCommentCreate, LinearCommentLookup, LinearIssueUpdate:
 		return linearKey(kind, body)
+	case ZendeskUpdate:
+		return zendeskUpdateKey(body)
+	case ZendeskShow, ZendeskAudits:
+		id, _ := zendeskTicketPath(r.URL.Path)
+		return id
 	case ZendeskCreate, WebhookCreate:
 		return r.Header.Get("Idempotency-Key")
 	case ZendeskLookup:
@@ -621,7 +698,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		write(w, jsonAnswer(http.StatusConflict, `{"error":"InProgress","description":"a request with this idempotency key is being processed"}`))
 		return
 	}
-	a := s.handle(kind, r.Header.Get("Content-Type"), key, body)
+	a := s.handle(kind, r, key, body)
 	if scripted {
 		s.fail(w, r, fault, a, release)
 		return
@@ -630,7 +707,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // handle is the normal handling of an authenticated request.
-func (s *Server) handle(kind Kind, ctype, key string, body []byte) answer {
+func (s *Server) handle(kind Kind, r *http.Request, key string, body []byte) answer {
+	ctype, path, rawQuery := r.Header.Get("Content-Type"), r.URL.Path, r.URL.RawQuery
 	switch kind {
 	case ZendeskCreate:
 		return s.zendeskCreate(ctype, key, body, false)
@@ -646,6 +724,16 @@ func (s *Server) handle(kind Kind, ctype, key string, body []byte) answer {
 		return s.linearLookup(key)
 	case LinearQuery:
 		return s.linearQuery(body)
+	case ZendeskUpdate, ZendeskShow, ZendeskAudits:
+		return s.zendeskFollowup(kind, path, rawQuery, ctype, body)
+	case LinearCommentCreate:
+		return s.linearCommentCreate(body)
+	case LinearCommentLookup:
+		return s.linearComment(key)
+	case LinearIssueUpdate:
+		return s.linearIssueUpdate(body)
+	case LinearWorkflowStates:
+		return s.linearWorkflowStates(body)
 	}
 	return jsonAnswer(http.StatusNotFound, `{"error":"InvalidEndpoint"}`)
 }
@@ -661,11 +749,10 @@ func (s *Server) release(kind Kind, key string) {
 // not its client is still there, and answers the client if it waited. The
 // key stays in flight until the commit.
 func (s *Server) commitLate(w http.ResponseWriter, r *http.Request, kind Kind, key string, body []byte, at time.Time) {
-	ctype := r.Header.Get("Content-Type")
 	done := make(chan answer, 1)
 	s.mu.Lock()
 	s.late = append(s.late, time.AfterFunc(time.Until(at), func() {
-		a := s.handle(kind, ctype, key, body)
+		a := s.handle(kind, r, key, body)
 		s.release(kind, key)
 		done <- a
 	}))
@@ -751,7 +838,7 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 	revoked := s.revoked
 	s.mu.Unlock()
 	switch {
-	case revoked && (kind == ZendeskCreate || kind == ZendeskLookup):
+	case revoked && isZendesk(kind):
 		return jsonAnswer(http.StatusUnauthorized, `{"error":"Couldn't authenticate you"}`), false
 	case revoked && isLinear(kind):
 		return linearUnauthenticated(), false
@@ -759,7 +846,7 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 		return jsonAnswer(http.StatusUnauthorized, `{"error":"bad signature"}`), false
 	}
 	switch kind {
-	case ZendeskCreate, ZendeskLookup:
+	case ZendeskCreate, ZendeskLookup, ZendeskUpdate, ZendeskShow, ZendeskAudits:
 		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte(s.ZendeskAuthorization())) {
 			return jsonAnswer(http.StatusUnauthorized, `{"error":"Couldn't authenticate you"}`), false
 		}
@@ -770,7 +857,7 @@ func (s *Server) authenticate(kind Kind, r *http.Request, body []byte) (answer, 
 		if k := r.Header.Get("Idempotency-Key"); k != "" && k != r.Header.Get("webhook-id") {
 			return jsonAnswer(http.StatusBadRequest, `{"error":"Idempotency-Key differs from the signed webhook-id"}`), false
 		}
-	case LinearCreate, LinearLookup, LinearQuery:
+	case LinearCreate, LinearLookup, LinearQuery, LinearCommentCreate, LinearCommentLookup, LinearIssueUpdate, LinearWorkflowStates:
 		if !hmac.Equal([]byte(r.Header.Get("Authorization")), []byte(s.cfg.LinearKey)) {
 			return linearUnauthenticated(), false
 		}
@@ -828,10 +915,12 @@ func (s *Server) zendeskCreate(ctype, key string, body []byte, unlocked bool) an
 		}
 	}
 	s.zNextID++
-	t := &zTicket{id: s.zNextID, externalID: req.Ticket.ExternalID, subject: req.Ticket.Subject,
+	t := &zTicket{id: s.zNextID, status: "new", externalID: req.Ticket.ExternalID, subject: req.Ticket.Subject,
 		body: req.Ticket.Comment.Body, priority: req.Ticket.Priority, createdAt: now.UTC(),
 		committed: now, hidden: s.lagN}
 	s.zTickets = append(s.zTickets, t)
+	s.addAudit(t, nil)
+	s.record(t.externalID, "create")
 	out, _ := json.Marshal(map[string]any{"ticket": s.zJSON(t)})
 	if _, ok := s.zKeys[key]; key != "" && !(unlocked && ok) {
 		s.zKeys[key] = &idem{sum: sum, at: now, status: http.StatusCreated, answer: out}
@@ -843,7 +932,7 @@ func (s *Server) zJSON(t *zTicket) map[string]any {
 	return map[string]any{
 		"id": t.id, "url": fmt.Sprintf("%s/api/v2/tickets/%d.json", s.srv.URL, t.id),
 		"external_id": t.externalID, "subject": t.subject, "description": t.body,
-		"priority": t.priority, "status": "new",
+		"priority": t.priority, "status": t.status,
 		"created_at": t.createdAt.Format(time.RFC3339), "updated_at": t.createdAt.Format(time.RFC3339),
 	}
 }

@@ -80,6 +80,7 @@ func LinearError(status int, typ, message string) Fault {
 type lIssue struct {
 	id, identifier, title, description string
 	teamID                             string
+	stateID                            string
 	priority                           int
 	committed                          time.Time
 	hidden                             int
@@ -115,7 +116,13 @@ func (s *Server) LinearIssues() []LinearIssue {
 // LinearURL is the fake Linear's API URL: the linear "url".
 func (s *Server) LinearURL() string { return s.srv.URL }
 
-func isLinear(k Kind) bool { return k == LinearCreate || k == LinearLookup || k == LinearQuery }
+func isLinear(k Kind) bool {
+	switch k {
+	case LinearCreate, LinearLookup, LinearQuery, LinearCommentCreate, LinearCommentLookup, LinearIssueUpdate, LinearWorkflowStates:
+		return true
+	}
+	return false
+}
 
 // gqlBody is a GraphQL request as the fake reads it.
 type gqlBody struct {
@@ -138,19 +145,29 @@ func linearKind(body []byte) Kind {
 	switch {
 	case strings.Contains(b.Query, "issueCreate("):
 		return LinearCreate
+	case strings.Contains(b.Query, "commentCreate("):
+		return LinearCommentCreate
+	case strings.Contains(b.Query, "issueUpdate("):
+		return LinearIssueUpdate
+	case strings.Contains(b.Query, "comment("):
+		return LinearCommentLookup
 	case strings.Contains(b.Query, "issue("):
 		return LinearLookup
+	case strings.Contains(b.Query, "states"):
+		return LinearWorkflowStates
 	}
 	return LinearQuery
 }
 
-// linearKey is the issue id a create or a lookup names.
+// linearKey is the id a request names: the issue's of an issueCreate, an
+// issue(id:) or an issueUpdate, the comment's of a commentCreate or a
+// comment(id:).
 func linearKey(kind Kind, body []byte) string {
 	var b gqlBody
 	if json.Unmarshal(body, &b) != nil {
 		return ""
 	}
-	if kind == LinearLookup {
+	if kind == LinearLookup || kind == LinearCommentLookup || kind == LinearIssueUpdate {
 		var id string
 		_ = json.Unmarshal(b.Variables["id"], &id)
 		return id
@@ -210,8 +227,10 @@ func (s *Server) linearIssue(id string) *lIssue {
 }
 
 func (s *Server) issueJSON(i *lIssue) map[string]any {
+	st := linearState(i.stateID)
 	return map[string]any{"id": i.id, "identifier": i.identifier,
-		"url": s.srv.URL + "/acme/issue/" + i.identifier}
+		"url":   s.srv.URL + "/acme/issue/" + i.identifier,
+		"state": map[string]any{"id": st.ID, "name": st.Name, "type": st.Type}}
 }
 
 // linearCreate is issueCreate: the id is the issue's primary key, so a
@@ -251,11 +270,12 @@ func (s *Server) linearCreate(body []byte, _ bool) answer {
 	}
 	s.lNextNum++
 	i := &lIssue{id: id, identifier: fmt.Sprintf("%s-%d", s.cfg.LinearTeamKey, s.lNextNum), title: in.Title,
-		description: in.Description, teamID: in.TeamID, committed: s.nowLocked(), hidden: s.lagN}
+		description: in.Description, teamID: in.TeamID, stateID: LinearTodoStateID, committed: s.nowLocked(), hidden: s.lagN}
 	if in.Priority != nil {
 		i.priority = *in.Priority
 	}
 	s.lIssues = append(s.lIssues, i)
+	s.record(i.id, "create")
 	return s.created(i)
 }
 

@@ -120,6 +120,7 @@ func (s *Server) webhookCreate(key string, body []byte, unlocked bool) answer {
 	s.wNextID++
 	t := &wTicket{id: s.wNextID, key: key, committed: now, hidden: s.lagN}
 	s.wTickets = append(s.wTickets, t)
+	s.recordWebhook(key, obj)
 	a := s.wAnswer(t, http.StatusCreated)
 	if _, ok := s.wKeys[key]; !(unlocked && ok) {
 		s.wKeys[key] = &idem{sum: sum, at: now, status: a.status, answer: a.body}
@@ -156,4 +157,21 @@ func (s *Server) webhookLookup(key string) answer {
 		}
 	}
 	return jsonAnswer(http.StatusNotFound, `{"error":"not found"}`)
+}
+
+// recordWebhook adds a committed webhook request to its ticket's order,
+// by the body's "type" (a body without one is a ticket's); s.mu is held.
+func (s *Server) recordWebhook(key string, obj map[string]any) {
+	typ, _ := obj["type"].(string)
+	ticket, _ := obj["ticket_id"].(string)
+	switch typ {
+	case "", "ticket.created":
+		s.record(ticket, "create")
+	case "comment.created":
+		s.record(ticket, "comment:"+key)
+	case "ticket.closed":
+		s.record(ticket, "close:"+key)
+	default:
+		s.record(ticket, typ+":"+key)
+	}
 }
