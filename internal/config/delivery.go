@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,6 +119,31 @@ func (d Destination) Refused(field string, err error) error {
 		name = d.secretFrom
 	}
 	return fmt.Errorf("config: %s: %w", name, err)
+}
+
+// Credentials are every credential of the destination, whatever its
+// kind, in each form a helpdesk may echo: the Zendesk token, its
+// email/token:<token> pair and that pair's base64 (the Basic
+// Authorization value, with and without "Basic "); the webhook secret,
+// with and without its whsec_ prefix; the Linear key, as configured and
+// trimmed. The composition root scrubs them by value from every error
+// text and check line of the destination it builds. A credential field
+// added to Destination belongs here (TestCredentialsCoverEveryField
+// fails until it is listed, or named there as no credential).
+func (d Destination) Credentials() []string {
+	var out []string
+	if d.Token != "" {
+		pair := d.Email + "/token:" + d.Token
+		basic := base64.StdEncoding.EncodeToString([]byte(pair))
+		out = append(out, d.Token, pair, basic, "Basic "+basic)
+	}
+	if d.Secret != "" {
+		out = append(out, d.Secret, strings.TrimPrefix(d.Secret, "whsec_"))
+	}
+	if d.APIKey != "" {
+		out = append(out, d.APIKey, strings.TrimSpace(d.APIKey))
+	}
+	return out
 }
 
 // String shows the destination without its credentials; of the URL, only

@@ -2,11 +2,15 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func TestDeliveryBlock(t *testing.T) {
@@ -159,6 +163,36 @@ func TestDeliveryLogsNoCredentials(t *testing.T) {
 		}
 		if !strings.Contains(out, d.Kind) {
 			t.Errorf("the kind should still show:\n%s", out)
+		}
+	}
+}
+
+// TestCredentialsCoverEveryField: every string field of Destination is
+// either a credential, whose value Credentials lists (so the composition
+// root scrubs it from every error text), or named here as no credential.
+// A field added later fails until it is classified.
+func TestCredentialsCoverEveryField(t *testing.T) {
+	notCredentials := map[string]bool{"Kind": true, "URL": true, "Email": true, "TeamID": true, "secretFrom": true}
+	var d Destination
+	v := reflect.ValueOf(&d).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Type.Kind() != reflect.String || notCredentials[f.Name] {
+			continue
+		}
+		d = Destination{}
+		marker := "marker-of-" + f.Name
+		reflect.NewAt(f.Type, unsafe.Pointer(v.Field(i).UnsafeAddr())).Elem().SetString(marker)
+		if !slices.Contains(d.Credentials(), marker) {
+			t.Errorf("Destination.%s is neither listed by Credentials nor named as no credential", f.Name)
+		}
+	}
+	d = Destination{Email: "agent@acme.com", Token: "tok-123", Secret: "whsec_c2VjcmV0", APIKey: " lin_api_K "}
+	basic := base64.StdEncoding.EncodeToString([]byte("agent@acme.com/token:tok-123"))
+	for _, want := range []string{"tok-123", "agent@acme.com/token:tok-123", basic, "Basic " + basic,
+		"whsec_c2VjcmV0", "c2VjcmV0", " lin_api_K ", "lin_api_K"} {
+		if !slices.Contains(d.Credentials(), want) {
+			t.Errorf("Credentials() = %q; want %q among them", d.Credentials(), want)
 		}
 	}
 }

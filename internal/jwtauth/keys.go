@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/MicahParks/jwkset"
@@ -37,11 +40,18 @@ type Keys struct {
 	// /.well-known/oauth-authorization-server, field jwks_uri.
 	Issuer  string
 	JWKSURL string
-	// Transport carries the fetches (http.DefaultTransport when nil). The
-	// client around it is Keys' own (see FetchClient): a caller's client
-	// could follow a redirect anywhere.
+	// Transport carries the fetches. When nil or an *http.Transport (whose
+	// TLS settings are kept), Keys dials itself, through Resolver and the
+	// dial rule (see FetchTransport); a RoundTripper of another kind makes
+	// its own connections, unchecked, and is for tests that answer
+	// in-process. The client around it is Keys' own (see FetchClient): a
+	// caller's client could follow a redirect anywhere.
 	Transport http.RoundTripper
-	Now       func() time.Time // time.Now when nil
+	// Resolver finds the addresses of the hosts Keys dials
+	// (net.DefaultResolver when nil); tests give one that never leaves
+	// the machine.
+	Resolver Resolver
+	Now      func() time.Time // time.Now when nil
 	// Timeout bounds one fetch (discovery and the set); 5 s when zero.
 	Timeout time.Duration
 
@@ -50,9 +60,10 @@ type Keys struct {
 	algs   map[string]string
 	loaded bool
 
-	fetchMu   sync.Mutex // one fetch at a time, and its bookkeeping
-	jwksURL   string     // JWKSURL, or the discovered one
-	lastFetch time.Time  // zero before the first attempt
+	fetchMu   sync.Mutex   // one fetch at a time, and its bookkeeping
+	jwksURL   string       // JWKSURL, or the discovered one
+	lastFetch time.Time    // zero before the first attempt
+	client    *http.Client // the fetches' client, made on first use
 }
 
 // Key implements KeySource.
@@ -125,9 +136,161 @@ const MaxRedirects = 3
 // connection to its URL; the error names the URL and the rule. Following
 // such redirects (rather than none) keeps an issuer whose documents moved
 // behind a redirect working, and checking every hop keeps a plain-http
-// hop from serving its own key.
+// hop from serving its own key. The redirect rule reads names only
+// (0.0.0.0, localhost. or a DNS name may still reach this machine): the
+// address rule is the transport's (FetchTransport).
 func FetchClient(transport http.RoundTripper, timeout time.Duration) *http.Client {
 	return &http.Client{Transport: transport, Timeout: timeout, CheckRedirect: checkRedirect}
+}
+
+// Resolver finds a host's addresses, as *net.Resolver's LookupNetIP does.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// FetchTransport is the transport of the discovery and JWK Set fetches:
+// base's settings (TLS among them; a fresh transport's when base is nil),
+// with a dialer of its own that resolves a host through resolver
+// (net.DefaultResolver when nil) and connects to each of its addresses in
+// turn through a net.Dialer whose Control applies CheckDialed to the
+// address about to be connected, before the connection is made. So the
+// rule reads the address actually dialed, whatever the URL's spelling
+// (0.0.0.0, [::], localhost., sub.localhost, 127.1, a DNS name that
+// resolves to 127.0.0.1) and whichever hop of a redirect dials it. No
+// proxy is used: through one, the address dialed would be the proxy's,
+// and the target's would go unchecked. base's DialContext and
+// DialTLSContext are replaced for the same reason.
+func FetchTransport(base *http.Transport, resolver Resolver, allowLoopback bool) *http.Transport {
+	var t *http.Transport
+	if base != nil {
+		t = base.Clone()
+	} else {
+		t = &http.Transport{
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          10,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	d := &fetchDialer{resolver: resolver, allowLoopback: allowLoopback}
+	t.Proxy = nil
+	t.DialContext = d.DialContext
+	t.DialTLSContext = nil
+	t.DialTLS = nil //nolint:staticcheck // cleared: when set, it would dial https in place of DialContext
+	return t
+}
+
+// CheckDialed is the rule for an address a discovery or JWK Set fetch
+// connects to: never an unspecified address (0.0.0.0, ::, which connect
+// to this machine) or one of 0.0.0.0/8, never a link-local one
+// (169.254.0.0/16, fe80::/10: the cloud's metadata services among them),
+// and never a loopback one (127.0.0.0/8, ::1) unless allowLoopback, which
+// only an issuer configured on loopback (the development issuer, tests)
+// has. IPv4-mapped IPv6 addresses are judged as the IPv4 address.
+func CheckDialed(ip netip.Addr, allowLoopback bool) error {
+	ip = ip.Unmap()
+	switch {
+	case ip.IsUnspecified() || (ip.Is4() && ip.As4()[0] == 0):
+		return fmt.Errorf("%s is an unspecified address (this machine)", ip)
+	case ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast():
+		return fmt.Errorf("%s is a link-local address", ip)
+	case ip.IsLoopback() && !allowLoopback:
+		return fmt.Errorf("%s is a loopback address, and the issuer is not on this machine", ip)
+	}
+	return nil
+}
+
+// fetchDialer is FetchTransport's dialer.
+type fetchDialer struct {
+	resolver      Resolver
+	allowLoopback bool
+}
+
+// DialContext resolves addr's host (an IP address is its own) and
+// connects to its addresses in turn, returning the first connection made
+// or the first error.
+func (d *fetchDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ips = []netip.Addr{ip}
+	} else {
+		lookup := "ip"
+		switch network {
+		case "tcp4":
+			lookup = "ip4"
+		case "tcp6":
+			lookup = "ip6"
+		}
+		if ips, err = d.resolver.LookupNetIP(ctx, lookup, host); err != nil {
+			return nil, err
+		}
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("lookup %s: no addresses", host)
+		}
+	}
+	nd := &net.Dialer{KeepAlive: 30 * time.Second, ControlContext: d.control}
+	var first error
+	for _, ip := range ips {
+		c, err := nd.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, first
+}
+
+// control refuses, before the connection is made, an address CheckDialed
+// refuses: address is the one the socket is about to connect to.
+func (d *fetchDialer) control(_ context.Context, _, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("refused: %q is not an IP address and port", address)
+	}
+	if err := CheckDialed(ap.Addr(), d.allowLoopback); err != nil {
+		return fmt.Errorf("refused: %w", err)
+	}
+	return nil
+}
+
+// allowLoopback reports whether every URL configured (Issuer, JWKSURL)
+// names this machine: only then may a fetch connect to a loopback
+// address.
+func (k *Keys) allowLoopback() bool {
+	if k.Issuer == "" && k.JWKSURL == "" {
+		return false
+	}
+	return (k.Issuer == "" || Loopback(k.Issuer)) && (k.JWKSURL == "" || Loopback(k.JWKSURL))
+}
+
+// httpClient is the fetches' client, made on first use: FetchClient over
+// Transport, made a FetchTransport when Keys dials itself. Its pool of
+// idle connections serves the refetches. fetchMu is held.
+func (k *Keys) httpClient() *http.Client {
+	if k.client == nil {
+		tr := k.Transport
+		switch base := tr.(type) {
+		case nil:
+			tr = FetchTransport(nil, k.Resolver, k.allowLoopback())
+		case *http.Transport:
+			tr = FetchTransport(base, k.Resolver, k.allowLoopback())
+		}
+		k.client = FetchClient(tr, k.timeout())
+	}
+	return k.client
 }
 
 // checkRedirect is FetchClient's rule for one redirect to req, via the
@@ -236,7 +399,7 @@ func (k *Keys) getJSON(ctx context.Context, u string, v any) error {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := FetchClient(k.Transport, k.timeout()).Do(req)
+	resp, err := k.httpClient().Do(req)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@
 //
 // Order of checks for /mcp: method (405 for anything but POST), size (413)
 // and base64 (400), before the token; then the token (401), its scopes and
-// user (403); then the SDK. Nothing is read or written for a request that
+// user (403); then MCP-Protocol-Version, one rule for every method (400
+// for a revision not served); then the SDK. Nothing is read or written for a request that
 // fails before the SDK.
 package mcpdoor
 
@@ -28,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -430,11 +432,49 @@ func (d *Door) afterToken(aw *authWriter, r *http.Request, sdk http.Handler) {
 		return
 	}
 	c.rpc = rr
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(Revisions, v) {
+		refuseRevision(aw, v, c.body)
+		return
+	}
 	if rr.Method == methodListen && noListen(aw, r, c.body) {
 		return
 	}
 	ti.Extra = map[string]any{extraCall: c}
 	sdk.ServeHTTP(aw, r)
+}
+
+// refuseRevision answers a request whose MCP-Protocol-Version the door
+// does not serve, whatever its method: 400, before the door or the SDK
+// dispatches it, so a method the door answers itself (subscriptions/listen)
+// or the SDK would answer on another path (a notification's 202, an unknown
+// method's 404) cannot answer otherwise. The body is the one the
+// requested revision's client reads: for a request on 2026-07-28 or
+// later, JSON-RPC -32022 with the revisions served in its data (the
+// client's version negotiation reads it, as the SDK writes it for the
+// methods it dispatches); otherwise the door's refusal, whose message
+// lists them as the SDK's transport check does.
+func refuseRevision(aw *authWriter, version string, body []byte) {
+	supported := strings.Join(Revisions, ",")
+	if version >= modernRevision {
+		msg, err := jsonrpc.DecodeMessage(body)
+		if req, ok := msg.(*jsonrpc.Request); err == nil && ok && req.IsCall() {
+			data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: Revisions, Requested: version})
+			out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{
+				Code: mcp.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version", Data: data}})
+			if err == nil {
+				h := aw.Header()
+				h.Set("Content-Type", "application/json")
+				h.Set("Cache-Control", "no-store")
+				aw.WriteHeader(http.StatusBadRequest)
+				_, _ = aw.Write(out)
+				return
+			}
+		}
+	}
+	aw.refusedAfter = httpapi.ResponseBadRequest
+	aw.status = http.StatusBadRequest
+	httpapi.WriteRefusalMessage(aw.ResponseWriter, httpapi.ResponseBadRequest,
+		"Unsupported protocol version (supported versions: "+supported+")")
 }
 
 // noListen answers a subscriptions/listen request at once, as a server

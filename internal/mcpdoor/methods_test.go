@@ -343,3 +343,71 @@ func TestJWKSRedirectToPlainHTTPIsRefused(t *testing.T) {
 		t.Errorf("%d store calls; want none", e.store.calls())
 	}
 }
+
+// TestUnsupportedRevisionRefusedForEveryMethod: one rule for every
+// method, requests and notifications alike, subscriptions/listen (which
+// the door answers itself) included: an MCP-Protocol-Version the door does
+// not serve (an older revision, an unknown one before or after those
+// served) is refused with 400 and a JSON body listing the revisions
+// served. A request on a revision from 2026-07-28 on gets JSON-RPC -32022
+// with them in its data, which that client's version negotiation reads;
+// anything else gets the door's refusal, whose message lists them.
+func TestUnsupportedRevisionRefusedForEveryMethod(t *testing.T) {
+	e := newEnv(t, memtest.New(), envOptions{})
+	tok := e.token("user-a")
+	methods := []struct {
+		method, tool, params string
+		notification         bool
+	}{
+		{"initialize", "", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`, false},
+		{"notifications/initialized", "", `{}`, true},
+		{"notifications/cancelled", "", `{"requestId":1}`, true},
+		{"ping", "", `{}`, false},
+		{"tools/list", "", `{}`, false},
+		{"tools/call", "get_ticket", `{"name":"get_ticket","arguments":{"ticket_id":"none"}}`, false},
+		{"server/discover", "", `{}`, false},
+		{"subscriptions/listen", "", `{"notifications":{"toolsListChanged":true}}`, false},
+		{"subscriptions/listen", "", `{}`, true},
+		{"resources/list", "", `{}`, false},
+		{"logging/setLevel", "", `{"level":"info"}`, false},
+		{"frobnicate", "", `{}`, false},
+	}
+	supported := strings.Join(mcpdoor.Revisions, ",")
+	for _, rev := range []string{"2025-06-18", "2025-03-26", "1999-01-01", "2026-01-01", "2030-01-01", "latest"} {
+		for _, m := range methods {
+			name := rev + " " + m.method
+			if m.notification {
+				name += " (notification)"
+			}
+			r := e.mcpRequest(tok, rev, m.method, m.tool, rpcRequestBody(rev, m.method, m.params, m.notification))
+			r.Header.Set("MCP-Protocol-Version", rev) // initialize too: a header sent is checked
+			resp := e.serve(t, r)
+			body := resp.Body.Bytes()
+			if resp.Code != http.StatusBadRequest || resp.Header().Get("Content-Type") != "application/json" {
+				t.Errorf("%s: %d %s %s; want 400 application/json", name, resp.Code, resp.Header().Get("Content-Type"), body)
+				continue
+			}
+			if rev >= "2026-07-28" && !m.notification {
+				var a struct {
+					ID    json.RawMessage `json:"id"`
+					Error struct {
+						Code int
+						Data struct{ Supported []string }
+					}
+				}
+				if json.Unmarshal(body, &a) != nil || string(a.ID) != "1" || a.Error.Code != -32022 ||
+					strings.Join(a.Error.Data.Supported, ",") != supported {
+					t.Errorf("%s: %s; want JSON-RPC -32022 to id 1 listing %s", name, body, supported)
+				}
+			} else {
+				var b struct{ Error, Message string }
+				if json.Unmarshal(body, &b) != nil || b.Error != "bad_request" || !strings.Contains(b.Message, supported) {
+					t.Errorf("%s: %s; want bad_request listing %s", name, body, supported)
+				}
+			}
+			if got, _ := e.lastLine(t)["http_status"].(float64); int(got) != http.StatusBadRequest {
+				t.Errorf("%s: logged http_status %v; want 400", name, got)
+			}
+		}
+	}
+}

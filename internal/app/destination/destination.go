@@ -21,8 +21,20 @@ import (
 // credential rules are the constructors'; a setting they refuse stops the
 // program at start with one line naming it as the configuration does
 // (config.Destination.Refused). A zero timeout is the clients' own
-// default.
+// default. Every destination built is wrapped in delivery.Scrubbing with
+// all of d's credentials (config.Destination.Credentials), whatever its
+// kind: no error text, log line, stored delivery_error or check line
+// carries one, even when the helpdesk echoes it.
 func New(d config.Destination) (delivery.Destination, error) {
+	dst, err := build(d)
+	if err != nil {
+		return nil, err
+	}
+	return delivery.Scrubbing(dst, d.Credentials()...), nil
+}
+
+// build is the client d names, unwrapped.
+func build(d config.Destination) (delivery.Destination, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}

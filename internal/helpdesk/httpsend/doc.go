@@ -43,5 +43,9 @@
 // carries it. Error texts name the method and the URL as urls.Redacted
 // shows it (scheme and host; never a path segment, the query or user
 // info), never a header, so credentials stay out of errors and logs,
-// including a secret a webhook URL carries in its path.
+// including a secret a webhook URL carries in its path. A helpdesk that
+// echoes a credential in its answer is answered by value: the request's
+// credential headers (HeaderCredentials) and Options.Secrets are scrubbed
+// from every error text the client returns and from StatusError's quote
+// of an answer.
 package httpsend

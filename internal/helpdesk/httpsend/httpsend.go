@@ -3,6 +3,7 @@ package httpsend
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/redact"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 	"github.com/aivax-examples/idempotent-callback/internal/urls"
 )
@@ -38,6 +40,10 @@ type Options struct {
 	// Now is the clock Retry-After dates are read against; nil means
 	// time.Now.
 	Now func() time.Time
+	// Secrets are credentials of the destination that its requests do
+	// not carry in a credential header (a signing secret): scrubbed by
+	// value, as those are, from every error text the client returns.
+	Secrets []string
 }
 
 // Client sends one request per call and never resends on its own.
@@ -45,6 +51,7 @@ type Client struct {
 	hc      *http.Client
 	timeout time.Duration
 	now     func() time.Time
+	secrets redact.Values // Options.Secrets
 }
 
 // New returns a Client. Its transport opens a fresh HTTP/1.1 connection for
@@ -74,6 +81,7 @@ func New(o Options) *Client {
 		},
 		timeout: o.Timeout,
 		now:     o.Now,
+		secrets: redact.New(o.Secrets...),
 	}
 }
 
@@ -101,9 +109,18 @@ type Response struct {
 // error, whatever its status (see Classify). When no complete answer came,
 // the error is a *delivery.SendError: NotCreated when the request was never
 // wholly written, Unknown when it was.
+//
+// The credentials r carries in its credential headers (HeaderCredentials)
+// and the client's Options.Secrets are scrubbed by value from every error
+// text Do returns, as StatusError scrubs r's from its quote of an answer,
+// so an adapter has nothing to remember for them. The body is returned as
+// received, for the adapter to read: a text an adapter makes of it
+// itself is scrubbed by the wrapper every destination gets at the
+// composition root (delivery.Scrubbing).
 func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	secrets := c.secrets.Add(HeaderCredentials(r.Header)...)
 
 	var written atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -123,7 +140,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL.String(), body)
 	if err != nil {
 		return nil, &delivery.SendError{Failure: delivery.NotCreated,
-			Err: fmt.Errorf("%s %s: %s", r.Method, urls.Redacted(r.URL), Scrub(cause(err).Error(), r.URL))}
+			Err: fmt.Errorf("%s %s: %s", r.Method, urls.Redacted(r.URL), secrets.Scrub(Scrub(cause(err).Error(), r.URL)))}
 	}
 	req.GetBody = nil
 	req.ContentLength = int64(len(r.Body))
@@ -133,7 +150,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.transportError(r, err, written.Load())
+		return nil, c.transportError(r, err, written.Load(), secrets)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -142,7 +159,7 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 		// the helpdesk did is unknown.
 		return nil, &delivery.SendError{Failure: delivery.Unknown, Status: resp.StatusCode,
 			RetryAfter: RetryAfter(resp.Header, c.now()),
-			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, urls.Redacted(r.URL), Scrub(cause(err).Error(), r.URL))}
+			Err:        fmt.Errorf("%s %s: reading the answer: %s", r.Method, urls.Redacted(r.URL), secrets.Scrub(Scrub(cause(err).Error(), r.URL)))}
 	}
 	return &Response{
 		Status:     resp.StatusCode,
@@ -152,19 +169,49 @@ func (c *Client) Do(ctx context.Context, r Request) (*Response, error) {
 	}, nil
 }
 
-func (c *Client) transportError(r Request, err error, written bool) *delivery.SendError {
+func (c *Client) transportError(r Request, err error, written bool, secrets redact.Values) *delivery.SendError {
 	outcome := delivery.NotCreated
 	what := "request not sent"
 	if written {
 		outcome = delivery.Unknown
 		what = "no answer"
 	}
-	msg := Scrub(cause(err).Error(), r.URL)
+	msg := secrets.Scrub(Scrub(cause(err).Error(), r.URL))
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf("timed out after %s", c.timeout)
 	}
 	return &delivery.SendError{Failure: outcome,
 		Err: fmt.Errorf("%s %s: %s: %s", r.Method, urls.Redacted(r.URL), what, msg)}
+}
+
+// credentialHeaders are the request headers whose values are credentials.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie", "X-Api-Key"}
+
+// HeaderCredentials are the credentials h carries, each as an answer may
+// quote it: a credential header's value (Authorization, Proxy-Authorization,
+// Cookie, X-Api-Key), its part after the scheme ("Bearer <token>"), and
+// for Basic the decoded user:password pair and the password (Zendesk's
+// email/token:<token> and its token).
+func HeaderCredentials(h http.Header) []string {
+	var out []string
+	for _, name := range credentialHeaders {
+		for _, v := range h.Values(name) {
+			out = append(out, v)
+			scheme, rest, ok := strings.Cut(strings.TrimSpace(v), " ")
+			if !ok {
+				continue
+			}
+			rest = strings.TrimSpace(rest)
+			out = append(out, rest)
+			if strings.EqualFold(scheme, "Basic") {
+				if pair, err := base64.StdEncoding.DecodeString(rest); err == nil {
+					_, pass, _ := strings.Cut(string(pair), ":")
+					out = append(out, string(pair), pass)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // cause strips a *url.Error, whose text names the whole URL (path and
@@ -271,10 +318,14 @@ func CheckLookupID(adapter, id string) error {
 	return nil
 }
 
-// StatusError is the send error of an answer with the given outcome.
+// StatusError is the send error of an answer with the given outcome. Its
+// quote of the body is scrubbed of the URL's secrets and of r's header
+// credentials (Do has scrubbed the body already; this covers an answer
+// that did not come through Do).
 func StatusError(r Request, resp *Response, o delivery.Failure) *delivery.SendError {
+	quote := redact.New(HeaderCredentials(r.Header)...).Scrub(Scrub(Excerpt(resp.Body), r.URL))
 	return &delivery.SendError{Failure: o, Status: resp.Status, RetryAfter: resp.RetryAfter,
-		Err: fmt.Errorf("%s %s answered %d%s", r.Method, urls.Redacted(r.URL), resp.Status, Scrub(Excerpt(resp.Body), r.URL))}
+		Err: fmt.Errorf("%s %s answered %d%s", r.Method, urls.Redacted(r.URL), resp.Status, quote)}
 }
 
 // Excerpt is a short single-line quote of an answer's body for an error

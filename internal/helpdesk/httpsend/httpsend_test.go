@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -527,5 +529,46 @@ func TestSlackURLNeverInErrors(t *testing.T) {
 	if strings.Count(text, "/*") < 4 || !strings.Contains(text, "answered 502") ||
 		!strings.Contains(text, "timed out") || !strings.Contains(text, "refused") {
 		t.Fatalf("not the errors the test means to check:\n%s", text)
+	}
+}
+
+// TestEchoedHeaderCredentialsScrubbed: an answer quoting the request's
+// credential headers (a Basic pair, its password, a bearer token, an API
+// key) reaches no error text of the client's, whoever builds the
+// request: Classify's and LookupError's quote of the body is scrubbed, as
+// the client's own errors are of Options.Secrets.
+func TestEchoedHeaderCredentialsScrubbed(t *testing.T) {
+	const pair, bearer, apiKey = "agent@example.com/token:zd-TOKEN-123", "oauth-TOKEN-456", "lin_api_KEY789"
+	basic := base64.StdEncoding.EncodeToString([]byte(pair))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := r.Header.Get("Authorization")
+		decoded, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(a, "Basic "))
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, `{"error":"echo %s %s %s", "seen":%q}`, a, r.Header.Get("X-Api-Key"), decoded, r.Header.Values("Authorization"))
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	for auth, carried := range map[string][]string{
+		"Basic " + basic:   {basic, pair, "zd-TOKEN-123", apiKey},
+		"Bearer " + bearer: {bearer, apiKey},
+		apiKey:             {apiKey},
+	} {
+		c := httpsend.New(httpsend.Options{})
+		req := httpsend.Request{Method: http.MethodPost, URL: u, Header: http.Header{"Authorization": {auth}, "X-Api-Key": {apiKey}}, Body: []byte(`{}`)}
+		resp, err := c.Do(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []error{httpsend.Classify(req, resp), httpsend.LookupError(req, resp)} {
+			text := e.Error()
+			for _, cred := range carried {
+				if strings.Contains(text, cred) {
+					t.Errorf("%s: %q carries %q", auth, text, cred)
+				}
+			}
+			if !strings.Contains(text, "echo") {
+				t.Errorf("%s: %q does not quote the answer", auth, text)
+			}
+		}
 	}
 }
