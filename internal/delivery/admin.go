@@ -97,6 +97,19 @@ func ResolveDelivered(ctx context.Context, a Admin, id string, r Receipt, now ti
 		ExternalURL: r.ExternalURL, DeliveredAt: now, Error: ""})
 }
 
+// ResolveFailed settles an unknown record as failed: a person checked that
+// the helpdesk does not hold it and decided it is not to be sent (its
+// follow-ups then fail too). why is kept as its error. Only an unknown
+// record can be resolved.
+func ResolveFailed(ctx context.Context, a Admin, id, why string, now time.Time) error {
+	read, err := readIn(ctx, a, id, StateUnknown)
+	if err != nil {
+		return err
+	}
+	return a.Settle(ctx, id, read, Update{State: StateFailed, Attempts: read.Attempts, LookupFailures: read.LookupFailures,
+		Error: "resolved failed by a person: " + why})
+}
+
 // ResolveResend settles an unknown ticket as not in the helpdesk (a person
 // checked): back to pending, due now, attempts reset. What it knows of
 // earlier sends is kept, as by Retry: where the destination can be

@@ -46,6 +46,12 @@ const DeliveriesUsage = `usage: deliveries [-config config.json] COMMAND
   resolve -resend TICKET_ID
           an unknown ticket is NOT in the helpdesk (a person checked): send it
           again, back to pending, due now, attempts reset
+  resolve -failed REASON TICKET_ID
+          an unknown ticket is NOT in the helpdesk and is not to be sent:
+          record it failed with the reason (its follow-ups fail too)
+Every command takes a follow-up's id as listed (COMMENT#<comment_id>,
+CLOSE#<close_id>) as it takes a ticket's; a follow-up is sent only after
+its ticket and the follow-ups before it.
   check   one lookup, on the configuration's delivery destination, of a key
           no ticket has: says in one line whether the helpdesk answers
           lookups or refuses them (exit status 1: the token may not list
@@ -80,6 +86,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		externalID  = fs.String("external-id", "", "resolve: the helpdesk's id of the ticket")
 		externalURL = fs.String("external-url", "", "resolve: the helpdesk's URL of the ticket")
 		resend      = fs.Bool("resend", false, "resolve: the helpdesk does not hold it; send it again")
+		failed      = fs.String("failed", "", "resolve: the helpdesk does not hold it and it is not to be sent: why")
 		asJSON      = fs.Bool("json", false, "list: one JSON object per line")
 		since       = fs.Duration("since", 0, "retry -state: only tickets created within this long")
 		yes         = fs.Bool("yes", false, "retry -state: change without asking")
@@ -105,7 +112,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		fmt.Fprint(stderr, DeliveriesUsage)
 		return 2
 	}
-	allowed := map[string][]string{"list": {"state", "limit", "json"}, "resolve": {"external-id", "external-url", "resend"}}[cmd]
+	allowed := map[string][]string{"list": {"state", "limit", "json"}, "resolve": {"external-id", "external-url", "resend", "failed"}}[cmd]
 	if bulk {
 		allowed = []string{"state", "since", "yes"}
 	}
@@ -115,8 +122,12 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 			return 2
 		}
 	}
-	if cmd == "resolve" && *resend == (*externalID != "") {
-		fmt.Fprintln(stderr, "deliveries resolve: give either -external-id (it is in the helpdesk) or -resend (it is not), not both")
+	if ways := btoi(*resend) + btoi(*externalID != "") + btoi(set["failed"]); cmd == "resolve" && ways != 1 {
+		fmt.Fprintln(stderr, "deliveries resolve: give one of -external-id (it is in the helpdesk), -resend (it is not: send it) or -failed REASON (it is not: do not send it)")
+		return 2
+	}
+	if cmd == "resolve" && set["failed"] && strings.TrimSpace(*failed) == "" {
+		fmt.Fprintln(stderr, "deliveries resolve: -failed needs the reason a person decided it")
 		return 2
 	}
 	if cmd == "resolve" && *resend && *externalURL != "" {
@@ -179,17 +190,23 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		fmt.Fprintf(stderr, "ticket %s: failed -> pending, due now; a running local server delivers it within a second, the deployed sweep within a minute\n", pos[0])
 	case "resolve":
 		fmt.Fprintf(stderr, "store: %s\n", where)
-		if *resend {
+		switch {
+		case *resend:
 			err = delivery.ResolveResend(ctx, admin, pos[0], now)
-		} else {
+		case set["failed"]:
+			err = delivery.ResolveFailed(ctx, admin, pos[0], *failed, now)
+		default:
 			err = delivery.ResolveDelivered(ctx, admin, pos[0], delivery.Receipt{ExternalID: *externalID, ExternalURL: *externalURL}, now)
 		}
 		if err != nil {
 			return fail(stderr, err)
 		}
-		if *resend {
+		switch {
+		case *resend:
 			fmt.Fprintf(stderr, "ticket %s: unknown -> pending, due now; a running local server sends it again within a second, the deployed sweep within a minute\n", pos[0])
-		} else {
+		case set["failed"]:
+			fmt.Fprintf(stderr, "ticket %s: unknown -> failed\n", pos[0])
+		default:
 			fmt.Fprintf(stderr, "ticket %s: unknown -> delivered as %s\n", pos[0], *externalID)
 		}
 	}
@@ -438,4 +455,12 @@ func shown(s string) string {
 		trimmed := strings.TrimRight(u, ".,;:")
 		return urls.RedactedRaw(trimmed) + u[len(trimmed):]
 	})
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -340,3 +340,13 @@ func TestDeliveryFailureMatrix(t *testing.T) {
 		},
 	})
 }
+
+// The follow-ups over a SQLite file against each destination of the fake
+// helpdesk: in order under concurrency and faults, exactly once.
+func TestFollowUpDelivery(t *testing.T) {
+	matrixtest.RunFollowUps(t, deliverytest.Harness{
+		Open: func(t *testing.T) deliverytest.Adapter {
+			return open(t, filepath.Join(t.TempDir(), "tickets.sqlite"))
+		},
+	})
+}

@@ -90,6 +90,48 @@ func (e *Env) Create(content string) string {
 	return out.TicketID()
 }
 
+// Comment adds a comment to ticket through add_comment and returns its
+// outbox id (its item key).
+func (e *Env) Comment(ticket, body string) string {
+	e.T.Helper()
+	content, _ := json.Marshal(map[string]string{"ticket_id": ticket, "body": body})
+	var r core.CommentResult
+	e.write(core.AddComment, content, &r)
+	return core.EffectKeyPrefix(core.KindComment) + r.CommentID
+}
+
+// CloseTicket closes ticket through close_ticket and returns the close's
+// outbox id (its item key), read back from the ticket's follow-ups.
+func (e *Env) CloseTicket(ticket, resolution string) string {
+	e.T.Helper()
+	content, _ := json.Marshal(map[string]string{"ticket_id": ticket, "resolution": resolution})
+	var r core.CloseResult
+	e.write(core.CloseTicket, content, &r)
+	t, err := e.Store.Ticket(context.Background(), ticket)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	list := t.Attrs.List(core.AttrFollowUps)
+	if len(list) == 0 {
+		e.T.Fatalf("close of %s: no follow-up listed", ticket)
+	}
+	return list[len(list)-1]
+}
+
+// write makes one call of a write tool that must answer created, and
+// decodes its answer into v.
+func (e *Env) write(fn string, content []byte, v any) {
+	e.T.Helper()
+	out := e.svc.Answer(context.Background(), core.Call{Function: fn, Content: content, ExternalUserID: User,
+		RequestID: fmt.Sprintf("req-%s-%d", e.run, e.seq.Add(1))})
+	if out.Kind != core.KindCreated {
+		e.T.Fatalf("%s: kind %v, code %s, err %v", fn, out.Kind, out.Code, out.Err)
+	}
+	if err := json.Unmarshal(out.Body, v); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
 // CreateRaw writes a ticket with the given arguments text straight through
 // the store, pending and due now, bypassing the service's checks: how a
 // ticket the service could never write (unreadable arguments) is made.
