@@ -200,3 +200,9 @@ func BenchmarkDeliveryLocalWorker(b *testing.B) {
 	table := testenv.CreateTable(b, endpoint)
 	benchtest.LocalWorker(b, dynamo.New(testenv.DynamoClient(b, endpoint), table, dynamo.Options{}))
 }
+
+// The follow-ups on DynamoDB Local against each destination of the fake
+// helpdesk: in order under concurrency and faults, exactly once.
+func TestFollowUpDelivery(t *testing.T) {
+	matrixtest.RunFollowUps(t, deliveryHarness)
+}
