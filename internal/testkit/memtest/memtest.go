@@ -78,6 +78,7 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 			effect *core.Effect
 		}
 		var writes []staged
+		hasTicket := func(id string) bool { _, ok := s.tickets[id]; return ok }
 		err := core.ApplyItemWrites(w.Items, len(w.Tickets), s.item, func(key string, it core.Item, e *core.Effect, _ bool) error {
 			writes = append(writes, staged{key, it, e})
 			return nil
@@ -88,6 +89,11 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 		for _, t := range w.Tickets {
 			s.tickets[t.ID] = t
 			s.addDelivery(t, tracing.Traceparent(ctx))
+		}
+		for _, st := range writes {
+			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok && !hasTicket(id) {
+				return fmt.Errorf("memtest: item write of %s: tickets are made by Writes.Tickets", st.key)
+			}
 		}
 		for _, st := range writes {
 			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok {
