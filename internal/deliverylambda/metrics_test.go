@@ -82,8 +82,13 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 		"deliveries_total{state=failed}":    1,
 		"deliveries_total{state=unknown}":   1,
 		"deliveries_total{state=retried}":   1,
-		"delivery_lag_seconds{}":            2.5,
-		"tickets_waiting{}":                 2, // the retried ticket and the one backing off
+		// The same steps by kind, all of them tickets'.
+		"deliveries_total{kind=ticket,state=delivered}": 1,
+		"deliveries_total{kind=ticket,state=failed}":    1,
+		"deliveries_total{kind=ticket,state=unknown}":   1,
+		"deliveries_total{kind=ticket,state=retried}":   1,
+		"delivery_lag_seconds{}":                        2.5,
+		"tickets_waiting{}":                             2, // the retried ticket and the one backing off
 	}
 	if got := emftest.Sum(all); !maps.Equal(got, want) {
 		t.Errorf("EMF sums:\n got %v\nwant %v\n%s", got, want, logs)
@@ -117,8 +122,11 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 	}
 	for _, d := range all {
 		for name, v := range d.Dimensions {
-			if name != metrics.LabelState || !slices.Contains(destination.MetricLabels().States, v) {
-				t.Errorf("%s: dimension %s=%q; only state from %v is allowed", d.Name, name, v, destination.MetricLabels().States)
+			allowed := map[string][]string{metrics.LabelState: destination.MetricLabels().States,
+				metrics.LabelKind: destination.MetricLabels().KindLabels()}[name]
+			if !slices.Contains(allowed, v) {
+				t.Errorf("%s: dimension %s=%q; only state from %v and kind from %v are allowed", d.Name, name, v,
+					destination.MetricLabels().States, destination.MetricLabels().KindLabels())
 			}
 			for _, s := range secrets {
 				if s != "" && strings.Contains(v, s) {

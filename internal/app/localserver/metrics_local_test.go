@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -82,8 +83,10 @@ func TestLocalPrometheusCounts(t *testing.T) {
 		t.Errorf("callback_duration_seconds count = %d, want 4", durations)
 	}
 	for _, s := range destination.MetricLabels().States {
-		if !strings.Contains(text, `deliveries_total{state="`+s+`"} 0`) {
-			t.Errorf("deliveries_total{state=%q} must show at zero before any delivery", s)
+		for _, k := range destination.MetricLabels().KindLabels() {
+			if !strings.Contains(text, `deliveries_total{kind="`+k+`",state="`+s+`"} 0`) {
+				t.Errorf("deliveries_total{kind=%q,state=%q} must show at zero before any delivery", k, s)
+			}
 		}
 	}
 	for _, s := range append(secrets, nonces[0]) {
@@ -151,12 +154,12 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 		title string
 		want  map[string]float64 // deliveries_total once the ticket is done with
 	}{
-		{"Delivered", map[string]float64{"deliveries_total{state=delivered}": 1}},
-		{"Refused", map[string]float64{"deliveries_total{state=delivered}": 1, "deliveries_total{state=failed}": 1}},
-		{"Come back in an hour", map[string]float64{"deliveries_total{state=delivered}": 1, "deliveries_total{state=failed}": 1,
-			"deliveries_total{state=retried}": 1}},
-		{"Lost in the gateway", map[string]float64{"deliveries_total{state=delivered}": 1, "deliveries_total{state=failed}": 1,
-			"deliveries_total{state=retried}": 4, "deliveries_total{state=unknown}": 1}},
+		{"Delivered", map[string]float64{"deliveries_total{kind=ticket,state=delivered}": 1}},
+		{"Refused", map[string]float64{"deliveries_total{kind=ticket,state=delivered}": 1, "deliveries_total{kind=ticket,state=failed}": 1}},
+		{"Come back in an hour", map[string]float64{"deliveries_total{kind=ticket,state=delivered}": 1, "deliveries_total{kind=ticket,state=failed}": 1,
+			"deliveries_total{kind=ticket,state=retried}": 1}},
+		{"Lost in the gateway", map[string]float64{"deliveries_total{kind=ticket,state=delivered}": 1, "deliveries_total{kind=ticket,state=failed}": 1,
+			"deliveries_total{kind=ticket,state=retried}": 4, "deliveries_total{kind=ticket,state=unknown}": 1}},
 	}
 	for i, s := range steps {
 		body := callbacktest.Create("user-a", fmt.Sprint("deliver-", i), callbacktest.Title(s.title))
@@ -191,8 +194,10 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 	for _, f := range []*dto.MetricFamily{fams[metrics.Deliveries], fams[metrics.DeliveryLag], fams[metrics.TicketsWaiting]} {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() != metrics.LabelState {
-					t.Errorf("%s has label %s; only state is allowed", f.GetName(), l.GetName())
+				allowed := map[string][]string{metrics.LabelState: destination.MetricLabels().States,
+					metrics.LabelKind: destination.MetricLabels().KindLabels()}[l.GetName()]
+				if !slices.Contains(allowed, l.GetValue()) {
+					t.Errorf("%s has label %s=%q; only state and kind, from their closed sets, are allowed", f.GetName(), l.GetName(), l.GetValue())
 				}
 			}
 		}

@@ -324,3 +324,20 @@ func TestPendingTicketID(t *testing.T) {
 		}
 	}
 }
+
+// The follow-ups through the real service over the store: every answer,
+// nothing written by a rejection, reads of one's own writes, comments
+// racing closes.
+func TestFollowUps(t *testing.T) {
+	storetest.RunFollowUps(t, storetest.Harness{
+		// The adapter reads no clock of its own: every time comes with the call.
+		Open: func(t *testing.T, _ func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
+			s, _ := newTable(t)
+			return s, func(t *testing.T) storetest.Adapter {
+				// A restart is a new client on the same table.
+				client := testenv.DynamoClient(t, testenv.DynamoDB(t))
+				return tableStore{Store: dynamo.New(client, s.table, dynamo.Options{}), client: client, table: s.table}
+			}
+		},
+	})
+}

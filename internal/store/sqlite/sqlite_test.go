@@ -350,3 +350,21 @@ func TestFollowUpDelivery(t *testing.T) {
 		},
 	})
 }
+
+// The follow-ups through the real service over the store: every answer,
+// nothing written by a rejection, reads of one's own writes, comments
+// racing closes.
+func TestFollowUps(t *testing.T) {
+	storetest.RunFollowUps(t, storetest.Harness{
+		Open: func(t *testing.T, now func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
+			path := filepath.Join(t.TempDir(), "tickets.sqlite")
+			s := openAt(t, path, now)
+			return s, func(t *testing.T) storetest.Adapter {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return openAt(t, path, now)
+			}
+		},
+	})
+}
