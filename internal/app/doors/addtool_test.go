@@ -19,12 +19,16 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
 	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
@@ -53,7 +57,9 @@ const addToolHookKey = "add-tool-hook-key"
 // replays the stored answer (deduplicated: true), other text on the same
 // request gets its mismatch message, a busy store its busy message
 // through both doors (nothing written), and after the store recovers
-// the same request creates. The doors hold no line about it.
+// the same request creates. The doors hold no line about it. Its items
+// are a kind no store names and its effects a kind no destination names:
+// each note reaches the webhook once, as a "note.created" event.
 func TestWriteToolInOneFile(t *testing.T) {
 	tools, err := core.NewTools(append(core.Functions(), coretest.Note())...)
 	if err != nil {
@@ -71,6 +77,7 @@ func TestWriteToolInOneFile(t *testing.T) {
 	m := config.MCP{Issuer: "http://127.0.0.1:1", Audience: base + mcpdoor.Path, UserClaim: "sub",
 		DevKey: filepath.Join(t.TempDir(), "dev-key.pem")}
 	h, err := doors.Build(doors.Config{
+		Deliver:  true, // a webhook is configured: each note's effect is delivered
 		Store:    store,
 		Users:    memstore.Users{"user-a": {ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}},
 		Common:   config.Common{Policy: string(idem.PolicyRequest), Retention: time.Hour},
@@ -227,6 +234,36 @@ func TestWriteToolInOneFile(t *testing.T) {
 		if err != nil || len(items) != 1 || items[0].Attrs.Str("text") != text {
 			t.Errorf("%s: %+v, %v; want the note %q", id, items, err, text)
 		}
+	}
+
+	// Each note's effect, of a kind no destination names, reaches the
+	// webhook once as the tool made it ("note.created"), under its own
+	// delivery key, through the engine no line of which knows notes.
+	fake := fakehelpdesk.New(t, fakehelpdesk.Config{})
+	hook, err := webhook.New(webhook.Config{URL: fake.WebhookURL(), Secret: fake.Config().Secret, Lookup: true, Now: fake.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := &delivery.Engine{Store: mem, Destination: hook}
+	deliverytest.SweepAll(ctx, eng, 2, 10)
+	for _, note := range []coretest.NoteAnswer{first, second, third} {
+		r, err := mem.Delivery(ctx, coretest.NoteKey(note.NoteID))
+		if err != nil || r.State != delivery.StateDelivered || r.Kind != coretest.NoteKind || fake.Held(note.NoteID) != 1 {
+			t.Errorf("note %s: %+v, %v, held %d; want delivered once", note.NoteID, r, err, fake.Held(note.NoteID))
+		}
+	}
+	var events []coretest.NoteEvent
+	for _, rec := range fake.Received() {
+		var ev coretest.NoteEvent
+		if rec.Kind == fakehelpdesk.WebhookCreate && json.Unmarshal(rec.Body, &ev) == nil {
+			if ev.Type != "note.created" || rec.Header.Get("Idempotency-Key") != ev.NoteID || rec.Header.Get("webhook-id") != ev.NoteID {
+				t.Errorf("webhook received %s under key %q", rec.Body, rec.Header.Get("Idempotency-Key"))
+			}
+			events = append(events, ev)
+		}
+	}
+	if len(events) != 3 {
+		t.Fatalf("webhook received %d note events; want 3", len(events))
 	}
 }
 
