@@ -3,11 +3,7 @@ package doors_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,15 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
-	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
-	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
-	"github.com/aivax-examples/idempotent-callback/internal/jwtauth"
-	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
-	"github.com/aivax-examples/idempotent-callback/internal/nonce"
-	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
@@ -48,8 +38,6 @@ func (s *busyStore) Claims() idem.Store[core.Writes] {
 	})
 }
 
-const addToolHookKey = "add-tool-hook-key"
-
 // TestWriteToolInOneFile: create_note, registered on the service that
 // doors.Build composes, is listed by GET /functions and MCP tools/list
 // (schemas and annotations from its definition) and answered by both
@@ -68,78 +56,16 @@ func TestWriteToolInOneFile(t *testing.T) {
 	fn, _ := tools.Lookup("create_note")
 	mem := memtest.New()
 	store := &busyStore{Store: mem}
-	auth, err := nonce.New(addToolHookKey, nonce.MinCost, nonce.CapCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(nil)
-	base := "http://" + srv.Listener.Addr().String()
-	m := config.MCP{Issuer: "http://127.0.0.1:1", Audience: base + mcpdoor.Path, UserClaim: "sub",
-		DevKey: filepath.Join(t.TempDir(), "dev-key.pem")}
-	h, err := doors.Build(doors.Config{
-		Deliver:  true, // a webhook is configured: each note's effect is delivered
-		Store:    store,
-		Users:    memstore.Users{"user-a": {ExternalID: "user-a", TenantID: "tenant-a", UserID: "alice"}},
-		Common:   config.Common{Policy: string(idem.PolicyRequest), Retention: time.Hour},
-		MCP:      m,
-		MCPNames: config.MCPFileNames,
-		Auth:     auth,
-		Tools:    tools,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = h
-	srv.Start()
-	t.Cleanup(srv.Close)
-
-	// The AIVAX door: each request with a fresh nonce of the hook key.
-	aivax := func(method, path, body string) (int, string) {
-		t.Helper()
-		n, err := nonce.Generate(addToolHookKey, nonce.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		code, b := callbacktest.Send(t, method, base+path, n, body)
-		return code, string(b)
-	}
-	callback := func(text, requestID string) (int, string) {
-		return aivax(http.MethodPost, "/callback", `{"type":"tool_call","function":{"name":"create_note","content":{"text":`+
-			callbacktest.Quote(text)+`}},"context":{"externalUserId":"user-a","metadata":{"request_id":"`+requestID+`"}}}`)
-	}
-
-	// The MCP door: the Go SDK's client with a token of the development
-	// issuer the door trusts.
-	dev, err := jwtauth.LoadDevIssuer(m.DevKey, m.Issuer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := dev.Token("sub", "user-a", m.Audience, nil, time.Now(), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newBothDoors(t, store, tools, idem.PolicyRequest, true) // a webhook is configured: each note's effect is delivered
 	ctx := context.Background()
-	client := mcp.NewClient(&mcp.Implementation{Name: "add-tool-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m.Audience,
-		HTTPClient: &http.Client{Transport: bearer{token}}, DisableStandaloneSSE: true, MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: mcpdoor.Revisions[0]})
-	if err != nil {
-		t.Fatal(err)
+	aivax := d.aivax
+	callback := func(text, requestID string) (int, string) {
+		return d.callback("user-a", "create_note", `{"text":`+callbacktest.Quote(text)+`}`, requestID)
 	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := d.session("user-a")
 	callMCP := func(text, requestID string) (*mcp.CallToolResult, string) {
 		t.Helper()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_note", Arguments: map[string]any{"text": text},
-			Meta: mcp.Meta{mcpdoor.RequestIDMeta: requestID}})
-		if err != nil {
-			t.Fatalf("tools/call create_note: %v", err)
-		}
-		text0, ok := res.Content[0].(*mcp.TextContent)
-		if len(res.Content) != 1 || !ok {
-			t.Fatalf("content %v; want one text item", res.Content)
-		}
-		return res, text0.Text
+		return d.mcp("user-a", "create_note", `{"text":`+callbacktest.Quote(text)+`}`, requestID)
 	}
 
 	// Listed by both catalogues, from its definition.
