@@ -104,7 +104,7 @@ func scrubError(err error, v redact.Values) error {
 		if se.Err != nil {
 			rebuilt.Err = &scrubbed{text: v.Scrub(se.Err.Error()), orig: se.Err}
 		}
-		if se == err {
+		if se == err { //nolint:errorlint // identity: err is the SendError itself, which rebuilt replaces whole
 			return rebuilt
 		}
 	}

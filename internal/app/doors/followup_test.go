@@ -60,8 +60,14 @@ func TestFollowUpsThroughBothDoors(t *testing.T) {
 		t.Fatalf("other words under the same request: %d %s; want arguments_mismatch", status, body)
 	}
 	for _, call := range []func() (bool, string){
-		func() (bool, string) { s, b := d.callback("user-c", core.AddComment, comment, "c-2"); return s == 200, b },
-		func() (bool, string) { r, b := d.mcp("user-c", core.CloseTicket, `{"ticket_id":"`+ticket+`"}`, "x-9"); return r.IsError, b },
+		func() (bool, string) {
+			s, b := d.callback("user-c", core.AddComment, comment, "c-2")
+			return s == 200, b
+		},
+		func() (bool, string) {
+			r, b := d.mcp("user-c", core.CloseTicket, `{"ticket_id":"`+ticket+`"}`, "x-9")
+			return r.IsError, b
+		},
 	} {
 		if ok, b := call(); !ok || !strings.Contains(b, `"ticket_not_found"`) {
 			t.Fatalf("another tenant's follow-up: %s; want ticket_not_found", b)
