@@ -337,10 +337,16 @@ func measureInRegion(r *runner, dir string) error {
 }
 
 // measureStreamLambda runs the stream path under Lambda's polling: steady
-// commits, then a burst of 1,000 tickets committed at once.
+// commits, tickets each followed by a comment and a close, then a burst of
+// 1,000 tickets committed at once.
 func measureStreamLambda(r *runner, count string) error {
 	logf("delivery: stream path under Lambda's polling")
 	if err := r.goTest(report.FileDeliveryStreamLambda, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamLambda$", "-benchtime", "200x",
+		"-count", count, "-timeout", "10m", "./functions/delivery"); err != nil {
+		return err
+	}
+	logf("delivery: follow-ups after their ticket through the stream")
+	if err := r.goTest(report.FileDeliveryStreamFollowUps, nil, "-run", "^$", "-bench", "^BenchmarkDeliveryStreamFollowUps$", "-benchtime", "200x",
 		"-count", count, "-timeout", "10m", "./functions/delivery"); err != nil {
 		return err
 	}

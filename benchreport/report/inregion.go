@@ -32,12 +32,26 @@ var inRegionKinds = []string{
 	results.InRegionGet, results.InRegionPut, results.InRegionTransact, results.InRegionThreeWrites,
 }
 
+// followUpKinds are the follow-up cases every hop must have, in the order
+// their table shows them: each without a destination, then with one.
+var followUpKinds = func() []string {
+	var out []string
+	for _, suffix := range []string{"", results.InRegionWithDestination} {
+		for _, k := range []string{results.InRegionCommentNew, results.InRegionCommentRepeat, results.InRegionCloseNew, results.InRegionCloseRepeat} {
+			out = append(out, k+suffix)
+		}
+	}
+	return out
+}()
+
 // InRegionReport is what the report shows of TestInRegion.
 type InRegionReport struct {
 	results.InRegion
 	LocalName, ModelName string
 	// Rows pair each case on DynamoDB Local alone and under the model.
 	Rows []InRegionRow
+	// FollowUps are the add_comment and close_ticket cases, paired as Rows.
+	FollowUps []InRegionRow
 	// Goals are the two ratios the design aims at, on each hop.
 	Goals []Goal
 	// Disagreed lists where DynamoDB Local reported another capacity than
@@ -59,9 +73,9 @@ type Goal struct {
 	LocalMet, ModelMet bool
 }
 
-// Case returns the row of kind.
+// Case returns the row of kind, a follow-up's included.
 func (r *InRegionReport) Case(kind string) (InRegionRow, error) {
-	for _, row := range r.Rows {
+	for _, row := range slices.Concat(r.Rows, r.FollowUps) {
 		if row.Kind == kind {
 			return row, nil
 		}
@@ -127,13 +141,18 @@ func (r *InRegionReport) build() error {
 			return fmt.Errorf("no %q hop", hop)
 		}
 	}
-	for _, kind := range inRegionKinds {
-		l, okL := hops[hopLocal][kind]
-		m, okM := hops[hopModel][kind]
-		if !okL || !okM {
-			return fmt.Errorf("case %q missing on a hop", kind)
+	for _, list := range []struct {
+		kinds []string
+		into  *[]InRegionRow
+	}{{inRegionKinds, &r.Rows}, {followUpKinds, &r.FollowUps}} {
+		for _, kind := range list.kinds {
+			l, okL := hops[hopLocal][kind]
+			m, okM := hops[hopModel][kind]
+			if !okL || !okM {
+				return fmt.Errorf("case %q missing on a hop", kind)
+			}
+			*list.into = append(*list.into, InRegionRow{Kind: kind, Local: l, Model: m})
 		}
-		r.Rows = append(r.Rows, InRegionRow{Kind: kind, Local: l, Model: m})
 	}
 	for _, kind := range []string{results.InRegionNew, results.InRegionRepeat, results.InRegionTransact, results.InRegionThreeWrites} {
 		if row, _ := r.Case(kind); row.Model.Mean == nil || row.Model.Tail == nil || row.Model.P99 == nil {

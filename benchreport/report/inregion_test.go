@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aivax-examples/idempotent-callback/internal/bench/results"
 )
 
 // Figures of the recorded in-region run (testdata/run/inregion.json, from
 // BENCH_INREGION_OUT=… BENCH_INREGION_OPS=100 go test -run '^TestInRegion$'
-// ./internal/bench), checked by hand: the goals are p50 ratios under the
+// ./internal/bench, with the follow-up cases, on a machine other work
+// loaded: its tail figures are that load's), checked by hand: the goals are p50 ratios under the
 // same hop, the per-operation counts divide by the operations.
 func TestInRegionFromRecordedRun(t *testing.T) {
 	rp := loadRecorded(t)
@@ -87,6 +90,61 @@ func TestInRegionFromRecordedRun(t *testing.T) {
 	}
 }
 
+// The follow-up cases of the recorded run: a new add_comment or
+// close_ticket is the read-ahead GetItem beside one TransactWriteItems of
+// four items (2 WCU each); with a destination the outbox rule's read of
+// the ticket comes on top, on a repeat too. They have their own rows,
+// not the callback table's, and their own table in the document.
+func TestInRegionFollowUps(t *testing.T) {
+	rp := loadRecorded(t)
+	ir := rp.InRegion
+	if len(ir.FollowUps) != 8 || ir.FollowUps[0].Kind != "comment-new" || ir.FollowUps[4].Kind != "comment-new-destination" ||
+		ir.FollowUps[7].Kind != "close-repeat-destination" || len(ir.Rows) != len(inRegionKinds) {
+		t.Fatalf("follow-up rows %+v, callback rows %d", ir.FollowUps, len(ir.Rows))
+	}
+	for _, c := range []struct {
+		kind, requests string
+		rcu, wcu       float64
+	}{
+		{"comment-new", "GetItem 1.00 + TransactWriteItems 1.00", 1, 8},
+		{"comment-repeat", "GetItem 1.00 + TransactWriteItems 1.00", 1, 8},
+		{"close-new", "GetItem 1.00 + TransactWriteItems 1.00", 1, 8},
+		{"close-repeat", "GetItem 1.00 + TransactWriteItems 1.00", 1, 8},
+		{"comment-new-destination", "GetItem 2.00 + TransactWriteItems 1.00", 2, 8},
+		{"comment-repeat-destination", "GetItem 2.00 + TransactWriteItems 1.00", 2, 8},
+		{"close-new-destination", "GetItem 2.00 + TransactWriteItems 1.00", 2, 8},
+		{"close-repeat-destination", "GetItem 2.00 + TransactWriteItems 1.00", 2, 8},
+	} {
+		row, err := ir.Case(c.kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []struct {
+			name string
+			got  results.InRegionCase
+		}{{"local", row.Local}, {"model", row.Model}} {
+			if got := requestsByOp(h.got); got != c.requests || h.got.RCUPerOp() != c.rcu || h.got.WCUPerOp() != c.wcu || len(h.got.Other) > 0 {
+				t.Errorf("%s, %s: %s, %g RCU, %g WCU, other %v; want %s, %g, %g and none", c.kind, h.name, got,
+					h.got.RCUPerOp(), h.got.WCUPerOp(), h.got.Other, c.requests, c.rcu, c.wcu)
+			}
+		}
+	}
+	p50 := recordedP50s(t)
+	doc := string(render(t, rp))
+	row := fmt.Sprintf("| close_ticket, repeat, destination configured | DynamoDB Local | %.2f |", p50["local/close-repeat-destination"])
+	for _, want := range []string{"**The follow-ups.** `add_comment` and `close_ticket`", row,
+		"per new add_comment GetItem 2.00 + TransactWriteItems 1.00 against GetItem 1.00 + TransactWriteItems 1.00"} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the document lacks %q", want)
+		}
+	}
+	// The tail tables are the callback path's: no follow-up in them.
+	_, tail, _ := strings.Cut(doc, "### The tail under the model")
+	if strings.Contains(tail, "add_comment") || strings.Contains(tail, "close_ticket") {
+		t.Errorf("a follow-up case in the tail tables")
+	}
+}
+
 // A missing or incomplete in-region result stops the report.
 func TestInRegionInputRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -99,6 +157,7 @@ func TestInRegionInputRefused(t *testing.T) {
 		{"model hop missing", replaceFirst(`"kind": "model"`, `"kind": "modelled"`), `unknown hop "modelled"`},
 		{"no operations", replaceFirst(`"ops": 100,`, `"ops": 0,`), "all must be positive"},
 		{"case missing", replaceFirst(`"kind": "three-writes"`, `"kind": "three"`), `case "three-writes" missing`},
+		{"follow-up missing", replaceFirst(`"kind": "close-repeat-destination"`, `"kind": "close-repeat-dest"`), `case "close-repeat-destination" missing`},
 		{"case not measured", replaceFirst(`"ops": 200,`, `"ops": 0,`), "want a measured case"},
 		{"no published quantiles", replaceFirst(`"published": [`, `"published": [], "x": [`), "unknown field"},
 		{"no split of the tail", replaceAll(`"tail": {`, `"tail_": {`), "unknown field"},
@@ -165,7 +224,7 @@ func recordedP50s(t *testing.T) map[string]float64 {
 			out[h.Kind+"/"+c.Kind] = c.P50ms
 		}
 	}
-	if len(out) != 2*len(inRegionKinds) {
+	if len(out) != 2*(len(inRegionKinds)+len(followUpKinds)) {
 		t.Fatalf("recorded p50s: %v, want every case on 2 hops", out)
 	}
 	return out

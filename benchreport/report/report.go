@@ -452,6 +452,9 @@ func Load(dir string) (*Report, error) {
 	if err := rp.loadStreamLambda(dir); err != nil {
 		return nil, err
 	}
+	if err := rp.loadFollowUps(dir); err != nil {
+		return nil, err
+	}
 	return rp, nil
 }
 

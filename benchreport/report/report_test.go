@@ -20,7 +20,9 @@ var update = flag.Bool("update", false, "rewrite testdata/benchmarks.golden.md f
 // delivery-worker.linear.json and coldstart.json come from a separate run
 // of the same commands (BenchmarkHandlerOverhead and BenchmarkHandlerOverheadTracing
 // alternating, two rounds; cold starts with -coldstart-runs 3), on a
-// loaded machine. The document rendered from them must stay the
+// loaded machine; inregion.json and delivery-stream-followups.json from
+// their own runs (see TestInRegionFromRecordedRun and
+// TestFollowUpsFromRecordedRun). The document rendered from them must stay the
 // golden one; a change to the template or the arithmetic shows up here as
 // a diff to review (go test -run TestGolden -update ./report, in benchreport/).
 func TestGolden(t *testing.T) {

@@ -46,6 +46,7 @@ type streamRig struct {
 	fake                *fakehelpdesk.Server
 	timed               *benchtest.DeliveryTimer
 	h                   *deliverylambda.Handler
+	dst                 *zendesk.Client // the adapter h sends through
 }
 
 func newStreamRig(b *testing.B) streamRig {
@@ -55,9 +56,8 @@ func newStreamRig(b *testing.B) streamRig {
 	var table string
 	table, r.streamARN = streamTable(b, r.endpoint)
 	r.store = dynamo.New(client, table, dynamo.Options{})
-	var dst *zendesk.Client
-	r.fake, dst = slowZendesk(b, benchtest.HelpdeskDelay)
+	r.fake, r.dst = slowZendesk(b, benchtest.HelpdeskDelay)
 	r.timed = benchtest.NewDeliveryTimer(r.store)
-	r.h = deliveryHandler(delivery.Engine{}, r.timed, dst)
+	r.h = deliveryHandler(delivery.Engine{}, r.timed, r.dst)
 	return r
 }

@@ -17,7 +17,9 @@
 //   - TestInRegion (only with BENCH_INREGION_OUT set): a new operation (one
 //     at a time and from 16 clients), a repeat, and the floors under them
 //     (one bare GetItem, PutItem and TransactWriteItems of the store's own
-//     items, and the Powertools pattern's three writes) through the
+//     items, and the Powertools pattern's three writes), and the
+//     follow-ups (add_comment and close_ticket, new and repeated, without
+//     and with a destination) through the
 //     inregion proxy in front of DynamoDB Local, once adding no delay and
 //     once adding the in-region latency model's; writes p50, p99,
 //     operations per second, DynamoDB requests and capacity units per

@@ -42,7 +42,9 @@ const (
 // floors under the same hop (one bare GetItem of the operation, one
 // bare conditional PutItem, one bare TransactWriteItems of the three items the
 // store writes, built by the store itself) and the Powertools pattern's
-// three plain writes. The one-at-a-time cases of both hops take turns, one
+// three plain writes; and the follow-ups, add_comment and close_ticket
+// new and repeated, without and with a destination (followUpCases). The
+// one-at-a-time cases of both hops take turns, one
 // operation each, and under the model each case draws from its own stream
 // of the seed, so the i-th operation of every case meets the same
 // quantiles. Writes results.InRegion (JSON) to the file the
@@ -187,8 +189,10 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 	var next captured // the items of the next bare write, prepared untimed
 	prepare := func() { next = bare.next(ids()) }
 
+	followUps := followUpCases(t, endpoint, table, store, h, ids)
+
 	return &hopSetup{kind: kind, name: name, model: model, proxy: p, store: store, newOp: newOp,
-		client: client, table: table, heldKey: heldKey, fresh: func() captured { return bare.next(ids()) }, cases: []seqCase{
+		client: client, table: table, heldKey: heldKey, fresh: func() captured { return bare.next(ids()) }, cases: append([]seqCase{
 			{results.InRegionNew, "new operation", "created", nil, newOp},
 			{results.InRegionRepeat, "repeat", "deduplicated", nil, func() string { return outcome(serve(h, repeatID)) }},
 			{results.InRegionRepeatCached, "repeat on a warm instance, result cache on", "deduplicated", nil, func() string {
@@ -213,7 +217,7 @@ func setupHop(t *testing.T, endpoint, table, kind, name string, model *inregion.
 			{results.InRegionThreeWrites, "three plain writes (Powertools pattern)", "ok", prepare, func() string {
 				return errOutcome(threeWrites(ctx, client, table, next))
 			}},
-		}}
+		}, followUps...)}
 }
 
 // capacityChecks sends the floors' requests once more through h (no

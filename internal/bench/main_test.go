@@ -65,7 +65,13 @@ func dynamoHandler(tb testing.TB, client dynamo.Client, table string) (*dynamo.S
 // "deduplicated" is reported as "created" with deduplicated true, so the
 // answer is returned whole).
 func serve(h http.Handler, requestID string) (int, string) {
-	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(callBody(requestID)))
+	return serveBody(h, callBody(requestID))
+}
+
+// serveBody sends one callback of body and returns the answer's status
+// and body.
+func serveBody(h http.Handler, body string) (int, string) {
+	r := httptest.NewRequest(http.MethodPost, "/callback", strings.NewReader(body))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	return w.Code, w.Body.String()

@@ -228,6 +228,20 @@ const (
 	InRegionThreeWrites  = "three-writes"  // the Powertools pattern: claim, effect, completion, three requests
 )
 
+// Kinds of InRegionCase for the follow-ups, through the same callback path
+// as InRegionNew and InRegionRepeat: add_comment on a fresh open ticket,
+// close_ticket of one, and a repeat of each; without a destination (as
+// the create_ticket cases), and with one (the ticket delivered, so the
+// follow-up gets its delivery record and the outbox rule reads the ticket
+// first; the kind ends in InRegionWithDestination).
+const (
+	InRegionCommentNew      = "comment-new"
+	InRegionCommentRepeat   = "comment-repeat"
+	InRegionCloseNew        = "close-new"
+	InRegionCloseRepeat     = "close-repeat"
+	InRegionWithDestination = "-destination"
+)
+
 // InRegionCase is one measured operation on one hop.
 type InRegionCase struct {
 	Kind    string  `json:"kind"`

@@ -49,6 +49,15 @@ func (s *DeliveryTimer) Record(ctx context.Context, id, owner string, u delivery
 	return err
 }
 
+// DeliveredAt is when id's delivered state was recorded; false while it
+// has not been.
+func (s *DeliveryTimer) DeliveredAt(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.done[id]
+	return at, ok
+}
+
 // Delivered counts the tickets recorded delivered so far.
 func (s *DeliveryTimer) Delivered() int {
 	s.mu.Lock()
@@ -76,6 +85,47 @@ func ReportFigures(b *testing.B, tickets int, elapsed time.Duration, lat []time.
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(calls)/float64(tickets), "helpdesk-calls/ticket")
+}
+
+// SequencedTimer is a DeliveryTimer over a store that orders follow-ups
+// (delivery.Sequencer), and keeps that order: the engine finds the
+// Sequencer on the store it is given, so a plain DeliveryTimer would send
+// a follow-up without waiting for its ticket and never move on to it.
+type SequencedTimer struct {
+	*DeliveryTimer
+	seq delivery.Sequencer
+}
+
+// SequencedOutbox is an outbox that orders follow-ups.
+type SequencedOutbox interface {
+	delivery.Outbox
+	delivery.Sequencer
+}
+
+// NewSequencedTimer wraps s.
+func NewSequencedTimer(s SequencedOutbox) *SequencedTimer {
+	return &SequencedTimer{DeliveryTimer: NewDeliveryTimer(s), seq: s}
+}
+
+// Neighbours implements delivery.Sequencer with the wrapped store's.
+func (s *SequencedTimer) Neighbours(ctx context.Context, id string) (ticket, before, after string, err error) {
+	return s.seq.Neighbours(ctx, id)
+}
+
+// Wake implements delivery.Sequencer with the wrapped store's.
+func (s *SequencedTimer) Wake(ctx context.Context, id string, now time.Time) error {
+	return s.seq.Wake(ctx, id, now)
+}
+
+var _ delivery.Sequencer = (*SequencedTimer)(nil)
+
+// ReportLatency reports the median and 99th percentile of lat as
+// prefix+"p50-ms" and prefix+"p99-ms".
+func ReportLatency(b *testing.B, prefix string, lat []time.Duration) {
+	b.Helper()
+	p50, p99 := percentiles(lat)
+	b.ReportMetric(float64(p50.Microseconds())/1000, prefix+"p50-ms")
+	b.ReportMetric(float64(p99.Microseconds())/1000, prefix+"p99-ms")
 }
 
 // LocalWorker: b.N callbacks commit tickets on s, back to back, while
