@@ -2,9 +2,10 @@
 # The README's first command as a newcomer runs it, in the checkout this
 # script lives in: `make run` with the shipped config.example.json (copied
 # to config.json by make run), the README's curl pair block exactly as
-# written, then its metrics block, then its MCP pair. Checks the answers
-# (created, then deduplicated with the same ticket_id, and the metrics the
-# README shows) and stops the server. Needs a checkout with no config.json and no
+# written, then its metrics block, its MCP pair and its follow-ups (create,
+# add_comment, close_ticket, get_ticket). Checks the answers (created, then
+# deduplicated with the same ticket_id; the metrics the README shows; the
+# follow-ups as shown, ids and times aside) and stops the server. Needs a checkout with no config.json and no
 # tickets.sqlite yet: the README's answers are those of a fresh database.
 set -euo pipefail
 export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
@@ -90,4 +91,15 @@ grep -q '"deduplicated":true}}}$' <<<"$msecond" || fail "second MCP answer is no
 mshown=$(block mcp-curl-output)
 [ "${mcp//$(id "$mfirst")/$(id "$(sed -n 1p <<<"$mshown")")}" = "$mshown" ] ||
 	fail "the MCP answers differ from the README's (ticket id aside): $mcp"
-echo "newcomer: make run and the README's curl pairs (callback and MCP) answer as the README shows"
+# The follow-ups: four answers shaped as the README shows them (ids and
+# times aside), all of one ticket.
+shape() { sed -E 's/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/ID/g; s/[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z/TIME/g'; }
+follow=$(bash -euo pipefail -c "$(block followups-curl)")
+echo "$follow"
+[ "$(wc -l <<<"$follow")" -eq 4 ] || fail "the follow-ups block printed $(wc -l <<<"$follow") lines, want 4"
+[ "$(shape <<<"$follow")" = "$(block followups-output | shape)" ] ||
+	fail "the follow-ups answered other than the README shows (ids and times aside): $follow"
+fid=$(id "$(sed -n 1p <<<"$follow")")
+[ -n "$fid" ] && [ "$(grep -c "\"ticket_id\":\"$fid\"" <<<"$follow")" -eq 4 ] ||
+	fail "the follow-ups' answers do not all name the ticket the first one created: $follow"
+echo "newcomer: make run and the README's blocks (callback pair, metrics, MCP pair, follow-ups) answer as the README shows"

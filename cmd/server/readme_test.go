@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,9 +38,11 @@ func section(t *testing.T, readme, name string) string {
 }
 
 // TestReadmeQuickStart starts the local server with the README's run
-// command (make run) and replays the README's curl pair against it, on a
-// fresh database: the responses must be the ones the README shows (ticket
-// ids aside), then a second run of the pair must answer deduplicated twice.
+// command (make run) and replays the README's blocks against it, on a
+// fresh database: the curl pair, the metrics scrape, the MCP pair and the
+// follow-ups (create, comment, close, get). The responses must be the ones
+// the README shows (ids and times aside); a second run of the pair and of
+// the follow-ups must answer the stored results.
 func TestReadmeQuickStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds and starts the server")
@@ -166,6 +169,23 @@ func TestReadmeQuickStart(t *testing.T) {
 	if got := strings.TrimSpace(strings.ReplaceAll(mcpOut, mcpID, mcpShownID)); got != mcpWant {
 		t.Fatalf("MCP pair answered (ticket id replaced)\n%s\nREADME shows\n%s", got, mcpWant)
 	}
+	// The README's follow-ups: create, add_comment, close_ticket, then
+	// get_ticket, byte for byte as shown once ids and times are the
+	// README's.
+	followScript := strings.ReplaceAll(section(t, readme, "followups-curl"), "127.0.0.1:3210", addr)
+	followWant := strings.TrimSpace(section(t, readme, "followups-output"))
+	followOut := strings.TrimSpace(runScript(t, "README follow-ups block", dir, followScript, &serverLog))
+	if got, want := sameShape(followOut), sameShape(followWant); got != want {
+		t.Fatalf("follow-ups block answered\n%s\nREADME shows\n%s\n(compared with ids and times replaced:\n%s\n%s)", followOut, followWant, got, want)
+	}
+	if n := len(jsonlines.Decode(t, followOut)); n != 4 {
+		t.Fatalf("follow-ups block printed %d answers, want 4 (create, comment, close, get)", n)
+	}
+	// Run again, the three writes are repeats: the same ids, deduplicated.
+	followAgain := strings.TrimSpace(runScript(t, "README follow-ups block", dir, followScript, &serverLog))
+	if got, want := followAgain, strings.Replace(followOut, `"deduplicated":false`, `"deduplicated":true`, 3); got != want {
+		t.Fatalf("follow-ups block run again answered\n%s\nwant the stored answers\n%s", got, want)
+	}
 	again := jsonlines.Decode(t, strings.TrimSpace(run()))
 	if len(again) != 2 {
 		t.Fatalf("second run answered %v, want two answers", again)
@@ -226,6 +246,26 @@ func free(addr string) bool {
 	return true
 }
 
+var (
+	uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timePattern = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z`)
+)
+
+// sameShape is text with each distinct UUID replaced by its rank of first
+// appearance (ID1, ID2, ...) and each time by TIME: two runs of a block
+// print the same shape when they differ only in the ids and times minted,
+// and an id that should repeat (the ticket's, the comment's) does.
+func sameShape(text string) string {
+	rank := map[string]string{}
+	text = uuidPattern.ReplaceAllStringFunc(text, func(id string) string {
+		if _, ok := rank[id]; !ok {
+			rank[id] = fmt.Sprintf("ID%d", len(rank)+1)
+		}
+		return rank[id]
+	})
+	return timePattern.ReplaceAllString(text, "TIME")
+}
+
 // mcpTicketID is the ticket_id of the structured content of the first
 // JSON-RPC answer in lines; "" when it has none.
 func mcpTicketID(lines string) string {
@@ -239,12 +279,12 @@ func mcpTicketID(lines string) string {
 	return id
 }
 
-// TestRequestIDConflictRowSaysWhen: the README's and docs/contract.md's
-// responses tables say, as the contract's row does, that another user's
+// TestRequestIDConflictRowSaysWhen: the responses tables of
+// docs/operations.md and docs/contract.md say, as the contract's row does, that another user's
 // request_id answers request_id_conflict only when it gives the same
 // operation key: under the arguments policy, the same arguments too.
 func TestRequestIDConflictRowSaysWhen(t *testing.T) {
-	for _, name := range []string{"../../README.md", "../../docs/contract.md"} {
+	for _, name := range []string{"../../docs/operations.md", "../../docs/contract.md"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -115,18 +116,9 @@ func TestFromEnvRefused(t *testing.T) {
 	}
 }
 
-// contractExample is the configuration file shown in docs/contract.md,
-// Configuration: Local server.
-const contractExample = `{"listen": "127.0.0.1:3210",
- "store": {"kind": "sqlite", "path": "tickets.sqlite"},
- "hook_key": "local-demo-hook-key",
- "key_policy": "arguments",
- "retention": "24h",
- "users": {"user-a": {"tenant_id": "tenant-a", "user_id": "alice"},
-           "user-d": {"tenant_id": "tenant-a", "user_id": "dave", "disabled": true}}}`
-
 func TestParseFileContractExample(t *testing.T) {
-	c, err := ParseFile([]byte(contractExample))
+	// The configuration file shown in docs/contract.md, Local server.
+	c, err := ParseFile([]byte(contractExample(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,4 +225,21 @@ func TestParseFileRefused(t *testing.T) {
 func TestReadConfigFileMissing(t *testing.T) {
 	_, err := LoadFile(t.TempDir() + "/absent.json")
 	configtest.OneLine(t, err, "absent.json")
+}
+
+// contractExample is the configuration file shown in docs/contract.md,
+// Local server: the first json block of that section.
+func contractExample(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(b), "\n### Local server\n")
+	_, block, ok := strings.Cut(section, "```json\n")
+	if !ok {
+		t.Fatal("docs/contract.md, Local server: no json block")
+	}
+	block, _, _ = strings.Cut(block, "\n```")
+	return block
 }

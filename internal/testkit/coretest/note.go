@@ -39,8 +39,8 @@ type NoteEvent struct {
 // NoteKey is the key of note id's item.
 func NoteKey(id string) string { return core.EffectKeyPrefix(NoteKind) + id }
 
-// Note is a write tool defined in this file and nowhere else (the README's
-// "Adding a tool" shows it): its name, schemas, annotations, validation,
+// Note is a write tool defined in this file and nowhere else
+// (docs/adding-a-tool.md shows it): its name, schemas, annotations, validation,
 // plan, answer and messages. It writes a kind of item no store knows (a
 // note, under "NOTE#<note_id>") with an effect of a kind no destination
 // names (the webhook delivers it as it delivers every kind), and answers

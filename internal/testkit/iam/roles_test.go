@@ -55,7 +55,7 @@ const (
 // DeliveryKind zendesk so that the delivery resources exist), one
 // transaction item at a time. Each denied request fails the test.
 //
-// The operator's command (cmd/deliveries) is not covered: the README
+// The operator's command (cmd/deliveries) is not covered: the docs
 // documents no permissions for it, and it runs with the operator's own
 // credentials.
 //
