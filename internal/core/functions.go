@@ -111,6 +111,9 @@ type Write struct {
 	// Codes are the rejection codes the tool answers besides the
 	// service's (its Refused rejections): the metrics' closed set.
 	Codes []string
+	// Final marks a write that cannot be undone (a close): MCP clients
+	// read it as destructiveHint, and may ask the user before calling.
+	Final bool
 }
 
 // Refusal is a tool's answer to a refused claim: Store, when set, is the

@@ -36,6 +36,7 @@ func init() {
 			Answer:  replay[CloseResult],
 			Refused: closeRefused,
 			Codes:   []string{CodeTicketNotFound},
+			Final:   true, // there is no reopen
 			InProgress: "The same close is still in progress; do not close again. " +
 				"Check again later with the same arguments and request.",
 			Mismatch: "This request already closed the ticket with other arguments. Tell the user; nothing more is needed.",

@@ -11,18 +11,20 @@ import (
 // Hints are the behaviour annotations an MCP client reads from a tool
 // (docs/contract.md, The MCP door: Tools). They follow from Writes, that is from the tool's Write: a
 // function that writes goes through the operation key, so it is
-// idempotent given a request_id and only ever adds (never destructive); a
-// function that does not write is read-only.
+// idempotent given a request_id, and destructive only when it cannot be
+// undone (Write.Final: a close); a function that does not write is
+// read-only.
 type Hints struct {
 	ReadOnly    bool
 	Destructive bool
 	Idempotent  bool
 }
 
-// Hints returns the function's annotations.
+// Hints returns the function's annotations: a write that cannot be
+// undone (Write.Final) is destructive.
 func (f *Function) Hints() Hints {
 	if f.Writes() {
-		return Hints{ReadOnly: false, Destructive: false, Idempotent: true}
+		return Hints{ReadOnly: false, Destructive: f.Write.Final, Idempotent: true}
 	}
 	return Hints{ReadOnly: true}
 }
