@@ -252,20 +252,11 @@ func (s *streamFollowUps) steps(t *testing.T) map[string]map[string]int {
 			n[id] = map[string]int{}
 		}
 		n[id][st]++
-		if kind := l["kind"]; kind != kindOfID(id) {
-			t.Errorf("the step line of %s says kind %v, want %s", id, kind, kindOfID(id))
+		if kind := l["kind"]; kind != delivery.KindOfID(id) {
+			t.Errorf("the step line of %s says kind %v, want %s", id, kind, delivery.KindOfID(id))
 		}
 	}
 	return n
-}
-
-// kindOfID is the kind of an outbox id: ticket, or its key's prefix.
-func kindOfID(id string) string {
-	kind, _, ok := strings.Cut(id, "#")
-	if !ok {
-		return delivery.KindTicket
-	}
-	return strings.ToLower(kind)
 }
 
 // TestFollowUpsOnTheStream is the follow-ups' delivery as Lambda runs the

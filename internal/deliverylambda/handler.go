@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -239,25 +238,13 @@ func (h *Handler) deliver(ctx context.Context, id string) bool {
 	case err == nil: // logged by stepLog.StepEnded
 		return true
 	case errors.Is(err, delivery.ErrNotClaimable), errors.Is(err, delivery.ErrLeaseLost):
-		h.log.InfoContext(ctx, "delivery", slog.String("id", id), slog.String("kind", kindOf(id)),
+		h.log.InfoContext(ctx, "delivery", slog.String("id", id), slog.String("kind", delivery.KindOfID(id)),
 			slog.String("state", "not_claimed"), slog.String("reason", err.Error()))
 		return true
 	}
-	h.log.ErrorContext(ctx, "delivery", slog.String("id", id), slog.String("kind", kindOf(id)),
+	h.log.ErrorContext(ctx, "delivery", slog.String("id", id), slog.String("kind", delivery.KindOfID(id)),
 		slog.String("state", "step_failed"), slog.String("error", err.Error()))
 	return false
-}
-
-// kindOf is the kind of the outbox record id, read from the id alone: a
-// ticket's is its bare id, an effect's is its item key, "<KIND>#<id>"
-// (core.EffectKeyPrefix), so a line the engine did not write (no claim, no
-// step) still says what it was about.
-func kindOf(id string) string {
-	kind, _, isEffect := strings.Cut(id, "#")
-	if !isEffect {
-		return delivery.KindTicket
-	}
-	return strings.ToLower(kind)
 }
 
 // pendingOf returns the outbox id of a record whose new image is an outbox
