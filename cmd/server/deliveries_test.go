@@ -119,7 +119,7 @@ func TestDeliveriesCommand(t *testing.T) {
 
 			code, stdout, stderr := o.run("list", "-state", "unknown")
 			if code != 0 || !strings.Contains(stdout, unknown1) || !strings.Contains(stdout, unknown2) ||
-				strings.Contains(stdout, failed) || !strings.Contains(stdout, "bad gateway") || !strings.Contains(stderr, "2 unknown ticket(s)") {
+				strings.Contains(stdout, failed) || !strings.Contains(stdout, "bad gateway") || !strings.Contains(stderr, "2 unknown delivery record(s)") {
 				t.Fatalf("list unknown: %d\n%s%s", code, stdout, stderr)
 			}
 			if code, stdout, _ := o.run("list"); code != 0 || !strings.Contains(stdout, unknown1) {
@@ -357,7 +357,7 @@ func TestDeliveriesListJSON(t *testing.T) {
 	a, b := o.ticket(delivery.StateUnknown), o.ticket(delivery.StateUnknown)
 	o.ticket(delivery.StateFailed)
 	code, stdout, stderr := o.run("list", "-state", "unknown", "-json")
-	if code != 0 || !strings.Contains(stderr, "2 unknown ticket(s)") {
+	if code != 0 || !strings.Contains(stderr, "2 unknown delivery record(s)") {
 		t.Fatalf("list -json: %d %s", code, stderr)
 	}
 	var ids []string
@@ -471,5 +471,129 @@ func TestDeliveriesCheck(t *testing.T) {
 	if code := operator.Deliveries(context.Background(), config.Local{}, []string{"check"}, strings.NewReader(""), io.Discard, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), "no delivery block") {
 		t.Fatalf("without a delivery block: exit %d, %s", code, stderr.String())
+	}
+}
+
+// followUp adds a comment to ticket (fn add_comment) or closes it (fn
+// close_ticket) through the service and returns the follow-up's outbox id,
+// the id the command takes: the last of the ticket's follow-ups.
+func (o *opsStore) followUp(fn, ticket string) string {
+	o.t.Helper()
+	o.n++
+	args := map[string]string{"ticket_id": ticket, "body": "It fails on my phone too."}
+	if fn == core.CloseTicket {
+		args = map[string]string{"ticket_id": ticket, "resolution": "Works now."}
+	}
+	content, _ := json.Marshal(args)
+	out := o.svc.Answer(context.Background(), core.Call{Function: fn, Content: content, ExternalUserID: "user-a",
+		RequestID: fmt.Sprintf("r-%s-%d", fn, o.n)})
+	if out.Kind != core.KindCreated {
+		o.t.Fatalf("%s: kind %v, code %s, err %v", fn, out.Kind, out.Code, out.Err)
+	}
+	tk, err := o.svc.Store.Ticket(context.Background(), ticket)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	list := tk.Attrs.List(core.AttrFollowUps)
+	if len(list) == 0 {
+		o.t.Fatalf("%s of %s: no follow-up listed", fn, ticket)
+	}
+	return list[len(list)-1]
+}
+
+// record claims id and records u on it, as a worker would.
+func (o *opsStore) record(id string, u delivery.Update) {
+	o.t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	if _, err := o.ds.Claim(ctx, id, "w", now, now.Add(time.Minute)); err != nil {
+		o.t.Fatalf("claim %s: %v", id, err)
+	}
+	if err := o.ds.Record(ctx, id, "w", u); err != nil {
+		o.t.Fatalf("record %s: %v", id, err)
+	}
+}
+
+// TestDeliveriesFollowUps: the command takes a follow-up's outbox id
+// (COMMENT#…, CLOSE#…) as it takes a ticket's: list shows it with its
+// kind (table and -json), show names its kind, retry sends a failed
+// comment again, resolve -failed ends an unknown comment failed with the
+// person's reason, and resolve -external-id records an unknown close
+// delivered; each line names the record by its kind, not as a ticket.
+func TestDeliveriesFollowUps(t *testing.T) {
+	o := newOpsStore(t, "sqlite")
+	ctx := context.Background()
+	ticket := o.ticket(delivery.StatePending)
+	o.record(ticket, delivery.Update{State: delivery.StateDelivered, Attempts: 1, ExternalID: "8812", DeliveredAt: time.Now()})
+	comment := o.followUp(core.AddComment, ticket)
+	closing := o.followUp(core.CloseTicket, ticket)
+	if !strings.HasPrefix(comment, "COMMENT#") || !strings.HasPrefix(closing, "CLOSE#") {
+		t.Fatalf("follow-up ids %s, %s", comment, closing)
+	}
+	o.record(comment, delivery.Update{State: delivery.StateFailed, Attempts: 1, Error: "send refused (HTTP 422): RecordInvalid"})
+
+	code, stdout, stderr := o.run("list", "-state", "failed")
+	if code != 0 || !strings.Contains(stderr, "1 failed delivery record(s)") || !strings.HasPrefix(stdout, "ID ") {
+		t.Fatalf("list failed: %d\n%s%s", code, stdout, stderr)
+	}
+	if row := strings.Fields(strings.Split(stdout, "\n")[1]); len(row) < 3 || row[0] != comment || row[1] != "comment" || row[2] != "failed" {
+		t.Fatalf("list failed: the row %q, want the comment's id, its kind and its state:\n%s", row, stdout)
+	}
+	code, stdout, _ = o.run("list", "-state", "failed", "-json")
+	var listed struct {
+		TicketID string `json:"ticket_id"`
+		Kind     string `json:"kind"`
+		State    string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &listed); code != 0 || err != nil || listed.TicketID != comment || listed.Kind != "comment" || listed.State != "failed" {
+		t.Fatalf("list -json: %d %q (%v)", code, stdout, err)
+	}
+	code, stdout, _ = o.run("show", comment)
+	for _, want := range []string{"id: " + comment, "kind: comment", "state: failed", "RecordInvalid"} {
+		if code != 0 || !strings.Contains(strings.Join(strings.Fields(stdout), " "), want) {
+			t.Fatalf("show %s: %d, no %q in\n%s", comment, code, want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "ticket_id") {
+		t.Errorf("show of a comment names its id ticket_id:\n%s", stdout)
+	}
+
+	// retry: the failed comment back to pending, due now, attempts reset.
+	code, _, stderr = o.run("retry", comment)
+	if code != 0 || !strings.Contains(stderr, "comment "+comment+": failed -> pending") || strings.Contains(stderr, "ticket "+comment) {
+		t.Fatalf("retry %s: %d %s", comment, code, stderr)
+	}
+	if r, _ := o.ds.Delivery(ctx, comment); r.State != delivery.StatePending || r.Attempts != 0 || r.DueAt.After(time.Now()) {
+		t.Fatalf("after retry: %+v", r)
+	}
+
+	// resolve -failed: a person decided the unknown comment is not to be
+	// sent.
+	o.record(comment, delivery.Update{State: delivery.StateUnknown, Attempts: 8, SentUnknown: true, Error: "send unknown (HTTP 502): bad gateway"})
+	code, _, stderr = o.run("resolve", "-failed", "the customer withdrew it", comment)
+	if code != 0 || !strings.Contains(stderr, "comment "+comment+": unknown -> failed") {
+		t.Fatalf("resolve -failed %s: %d %s", comment, code, stderr)
+	}
+	if r, _ := o.ds.Delivery(ctx, comment); r.State != delivery.StateFailed || !strings.Contains(r.Error, "the customer withdrew it") {
+		t.Fatalf("after resolve -failed: %+v", r)
+	}
+
+	// resolve -external-id: the unknown close is in the helpdesk.
+	o.record(closing, delivery.Update{State: delivery.StateUnknown, Attempts: 8, SentUnknown: true, Error: "send unknown (HTTP 502): bad gateway"})
+	if code, stdout, _ := o.run("list", "-state", "unknown"); code != 0 || !strings.Contains(stdout, closing) || !strings.Contains(stdout, " close ") {
+		t.Fatalf("list unknown: %d\n%s", code, stdout)
+	}
+	code, _, stderr = o.run("resolve", "-external-id", "8812", closing)
+	if code != 0 || !strings.Contains(stderr, "close "+closing+": unknown -> delivered as 8812") {
+		t.Fatalf("resolve -external-id %s: %d %s", closing, code, stderr)
+	}
+	if r, _ := o.ds.Delivery(ctx, closing); r.State != delivery.StateDelivered || r.ExternalID != "8812" {
+		t.Fatalf("after resolve: %+v", r)
+	}
+
+	// A follow-up id that names nothing: one line saying so, and what a
+	// follow-up's id looks like.
+	if code, _, stderr := o.run("show", "COMMENT#no-such-comment"); code != 1 || !strings.Contains(stderr, "COMMENT#") || !strings.Contains(stderr, "no ticket or follow-up") {
+		t.Fatalf("show missing follow-up: %d %q", code, stderr)
 	}
 }

@@ -192,7 +192,7 @@ func TestLocalServerDelivers(t *testing.T) {
 				}
 
 				code, stdout, stderr := runLocalBinary(t, operatorBin(bin), "-config", cfg, "list", "-state", "delivered")
-				if code != 0 || strings.Count(stdout, "\n") != 4 || !strings.Contains(stderr, "3 delivered ticket(s)") {
+				if code != 0 || strings.Count(stdout, "\n") != 4 || !strings.Contains(stderr, "3 delivered delivery record(s)") {
 					t.Fatalf("deliveries list: %d\n%s%s", code, stdout, stderr)
 				}
 				for _, id := range ids {

@@ -46,7 +46,7 @@ type esmSettings struct {
 }
 
 // templateESM reads the TicketStream event's settings from template.yaml.
-func templateESM(b *testing.B) esmSettings {
+func templateESM(b testing.TB) esmSettings {
 	b.Helper()
 	num := func(key string) int {
 		v := plainAt(b, "Resources", "DeliveryFunction", "Properties", "Events", "TicketStream", "Properties", key)

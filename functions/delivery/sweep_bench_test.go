@@ -82,7 +82,7 @@ func BenchmarkDeliverySweepDrain(b *testing.B) {
 }
 
 // plainAt reads a scalar of template.yaml along path.
-func plainAt(b *testing.B, path ...string) any {
+func plainAt(b testing.TB, path ...string) any {
 	b.Helper()
 	v := plain(testenv.Template(b))
 	for _, k := range path {

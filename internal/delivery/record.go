@@ -109,6 +109,18 @@ const KindTicket = "ticket"
 // item key, "<KIND>#<id>") rather than a ticket's (its bare id).
 func IsEffect(id string) bool { return strings.Contains(id, "#") }
 
+// KindOfID is the kind of the record named by outbox id, read from the id
+// alone: KindTicket for a ticket's bare id, else the effect's kind, the
+// lower-cased prefix of its item key ("COMMENT#<id>" is a comment's), for
+// the lines that name a record without having read it.
+func KindOfID(id string) string {
+	kind, _, isEffect := strings.Cut(id, "#")
+	if !isEffect {
+		return KindTicket
+	}
+	return strings.ToLower(kind)
+}
+
 // Sequencer is implemented by an outbox whose records include effects
 // that follow a ticket (core.Effect.TicketID): their order is the
 // ticket's, then its follow-ups' in the order of its list

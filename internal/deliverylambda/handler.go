@@ -1,8 +1,10 @@
 // Package deliverylambda is the delivery function's handler: one entry
 // point that takes a DynamoDB stream batch of the tickets table (and
-// delivers the tickets it announces) or an EventBridge scheduled event
-// (and sweeps the tickets that are due or whose lease ran out). The state
-// machine itself is delivery.Engine; this package only feeds it.
+// delivers the outbox records it announces: tickets, and their follow-ups'
+// COMMENT# and CLOSE# items) or an EventBridge scheduled event (and sweeps
+// the records that are due or whose lease ran out). The state machine,
+// including the order of a ticket's follow-ups, is delivery.Engine; this
+// package only feeds it.
 package deliverylambda
 
 import (
@@ -24,7 +26,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
-// DefaultConcurrency bounds the tickets of one stream batch delivered at
+// DefaultConcurrency bounds the records of one stream batch delivered at
 // once (a batch holds at most 10).
 const DefaultConcurrency = 10
 
@@ -37,7 +39,7 @@ const DefaultConcurrency = 10
 // partition of the delivery-due index takes (1,000 writes a second).
 const DefaultSweepConcurrency = 32
 
-// Handler delivers tickets with Engine. Build it with Options.Handler;
+// Handler delivers outbox records with Engine. Build it with Options.Handler;
 // nothing of it changes after that.
 type Handler struct {
 	sweepConcurrency int // Options.SweepConcurrency
@@ -86,7 +88,7 @@ func (o Options) Handler() *Handler {
 
 // SweepResult answers a scheduled event.
 type SweepResult struct {
-	Moved int `json:"moved"` // tickets moved on by one step
+	Moved int `json:"moved"` // outbox records (tickets, follow-ups) moved on by one step
 }
 
 // scheduledEvent is the detail-type of EventBridge's scheduled events.
@@ -99,7 +101,8 @@ type envelope struct {
 }
 
 // streamRecord is the part of an events.DynamoDBEventRecord the handler
-// reads; the new image stays raw, for dynamo.PendingTicketID.
+// reads; the new image stays raw, for dynamo.PendingTicketID (which
+// returns the outbox id of any pending record, a follow-up's included).
 type streamRecord struct {
 	EventName string `json:"eventName"`
 	Change    struct {
@@ -135,14 +138,14 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	return nil, fmt.Errorf(`delivery: event is neither a DynamoDB stream batch ("Records") nor a scheduled event ("detail-type": %q)`, scheduledEvent)
 }
 
-// Sweep moves on the tickets that are due or whose lease ran out, up to
-// SweepConcurrency at once, claiming the next as soon as one is done, for
-// as long as the invocation has time left to finish a claim's calls and
-// record them (timeForAnother). It ends early when nothing is due and
-// nothing is in flight. A sweep whose query for due tickets failed returns
-// that error, after the deliveries it started have ended, so the
-// function's invocation fails and its Errors metric (and alarm) see a
-// sweep that cannot find its tickets.
+// Sweep moves on the outbox records (tickets and follow-ups) that are due
+// or whose lease ran out, up to SweepConcurrency at once, claiming the
+// next as soon as one is done, for as long as the invocation has time left
+// to finish a claim's calls and record them (timeForAnother). It ends
+// early when nothing is due and nothing is in flight. A sweep whose query
+// for due records failed returns that error, after the deliveries it
+// started have ended, so the function's invocation fails and its Errors
+// metric (and alarm) see a sweep that cannot find its records.
 func (h *Handler) Sweep(ctx context.Context) (SweepResult, error) {
 	h.once.Do(func() {
 		h.worker = &delivery.Worker{Engine: h.engine, Concurrency: cmp.Or(h.sweepConcurrency, DefaultSweepConcurrency), Log: h.log}
@@ -183,9 +186,13 @@ func (h *Handler) reserve() time.Duration {
 	return cmp.Or(h.engine.Lease, delivery.DefaultLease) + cmp.Or(h.callTimeout, delivery.DefaultCallTimeout)
 }
 
-// Stream delivers the pending tickets a stream batch announces. Records of
-// other items, or of tickets in another state, are ignored; a record that
-// cannot be read or whose delivery step failed (other than the ticket
+// Stream delivers the pending outbox records a stream batch announces:
+// tickets and follow-ups alike, side by side, since the order of a
+// ticket's follow-ups is the engine's (a follow-up whose predecessors are
+// not delivered yet waits, and the step that settles its predecessor moves
+// on to it), not the stream's, which orders records per item only. Records
+// of other items, or of records in another state, are ignored; a record
+// that cannot be read or whose delivery step failed (other than the record
 // being held by another worker, not due or final) is reported as a batch
 // item failure, so Lambda retries it and, at the end, sends it to the
 // dead-letter queue instead of dropping it.
@@ -195,7 +202,7 @@ func (h *Handler) Stream(ctx context.Context, records []json.RawMessage) events.
 	slots := make(chan struct{}, DefaultConcurrency)
 	var wg sync.WaitGroup
 	for i, raw := range records {
-		id, seq, err := ticketOf(raw)
+		id, seq, err := pendingOf(raw)
 		seqs[i] = seq
 		switch {
 		case err != nil:
@@ -222,30 +229,32 @@ func (h *Handler) Stream(ctx context.Context, records []json.RawMessage) events.
 	return resp
 }
 
-// deliver runs one step for ticket id and reports whether the record is
-// done with (the step was recorded, or someone else has the ticket).
+// deliver runs one step for the outbox record id (and the steps it moves
+// on to) and reports whether the stream record is done with (the step was
+// recorded, or someone else has the record).
 func (h *Handler) deliver(ctx context.Context, id string) bool {
 	_, err := h.engine.Deliver(ctx, id)
 	switch {
 	case err == nil: // logged by stepLog.StepEnded
 		return true
 	case errors.Is(err, delivery.ErrNotClaimable), errors.Is(err, delivery.ErrLeaseLost):
-		h.log.InfoContext(ctx, "delivery", slog.String("ticket_id", id), slog.String("state", "not_claimed"),
-			slog.String("reason", err.Error()))
+		h.log.InfoContext(ctx, "delivery", slog.String("id", id), slog.String("kind", delivery.KindOfID(id)),
+			slog.String("state", "not_claimed"), slog.String("reason", err.Error()))
 		return true
 	}
-	h.log.ErrorContext(ctx, "delivery", slog.String("ticket_id", id), slog.String("state", "step_failed"),
-		slog.String("error", err.Error()))
+	h.log.ErrorContext(ctx, "delivery", slog.String("id", id), slog.String("kind", delivery.KindOfID(id)),
+		slog.String("state", "step_failed"), slog.String("error", err.Error()))
 	return false
 }
 
-// ticketOf returns the ticket id of a record whose new image is a ticket
-// item pending delivery, "" for any other record, and the record's
+// pendingOf returns the outbox id of a record whose new image is an outbox
+// item pending delivery (a ticket's id, or a follow-up's item key such as
+// "COMMENT#<comment_id>"), "" for any other record, and the record's
 // sequence number. The event source mapping's filter already passes only
 // such records; the check is made again because the function must not
 // trust its input (a mapping deployed without the filter, an event replayed
 // by hand), and an ignored record costs no DynamoDB call.
-func ticketOf(raw json.RawMessage) (id, seq string, err error) {
+func pendingOf(raw json.RawMessage) (id, seq string, err error) {
 	var r streamRecord
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return "", "", fmt.Errorf("record: %w", err)
@@ -264,14 +273,17 @@ func ticketOf(raw json.RawMessage) (id, seq string, err error) {
 	return id, seq, nil
 }
 
-// stepLog logs one line per recorded step: the ticket, its result, its
-// attempts, and the step's metrics (deliveries_total by state, and
-// delivery_lag_seconds once delivered), so the metrics cost no extra line.
-// The state member is the metric's: delivered, failed, unknown, retried
-// for a ticket back to pending (due_at says until when), or misconfigured
-// for a step the destination refused for our credentials or URL. Never
-// credentials (the destination's errors carry none); the ticket id is a
-// member of the line, never a dimension.
+// stepLog logs one line per recorded step: the record's outbox id (id: a
+// ticket's id, or a follow-up's "COMMENT#…" or "CLOSE#…"), its result, its
+// attempts, and the step's metrics (deliveries_total by state and kind,
+// and delivery_lag_seconds once delivered), so the metrics cost no extra
+// line. The state and kind members are the metric's: state delivered,
+// failed, unknown, retried for a record back to pending (due_at says until
+// when), misconfigured for a step the destination refused for our
+// credentials or URL, or waiting for a follow-up whose predecessors are not
+// delivered yet; kind ticket, comment or close. Never credentials (the
+// destination's errors carry none); the id is a member of the line, never
+// a dimension.
 type stepLog struct {
 	log *slog.Logger
 	rec metrics.Recorder
@@ -279,7 +291,7 @@ type stepLog struct {
 
 func (s stepLog) StepEnded(ctx context.Context, st delivery.Step) {
 	attrs := make([]slog.Attr, 0, 6)
-	attrs = append(attrs, slog.String("ticket_id", st.TicketID), slog.Int("attempts", st.Attempts))
+	attrs = append(attrs, slog.String("id", st.TicketID), slog.Int("attempts", st.Attempts))
 	switch {
 	case st.Result == delivery.ResultDelivered:
 		attrs = append(attrs, slog.String("external_id", st.ExternalID))
@@ -292,8 +304,8 @@ func (s stepLog) StepEnded(ctx context.Context, st delivery.Step) {
 	m := s.rec.Delivery(ctx, metrics.DeliveryStep{State: string(st.Result), Kind: st.Kind, Lag: st.Lag})
 	if m.Value.Kind() != slog.KindGroup {
 		// No EMF members (a recorder that keeps its own counts, or a
-		// metrics_error): the line names the state itself.
-		attrs = append(attrs, slog.String("state", string(st.Result)))
+		// metrics_error): the line names the state and kind itself.
+		attrs = append(attrs, slog.String("state", string(st.Result)), slog.String("kind", st.Kind))
 	}
 	if !m.Equal(slog.Attr{}) {
 		attrs = append(attrs, m)

@@ -221,7 +221,7 @@ func TestStreamBatch(t *testing.T) {
 	delivered := map[string]int{}
 	for _, l := range jsonlines.Decode(t, logs) {
 		if l["msg"] == "delivery" && l["state"] == "delivered" {
-			delivered[l["ticket_id"].(string)]++
+			delivered[l["id"].(string)]++
 			if l["attempts"] != float64(1) || l["external_id"] == "" {
 				t.Errorf("log line %v: want attempts 1 and the external id", l)
 			}

@@ -99,7 +99,7 @@ func TestDeliveryMetricsEMF(t *testing.T) {
 		if l["msg"] != "delivery" {
 			continue
 		}
-		id, _ := l["ticket_id"].(string)
+		id, _ := l["id"].(string)
 		wantState := map[string]string{delivered: "delivered", failed: "failed", retried: "retried", unknown: "unknown"}[id]
 		if wantState == "" || l["state"] != wantState {
 			t.Errorf("step line for %q has state %v, want %q", id, l["state"], wantState)

@@ -174,7 +174,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		} else {
 			table(stdout, recs)
 		}
-		fmt.Fprintf(stderr, "%d %s ticket(s)\n", len(recs), st)
+		fmt.Fprintf(stderr, "%d %s delivery record(s)\n", len(recs), st)
 		return 0
 	case "show":
 		return show(ctx, admin, pos[0], stdout, stderr)
@@ -187,7 +187,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		if err := delivery.Retry(ctx, admin, pos[0], now); err != nil {
 			return fail(stderr, err)
 		}
-		fmt.Fprintf(stderr, "ticket %s: failed -> pending, due now; a running local server delivers it within a second, the deployed sweep within a minute\n", pos[0])
+		fmt.Fprintf(stderr, "%s: failed -> pending, due now; a running local server delivers it within a second (a follow-up once its ticket and the follow-ups before it are delivered), the deployed sweep within a minute\n", named(pos[0]))
 	case "resolve":
 		fmt.Fprintf(stderr, "store: %s\n", where)
 		switch {
@@ -203,11 +203,11 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 		}
 		switch {
 		case *resend:
-			fmt.Fprintf(stderr, "ticket %s: unknown -> pending, due now; a running local server sends it again within a second, the deployed sweep within a minute\n", pos[0])
+			fmt.Fprintf(stderr, "%s: unknown -> pending, due now; a running local server sends it again within a second, the deployed sweep within a minute\n", named(pos[0]))
 		case set["failed"]:
-			fmt.Fprintf(stderr, "ticket %s: unknown -> failed\n", pos[0])
+			fmt.Fprintf(stderr, "%s: unknown -> failed\n", named(pos[0]))
 		default:
-			fmt.Fprintf(stderr, "ticket %s: unknown -> delivered as %s\n", pos[0], *externalID)
+			fmt.Fprintf(stderr, "%s: unknown -> delivered as %s\n", named(pos[0]), *externalID)
 		}
 	}
 	return show(ctx, admin, pos[0], stdout, stderr)
@@ -235,21 +235,29 @@ func check(ctx context.Context, cfg config.Local, stdout, stderr io.Writer) int 
 	return 0
 }
 
-// table writes records as the list's table.
+// named is how a line names the record id: its kind, then its id
+// ("ticket 5f0c…", "comment COMMENT#9a1e…").
+func named(id string) string { return delivery.KindOfID(id) + " " + id }
+
+// table writes records as the list's table: each record's outbox id (a
+// ticket's id, or a follow-up's COMMENT#… or CLOSE#… key) and its kind.
 func table(w io.Writer, recs []delivery.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TICKET_ID\tSTATE\tATTEMPTS\tDUE_AT\tEXTERNAL_ID\tERROR")
+	fmt.Fprintln(tw, "ID\tKIND\tSTATE\tATTEMPTS\tDUE_AT\tEXTERNAL_ID\tERROR")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.TicketID, r.State, r.Attempts, stamp(r.DueAt),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.TicketID, delivery.KindOfID(r.TicketID), r.State, r.Attempts, stamp(r.DueAt),
 			dash(r.ExternalID), dash(shown(r.Error)))
 	}
 	_ = tw.Flush()
 }
 
-// listed is one ticket as list -json writes it: the fields of show, times
-// in RFC 3339 (UTC), absent ones left out.
+// listed is one record as list -json writes it: the fields of show, times
+// in RFC 3339 (UTC), absent ones left out. ticket_id is the record's
+// outbox id, a follow-up's COMMENT#… or CLOSE#… key included (the name
+// scripts written for tickets read); kind says which.
 type listed struct {
 	TicketID        string `json:"ticket_id"`
+	Kind            string `json:"kind"`
 	State           string `json:"state"`
 	Attempts        int    `json:"attempts"`
 	LookupFailures  int    `json:"lookup_failures"`
@@ -268,7 +276,7 @@ type listed struct {
 func writeJSONLines(w io.Writer, recs []delivery.Record) error {
 	enc := json.NewEncoder(w)
 	for _, r := range recs {
-		if err := enc.Encode(listed{TicketID: r.TicketID, State: string(r.State), Attempts: r.Attempts,
+		if err := enc.Encode(listed{TicketID: r.TicketID, Kind: delivery.KindOfID(r.TicketID), State: string(r.State), Attempts: r.Attempts,
 			LookupFailures: r.LookupFailures, MayBeInHelpdesk: r.SentUnknown, Error: shown(r.Error),
 			ExternalID: r.ExternalID, ExternalURL: r.ExternalURL, DueAt: jsonStamp(r.DueAt),
 			LeaseUntil: jsonStamp(r.LeaseUntil), DeliveredAt: jsonStamp(r.DeliveredAt)}); err != nil {
@@ -376,7 +384,8 @@ func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Wr
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 1, ' ', 0)
 	for _, kv := range [][2]string{
-		{"ticket_id", r.TicketID},
+		{"id", r.TicketID},
+		{"kind", delivery.KindOfID(r.TicketID)},
 		{"state", string(r.State)},
 		{"attempts", fmt.Sprint(r.Attempts)},
 		{"lookup_failures", fmt.Sprint(r.LookupFailures)},
@@ -397,7 +406,7 @@ func show(ctx context.Context, a delivery.Admin, id string, stdout, stderr io.Wr
 
 func fail(stderr io.Writer, err error) int {
 	if errors.Is(err, delivery.ErrNoRecord) {
-		err = fmt.Errorf("%w (the ticket does not exist, or was created with no destination configured)", err)
+		err = fmt.Errorf("%w (no ticket or follow-up has this id, or it was created with no destination configured; a follow-up's id is its COMMENT#… or CLOSE#… key)", err)
 	}
 	fmt.Fprintln(stderr, shown(err.Error()))
 	return 1

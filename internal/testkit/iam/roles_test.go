@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
@@ -48,7 +49,12 @@ const (
 // reads it, with the delivery function's role (ListStreams,
 // DescribeStream, GetShardIterator, GetRecords), and the delivery
 // function reads its secret from SSM, delivers the stream's tickets
-// (claim, settle) and sweeps one the stream did not carry. Every request
+// (claim, settle) and sweeps one the stream did not carry. The follow-ups
+// too: the callback adds a comment to the ticket and closes it, and the
+// delivery function takes their stream records before the ticket's (they
+// wait, reading their items and the ticket), then the ticket's, and moves
+// on from the ticket to each follow-up (the ticket's list read, each
+// woken, claimed and recorded). Every request
 // recorded is then authorized against its function's role as
 // template.yaml writes it (package iam: the statements with their
 // intrinsics resolved for a fixed partition, region and account, and
@@ -125,15 +131,50 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 		t.Fatalf("get_ticket of a missing ticket: %+v", got)
 	}
 	callback(t, cbURL, strings.Replace(create, "user-a", "user-nobody", 1))
+	// The follow-ups: a comment on the ticket (its item, its delivery
+	// record and the ticket's follow-up list in one transaction), then its
+	// close.
+	followUp := func(fn, args string) answer {
+		return callback(t, cbURL, `{"type":"tool_call","function":{"name":"`+fn+`","content":`+args+`},`+
+			`"context":{"externalUserId":"user-a","metadata":{"request_id":"`+reqID+`-`+fn+`"}}}`)
+	}
+	comment := followUp("add_comment", `{"ticket_id":"`+first.TicketID+`","body":"It fails on my phone too."}`)
+	if comment.Status != "created" || comment.CommentID == "" {
+		t.Fatalf("add_comment: %+v", comment)
+	}
+	if closed := followUp("close_ticket", `{"ticket_id":"`+first.TicketID+`","resolution":"Works now."}`); closed.Status != "closed" {
+		t.Fatalf("close_ticket: %+v", closed)
+	}
+	// get_ticket of a ticket with follow-ups reads them with its ticket.
+	if got := callback(t, cbURL, get(first.TicketID)); got.Status != "found" {
+		t.Fatalf("get_ticket after its follow-ups: %+v", got)
+	}
+	tk, err := store.Ticket(context.Background(), first.TicketID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followUps := tk.Attrs.List(core.AttrFollowUps)
+	if len(followUps) != 2 || followUps[0] != "COMMENT#"+comment.CommentID {
+		t.Fatalf("the ticket's follow-ups %v, want the comment and the close", followUps)
+	}
 
 	// The stream, read with the delivery role as the event source mapping
-	// reads it, then delivered.
-	ev, _ := streamtest.Event(t, dlDDB.URL(), streamtest.ARN(t, dlDDB.URL(), table), []string{first.TicketID})
-	if f := invoke(t, dlURL, ev); !strings.Contains(f, `"batchItemFailures":[]`) {
-		t.Errorf("stream batch: %s, want no failures", f)
+	// reads it, then delivered: the follow-ups' records first (they wait
+	// for the ticket: their items and the ticket's read), then the
+	// ticket's, whose delivery moves on to each follow-up in turn (its
+	// list read, each woken, claimed, sent and recorded).
+	ev, _ := streamtest.Event(t, dlDDB.URL(), streamtest.ARN(t, dlDDB.URL(), table), append([]string{first.TicketID}, followUps...))
+	tickets, rest := splitByTicket(t, ev)
+	for _, batch := range [][]byte{rest, tickets} {
+		if f := invoke(t, dlURL, batch); !strings.Contains(f, `"batchItemFailures":[]`) {
+			t.Errorf("stream batch: %s, want no failures", f)
+		}
 	}
 	if fake.Held(first.TicketID) != 1 {
 		t.Errorf("the helpdesk holds %d of %s, want 1", fake.Held(first.TicketID), first.TicketID)
+	}
+	if got, want := fake.Order(first.TicketID), []string{"create", "comment:" + comment.CommentID, "close:" + strings.TrimPrefix(followUps[1], "CLOSE#")}; !slices.Equal(got, want) {
+		t.Errorf("the helpdesk holds %v of %s, want %v", got, first.TicketID, want)
 	}
 	// A ticket the stream did not carry: the scheduled sweep delivers it.
 	left := callback(t, cbURL, strings.Replace(create, reqID, reqID+"-left", 1))
@@ -181,6 +222,10 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=OP#*",
 			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
 			"dynamodb:ConditionCheckItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=OP#*",
+			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=COMMENT#*",
+			"dynamodb:PutItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=CLOSE#*",
+			"dynamodb:UpdateItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
+			"dynamodb:BatchGetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=COMMENT#*",
 		}},
 		{"DeliveryFunctionRole", append(dlSSM.Requests(), dlDDB.Requests()...), dlDDB.Errors(), []string{
 			"ssm:GetParameter on arn:aws:ssm:us-east-1:123456789012:parameter" + deliveryParam,
@@ -191,6 +236,13 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 			"dynamodb:GetRecords on " + streamARN,
 			"dynamodb:UpdateItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
 			"dynamodb:Query on " + stack.Attributes["TicketsTable.Arn"] + "/index/" + dynamo.DeliveryDueIndex,
+			// The follow-ups: each claimed, woken and recorded (UpdateItem),
+			// read with its ticket for their order (GetItem).
+			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=TICKET#*",
+			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=COMMENT#*",
+			"dynamodb:GetItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=CLOSE#*",
+			"dynamodb:UpdateItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=COMMENT#*",
+			"dynamodb:UpdateItem on " + stack.Attributes["TicketsTable.Arn"] + " with dynamodb:LeadingKeys=CLOSE#*",
 		}},
 	} {
 		stmts, err := iam.RoleStatements(tmpl, fn.role, stack)
@@ -236,7 +288,34 @@ func TestRolesAllowWhatTheFunctionsSend(t *testing.T) {
 type answer struct {
 	Status       string `json:"status"`
 	TicketID     string `json:"ticket_id"`
+	CommentID    string `json:"comment_id"`
 	Deduplicated bool   `json:"deduplicated"`
+}
+
+// splitByTicket splits a stream event in two: the records of TICKET#
+// items, and the others.
+func splitByTicket(t *testing.T, ev []byte) (tickets, rest []byte) {
+	t.Helper()
+	var all, tk, other events.DynamoDBEvent
+	if err := json.Unmarshal(ev, &all); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range all.Records {
+		if strings.HasPrefix(r.Change.Keys[dynamo.PartitionKey].String(), "TICKET#") {
+			tk.Records = append(tk.Records, r)
+		} else {
+			other.Records = append(other.Records, r)
+		}
+	}
+	a, err := json.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, b
 }
 
 // callback sends body to the callback function as AIVAX does and

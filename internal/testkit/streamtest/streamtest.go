@@ -74,9 +74,11 @@ func ARN(t testing.TB, endpoint, table string) string {
 // Event reads the stream streamARN through endpoint as Lambda's event
 // source mapping does (DescribeStream, GetShardIterator and GetRecords on
 // each shard), keeps the records template.yaml's filter passes (INSERT of
-// a TICKET# item whose delivery_state is pending) until they hold the
-// insert of each of tickets, and returns the events.DynamoDBEvent built
-// from them and how many of tickets it holds.
+// a TICKET#, COMMENT# or CLOSE# item whose delivery_state is pending)
+// until they hold the insert of each of tickets, and returns the
+// events.DynamoDBEvent built from them and how many of tickets it holds.
+// tickets are outbox ids: a ticket's bare id, or a follow-up's item key
+// ("COMMENT#<comment_id>", "CLOSE#<close_id>").
 func Event(t *testing.T, endpoint, streamARN string, tickets []string) ([]byte, int) {
 	t.Helper()
 	ctx := context.Background()
