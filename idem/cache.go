@@ -2,6 +2,7 @@ package idem
 
 import (
 	"container/list"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // it is safe for concurrent use.
 //
 // It holds the record, not an answer: a repeat it holds is judged by
-// Verdict like one the store answered, so another owner is still a
+// the Guard like one the store answered, so another owner is still a
 // Conflict. It finds a call's record under the call's key or, with the
 // call's tenant and arguments, under the key the call has under the other
 // policy (OpKey.AltID), as the store does. A record of other arguments
@@ -24,11 +25,17 @@ import (
 // the record's ExpiresAt has passed by the Guard's clock (Record.Live). It
 // holds at most its size of records, dropping the least recently used.
 //
-// A Cache answers for one store: share it only among Guards over the
-// same store. A record written to the store by other means (a pending one
-// completed) is seen once the Cache does not hold its key.
+// A Cache answers for one store. It binds to the first Guard that checks
+// it or calls with it; another Guard may share it only over the same
+// Store, one that compares equal to the first Guard's (the same pointer,
+// say: a Guard under another Policy over the same store). Any other Guard
+// given it fails Guard.Check and every call. A record written to the
+// store by other means (a pending one completed) is seen once the Cache
+// does not hold its key.
 type Cache struct {
 	mu    sync.Mutex
+	guard any // the Guard it serves, from its first Check or call
+	store any // that Guard's Store then
 	max   int
 	order *list.List               // of *Record, the most recently used first
 	byKey map[string]*list.Element // operation key → its element in order
@@ -38,6 +45,23 @@ type Cache struct {
 // of fewer than one entry fails Guard.Check.
 func NewCache(maxEntries int) *Cache {
 	return &Cache{max: maxEntries, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+// serves binds c to the Guard g over store on first use and reports
+// whether c serves g: g itself, or a Guard over a store equal to g's. A
+// store whose type cannot be compared (a function) is the same only as
+// itself, through its Guard.
+func (c *Cache) serves(g, store any) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.guard == nil {
+		c.guard, c.store = g, store
+	}
+	if c.guard == g {
+		return true
+	}
+	comparable := store != nil && reflect.TypeOf(store).Comparable() && reflect.TypeOf(c.store) == reflect.TypeOf(store)
+	return comparable && c.store == store
 }
 
 // lookup returns the cached record that answers the call whose record is

@@ -41,7 +41,7 @@ func orderCall(owner, requestID, args string) idem.Call {
 // planned counts the plans run and returns a result naming the n-th.
 type planned struct{ n int }
 
-func (p *planned) plan(idem.OpKey) ([]byte, memstore.Writes, error) {
+func (p *planned) plan(idem.Claim) ([]byte, memstore.Writes, error) {
 	p.n++
 	return fmt.Appendf(nil, `{"order":%d}`, p.n), nil, nil
 }
@@ -322,8 +322,8 @@ func TestCacheKeepsOnlyCompletedRecords(t *testing.T) {
 	if store.Claims() != 2 {
 		t.Fatalf("%d claims for 2 calls on a pending record, want 2", store.Claims())
 	}
-	busy := &idem.Guard[memstore.Writes]{Store: answering{idem.ErrBusy}, Retention: time.Hour, Cache: g.Cache}
-	wantOutcome(t, busy.Do(context.Background(), orderCall("c-7", "r-busy", `{}`), (&planned{}).plan), idem.Busy, "")
+	g.Store = answering{idem.ErrBusy}
+	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r-busy", `{}`), (&planned{}).plan), idem.Busy, "")
 	g.Store = &counting{Store: memstore.New()}
 	wantOutcome(t, g.Do(context.Background(), orderCall("c-7", "r-busy", `{}`), (&planned{}).plan), idem.Created, `{"order":1}`)
 }
@@ -544,5 +544,30 @@ func TestNoWait(t *testing.T) {
 	g.Wait = idem.WaitPolicy{Max: time.Hour, Initial: time.Hour}
 	if o := g.Do(ctx, c, (&planned{}).plan); o.Status != idem.InProgress || !errors.Is(o.Err, context.Canceled) {
 		t.Fatalf("%v (%v), want in progress ended by the context", o.Status, o.Err)
+	}
+}
+
+// A Cache serves the Guards of one store: a Guard over another store
+// given it fails Check and every call, before any claim; a Guard under
+// another policy over the same store shares it.
+func TestCacheRefusedAcrossStores(t *testing.T) {
+	cache := idem.NewCache(16)
+	first := &counting{Store: memstore.New()}
+	g := &idem.Guard[memstore.Writes]{Store: first, Retention: time.Hour, Cache: cache}
+	if err := g.Check(); err != nil {
+		t.Fatal(err)
+	}
+	same := &idem.Guard[memstore.Writes]{Store: first, Policy: idem.PolicyRequest, Retention: time.Hour, Cache: cache}
+	if err := same.Check(); err != nil {
+		t.Fatalf("a Guard over the same store: %v", err)
+	}
+	other := &counting{Store: memstore.New()}
+	h := &idem.Guard[memstore.Writes]{Store: other, Retention: time.Hour, Cache: cache}
+	if err := h.Check(); err == nil || !strings.Contains(err.Error(), "another store") {
+		t.Fatalf("a Guard over another store: %v; want refused", err)
+	}
+	o := h.Do(context.Background(), orderCall("c-7", "r1", `{}`), (&planned{}).plan)
+	if o.Status != idem.Failed || other.Claims() != 0 {
+		t.Fatalf("its call: %v after %d claims; want failed before any", o.Status, other.Claims())
 	}
 }

@@ -5,7 +5,7 @@
 //	g := &idem.Guard[memstore.Writes]{Store: memstore.New(), Retention: 24 * time.Hour}
 //	if err := g.Check(); err != nil { log.Fatal(err) } // once, at start
 //	o := g.Do(ctx, idem.Call{Tenant: "shop-1", Owner: "c-7", RequestID: rid, Function: "refund", Arguments: args},
-//		func(k idem.OpKey) ([]byte, memstore.Writes, error) { return []byte(`{"refund":"` + k.ID[:8] + `"}`), saveRefund, nil })
+//		func(cl idem.Claim) ([]byte, memstore.Writes, error) { return []byte(`{"refund":"` + cl.Key.ID[:8] + `"}`), saveRefund, nil })
 //	fmt.Println(o.Status, string(o.Result)) // created, then on every retry: replayed, the same bytes
 //
 // Swap memstore for dynamostore or sqlitestore to keep the records, and
@@ -116,7 +116,7 @@
 //     database file. A retry with the same data is safe in every case (a
 //     committed call replays) but helps only once the cause is gone.
 //
-// The record that holds a key is judged by Verdict (owner, then state,
+// The record that holds a key is judged in one order (owner, then state,
 // then fingerprint, then result) on every path: whether the store read it
 // or a failed condition returned it. A record kept past its retention
 // (Guard.Retention) is treated as absent, whether or not the store has
@@ -140,7 +140,7 @@
 //
 // Guard.Cache (NewCache) keeps completed records in process: a repeat on
 // a process that has seen its key costs no store call, and is still
-// judged by Verdict (owner, then fingerprint). It finds the call's record
+// judged in the same order (owner, then fingerprint). It finds the call's record
 // under either policy's key, as the store does (see Changing the policy),
 // and leaves a record of other arguments under the call's key to the
 // store. An entry never outlives its record. Guard.Wait (WaitPolicy) turns a short InProgress into the

@@ -25,8 +25,8 @@ func ExampleGuard() {
 	}
 	refund := func(customer, requestID, args string) idem.Outcome {
 		return g.Do(ctx, idem.Call{Tenant: "shop-1", Owner: customer, RequestID: requestID, Function: "refund", Arguments: []byte(args)},
-			func(k idem.OpKey) ([]byte, memstore.Writes, error) {
-				id := "refund-" + k.ID[:6]
+			func(cl idem.Claim) ([]byte, memstore.Writes, error) {
+				id := "refund-" + cl.Key.ID[:6]
 				return []byte(`{"refund_id":"` + id + `"}`), func() error {
 					if _, ok := refunds[id]; ok {
 						return errors.New("refund exists")

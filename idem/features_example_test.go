@@ -42,7 +42,7 @@ func ExampleCache() {
 	refund := func(customer string) idem.Outcome {
 		return g.Do(context.Background(), idem.Call{Tenant: "shop-1", Owner: customer, RequestID: "req-1", Function: "refund",
 			Arguments: []byte(`{"order":"o-1"}`)},
-			func(k idem.OpKey) ([]byte, memstore.Writes, error) { return []byte(`{"refund_id":"r-1"}`), nil, nil })
+			func(cl idem.Claim) ([]byte, memstore.Writes, error) { return []byte(`{"refund_id":"r-1"}`), nil, nil })
 	}
 	for _, customer := range []string{"c-7", "c-7", "c-7", "c-8"} {
 		if o := refund(customer); o.Result != nil {
@@ -93,7 +93,7 @@ func ExampleWaitPolicy() {
 			return nil
 		},
 	}}
-	o := g.Do(context.Background(), call, func(idem.OpKey) ([]byte, memstore.Writes, error) {
+	o := g.Do(context.Background(), call, func(idem.Claim) ([]byte, memstore.Writes, error) {
 		return []byte(`{"export":"mine"}`), nil, nil
 	})
 	fmt.Println(o.Status, string(o.Result), "after", pauses, "pauses")

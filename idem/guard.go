@@ -44,11 +44,11 @@ type OpKey struct {
 func KeyOf(policy Policy, c Call) (OpKey, error) {
 	switch {
 	case c.Tenant == "" || c.Owner == "" || c.Function == "":
-		return OpKey{}, fmt.Errorf("%w: a call needs a tenant, an owner and a function name", ErrInvalid)
+		return OpKey{}, invalid("a call needs a tenant, an owner and a function name")
 	case c.RequestID == "":
-		return OpKey{}, fmt.Errorf("%w: the call carries no request id, so it cannot be made safe to repeat", ErrInvalid)
+		return OpKey{}, invalid("the call carries no request id, so it cannot be made safe to repeat")
 	case !utf8.ValidString(c.Tenant) || !utf8.ValidString(c.Owner) || !utf8.ValidString(c.RequestID) || !utf8.ValidString(c.Function):
-		return OpKey{}, fmt.Errorf("%w: tenant, owner, request id and function must be valid UTF-8", ErrInvalid)
+		return OpKey{}, invalid("tenant, owner, request id and function must be valid UTF-8")
 	}
 	canonical, err := Canonical(c.Arguments)
 	if err != nil {
@@ -70,7 +70,15 @@ func KeyOf(policy Policy, c Call) (OpKey, error) {
 // A store may limit what it can keep (dynamostore's package doc says
 // DynamoDB's limits); a result or writes the store cannot take end the
 // call as Failed with nothing written.
-type Plan[W any] func(k OpKey) (result []byte, writes W, err error)
+type Plan[W any] func(c Claim) (result []byte, writes W, err error)
+
+// Claim is what a plan is given: the call's key, and the time of the
+// claim, which the record is stamped with (its CreatedAt, and ExpiresAt
+// from it) and the plan's items should carry too.
+type Claim struct {
+	Key OpKey
+	At  time.Time
+}
 
 // Guard makes calls of any operation idempotent over a Store. Check it
 // once at start: a misconfigured Guard fails there. Do checks it again on
@@ -105,7 +113,7 @@ type Guard[W any] struct {
 
 // Check reports what makes g unfit to run calls: a Policy that is neither
 // of the two, a Retention under a second, no Store, a Cache that holds no
-// entry, a WaitPolicy with a negative duration. Call it once at start; Do
+// entry or serves a Guard over another store, a WaitPolicy with a negative duration. Call it once at start; Do
 // answers every call of a Guard that fails it with Invalid (the Policy)
 // or Failed (the rest).
 func (g *Guard[W]) Check() error {
@@ -124,6 +132,8 @@ func (g *Guard[W]) check() error {
 		return errors.New("idem: Guard.Store is nil")
 	case g.Cache != nil && g.Cache.max < 1:
 		return errors.New("idem: Guard.Cache holds no entry: make it with NewCache(n), n > 0")
+	case g.Cache != nil && !g.Cache.serves(g, g.Store):
+		return errors.New("idem: Guard.Cache serves a Guard over another store: give each store's Guard its own Cache")
 	case g.Wait.Max < 0 || g.Wait.Initial < 0:
 		return errors.New("idem: Guard.Wait: Max and Initial must not be negative")
 	}
@@ -176,7 +186,7 @@ func (g *Guard[W]) Do(ctx context.Context, c Call, plan Plan[W]) Outcome {
 	if held, ok := g.Cache.lookup(call, now); ok {
 		return judge(policy, call, &held, nil)
 	}
-	result, writes, err := plan(k)
+	result, writes, err := plan(Claim{Key: k, At: now})
 	switch {
 	case err != nil:
 		return Outcome{Status: Failed, Key: k.ID, Err: err}
@@ -219,7 +229,7 @@ func (g *Guard[W]) now() time.Time {
 }
 
 // judge turns a Store.Claim's answer for rec into an Outcome. The record
-// held is checked by Verdict, and must carry rec's key or, when rec has
+// held is checked by verdict, and must carry rec's key or, when rec has
 // one, its AltKey; the outcome then carries the held record's key.
 func judge(policy Policy, rec Record, held *Record, err error) Outcome {
 	var refused *RefusedError
@@ -242,7 +252,7 @@ func judge(policy Policy, rec Record, held *Record, err error) Outcome {
 		// wrong, and replaying it would hand out another call's result.
 		return Outcome{Status: Failed, Key: rec.Key, Err: fmt.Errorf("idem: the store answered with record %q of another tenant or other arguments", held.Key)}
 	}
-	switch s := Verdict(held, policy, rec.Tenant, rec.Owner, rec.Fingerprint); s {
+	switch s := verdict(held, policy, rec.Tenant, rec.Owner, rec.Fingerprint); s {
 	case Replayed:
 		return Outcome{Status: Replayed, Key: held.Key, Result: held.Result}
 	case Failed:

@@ -38,7 +38,7 @@ func TestDoRefusesWhatItCannotRunSafely(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran := false
-			plan := idem.Plan[memstore.Writes](func(idem.OpKey) ([]byte, memstore.Writes, error) {
+			plan := idem.Plan[memstore.Writes](func(idem.Claim) ([]byte, memstore.Writes, error) {
 				ran = true
 				return []byte(`{}`), nil, nil
 			})
@@ -62,7 +62,7 @@ func TestEmptyPolicyIsPolicyArguments(t *testing.T) {
 	g := &idem.Guard[memstore.Writes]{Store: memstore.New(), Retention: time.Hour}
 	for _, args := range []string{`{"qty":1}`, `{"qty":2}`} {
 		o := g.Do(context.Background(), idem.Call{Tenant: "shop-1", Owner: "c-7", RequestID: "req-1", Function: "create_order", Arguments: []byte(args)},
-			func(idem.OpKey) ([]byte, memstore.Writes, error) { return []byte(`{}`), nil, nil })
+			func(idem.Claim) ([]byte, memstore.Writes, error) { return []byte(`{}`), nil, nil })
 		if o.Status != idem.Created {
 			t.Fatalf("%s: %v (%v), want created", args, o.Status, o.Err)
 		}

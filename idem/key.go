@@ -53,9 +53,28 @@ func (p Policy) Other() Policy {
 // ErrInvalid marks a call that cannot be keyed: arguments that cannot be
 // canonicalized (Canonical) and, from KeyOf, a missing or non-UTF-8
 // tenant, owner, request id or function name. It also marks a record a
-// store refuses to claim with (Record.Check). Its message is safe to show
-// to the caller: it names the limit, never the input.
-var ErrInvalid = errors.New("invalid arguments")
+// store refuses to claim with (Record.Check). Every such error is an
+// *InvalidError, which wraps it.
+var ErrInvalid = errors.New("idem: invalid")
+
+// InvalidError is the error of a call, arguments or record that cannot be
+// keyed or claimed. Reason says what, and is safe to show to the caller
+// (a model that can correct its arguments): it names the limit, never the
+// input. errors.Is(err, ErrInvalid) holds for it.
+type InvalidError struct {
+	Reason string
+}
+
+// Error is "idem: invalid: " and the reason.
+func (e *InvalidError) Error() string { return "idem: invalid: " + e.Reason }
+
+// Unwrap returns ErrInvalid.
+func (e *InvalidError) Unwrap() error { return ErrInvalid }
+
+// invalid is an *InvalidError whose reason is formatted.
+func invalid(format string, args ...any) error {
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // Canonical returns the RFC 8785 text of a JSON object. It refuses
 // anything that is not an object, nesting deeper than MaxDepth, duplicate
@@ -96,12 +115,12 @@ func Canonical(raw []byte) (string, error) {
 
 // The errors of Canonical: each names the limit, never the input.
 var (
-	errNoArguments = fmt.Errorf("%w: no arguments: send {} for none", ErrInvalid)
-	errNotObject   = fmt.Errorf("%w: the arguments must be a JSON object", ErrInvalid)
-	errDuplicate   = fmt.Errorf("%w: a member name appears twice in the same object", ErrInvalid)
-	errRange       = fmt.Errorf("%w: a number is outside the IEEE-754 double range", ErrInvalid)
-	errSyntax      = fmt.Errorf("%w: the arguments are not valid JSON text", ErrInvalid)
-	errTooDeep     = fmt.Errorf("%w: values may be nested at most %d levels deep", ErrInvalid, MaxDepth)
+	errNoArguments = invalid("no arguments: send {} for none")
+	errNotObject   = invalid("the arguments must be a JSON object")
+	errDuplicate   = invalid("a member name appears twice in the same object")
+	errRange       = invalid("a number is outside the IEEE-754 double range")
+	errSyntax      = invalid("the arguments are not valid JSON text")
+	errTooDeep     = invalid("values may be nested at most %d levels deep", MaxDepth)
 )
 
 // checkDepth refuses a value more than MaxDepth levels below the top

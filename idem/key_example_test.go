@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
@@ -25,12 +26,17 @@ func ExampleKey() {
 		fmt.Println(canonical)
 		fmt.Println(key)
 	}
+	// Arguments that cannot be keyed: the reason is for the caller, who
+	// can correct them.
 	_, err := idem.Canonical([]byte(`{"sku":"A-1","sku":"B-2"}`))
-	fmt.Println(err)
+	var bad *idem.InvalidError
+	if errors.As(err, &bad) {
+		fmt.Println(bad.Reason)
+	}
 	// Output:
 	// {"qty":2,"sku":"A-1"}
 	// 46af8cdb1783fc1c95a351f6d941f951e64a9355adebdc2bec08754be4c9317e
 	// {"qty":2,"sku":"A-1"}
 	// 46af8cdb1783fc1c95a351f6d941f951e64a9355adebdc2bec08754be4c9317e
-	// invalid arguments: a member name appears twice in the same object
+	// a member name appears twice in the same object
 }

@@ -145,7 +145,7 @@ func main() {
 	if err := g.Check(); err != nil {
 		panic(err)
 	}
-	plan := idem.Plan[memstore.Writes](func(idem.OpKey) ([]byte, memstore.Writes, error) { return []byte("{\"shipped\":true}"), nil, nil })
+	plan := idem.Plan[memstore.Writes](func(idem.Claim) ([]byte, memstore.Writes, error) { return []byte("{\"shipped\":true}"), nil, nil })
 	do := func(owner string) idem.Status {
 		return g.Do(context.Background(), idem.Call{Tenant: "t", Owner: owner, RequestID: "r", Function: "ship", Arguments: []byte("{}")}, plan).Status
 	}

@@ -60,15 +60,15 @@ func (r Record) Live(now time.Time) bool {
 func (r Record) Check(now time.Time) error {
 	switch {
 	case r.Key == "":
-		return fmt.Errorf("%w: the record has no key", ErrInvalid)
+		return invalid("the record has no key")
 	case r.State != StatePending && r.State != StateCompleted:
-		return fmt.Errorf("%w: the record's state %q is neither %q nor %q", ErrInvalid, r.State, StatePending, StateCompleted)
+		return invalid("the record's state %q is neither %q nor %q", r.State, StatePending, StateCompleted)
 	case r.State == StateCompleted && len(r.Result) == 0:
-		return fmt.Errorf("%w: a completed record needs a result", ErrInvalid)
+		return invalid("a completed record needs a result")
 	case r.ExpiresAt.IsZero():
-		return fmt.Errorf("%w: the record has no expiry", ErrInvalid)
+		return invalid("the record has no expiry")
 	case !r.ExpiresAt.After(now):
-		return fmt.Errorf("%w: the record expires at %s, not after now (%s)", ErrInvalid,
+		return invalid("the record expires at %s, not after now (%s)",
 			r.ExpiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	return nil
@@ -107,7 +107,7 @@ type Store[W any] interface {
 // ErrBusy marks an error whose outcome is unknown: the store was
 // contended, throttled, timed out, or the call's context ended. Repeating
 // the call with the same data is safe; the key resolves it.
-var ErrBusy = errors.New("store busy")
+var ErrBusy = errors.New("idem: store busy")
 
 // RefusedError reports that a condition of the caller's own writes failed
 // (on DynamoDB, a ConditionCheck, or the condition of a Put or Update, of
@@ -189,14 +189,14 @@ func (s Status) String() string {
 	return fmt.Sprintf("Status(%d)", int(s))
 }
 
-// Verdict decides what a call gets from the live record that holds its
+// verdict decides what a call gets from the live record that holds its
 // key. The checks run in this order, whichever path found the record (a
 // read, or the item a failed condition returned): the owner (another
 // tenant or owner → Conflict, before anything stored is looked at), the
 // state (pending → InProgress), the fingerprint under PolicyRequest
 // (other arguments → Mismatch), then the result (completed without one →
 // Failed). Replayed otherwise.
-func Verdict(held *Record, policy Policy, tenant, owner, fingerprint string) Status {
+func verdict(held *Record, policy Policy, tenant, owner, fingerprint string) Status {
 	switch {
 	case held.Tenant != tenant || held.Owner != owner:
 		return Conflict

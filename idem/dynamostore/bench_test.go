@@ -26,7 +26,7 @@ func BenchmarkRepeat(b *testing.B) {
 				Store: dynamostore.New(client, name, dynamostore.Options{ReadAhead: readAhead}), Retention: time.Hour,
 			}
 			c := call("alice", "bench-repeat", `{"sku":"A-1"}`)
-			effect := func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+			effect := func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 				return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("bench-" + time.Now().Format(time.RFC3339Nano))}, nil
 			}
 			if o := g.Do(context.Background(), c, effect); o.Status != idem.Created && o.Status != idem.Replayed {
@@ -64,8 +64,8 @@ func BenchmarkRepeatCache(b *testing.B) {
 				g.Cache = idem.NewCache(1024)
 			}
 			c := call("alice", "bench-cache-"+tc.name, `{"sku":"A-1"}`)
-			plan := func(k idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
-				return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("bench-cache-" + k.ID)}, nil
+			plan := func(cl idem.Claim) ([]byte, []types.TransactWriteItem, error) {
+				return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("bench-cache-" + cl.Key.ID)}, nil
 			}
 			wantStatus(b, g.Do(context.Background(), c, plan), idem.Created) // the instance is warm from here
 			store.Wait()

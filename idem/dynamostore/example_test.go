@@ -58,8 +58,8 @@ func Example_order() {
 	place := func(requestID string, qty int) idem.Outcome {
 		call := idem.Call{Tenant: "shop-1", Owner: "c-7", RequestID: requestID, Function: "create_order",
 			Arguments: fmt.Appendf(nil, `{"sku":"A-1","qty":%d}`, qty)}
-		return orders.Do(ctx, call, func(k idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
-			orderID := "order-" + k.ID[:8]
+		return orders.Do(ctx, call, func(cl idem.Claim) ([]byte, []types.TransactWriteItem, error) {
+			orderID := "order-" + cl.Key.ID[:8]
 			q := &types.AttributeValueMemberN{Value: fmt.Sprint(qty)}
 			return []byte(`{"order_id":"` + orderID + `"}`), []types.TransactWriteItem{
 				{Put: &types.Put{ // the order (TableName nil: the store's table)

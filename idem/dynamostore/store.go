@@ -22,7 +22,7 @@
 // two). When either key holds the call, its failed condition returns the
 // stored item (ReturnValuesOnConditionCheckFailure ALL_OLD; the claim's
 // own key is looked at first): a repeat costs the same single request,
-// and the record it returns is checked like any other (idem.Verdict). The
+// and the record it returns is checked like any other (by the Guard). The
 // check adds one item to every transaction: 2 write units more per new
 // operation, by DynamoDB's rule for transactions (2 per KB per item).
 //
@@ -198,9 +198,6 @@ func New(client Client, table string, opt Options) *Store {
 	opt.defaults()
 	return &Store{client: client, table: table, attr: *opt.Attributes, opt: opt}
 }
-
-// Attributes returns the attribute names the store writes.
-func (s *Store) Attributes() Attributes { return s.attr }
 
 // Claim implements idem.Store with one TransactWriteItems (see the
 // package doc). A transaction conflict is retried with full jitter, at

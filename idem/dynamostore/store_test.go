@@ -112,7 +112,7 @@ func TestStoredItem(t *testing.T) {
 	store := dynamostore.New(client, name, dynamostore.Options{})
 	now := time.Date(2026, 3, 1, 12, 0, 0, 500, time.UTC)
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: time.Hour, Now: func() time.Time { return now }}
-	o := g.Do(context.Background(), call("alice", "r1", `{"b":1,"a":"<&>"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(context.Background(), call("alice", "r1", `{"b":1,"a":"<&>"}`), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"order_id":"o-1"}`), []types.TransactWriteItem{effectItem("o-1")}, nil
 	})
 	wantStatus(t, o, idem.Created)
@@ -154,7 +154,7 @@ func TestAttributeNames(t *testing.T) {
 	attr.Prefix, attr.State, attr.Result = "IDEM#orders#", "st", "res"
 	custom := dynamostore.New(client, name, dynamostore.Options{Attributes: &attr})
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: custom, Retention: time.Hour}
-	o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"ok":true}`), nil, nil
 	})
 	wantStatus(t, o, idem.Created)
@@ -180,13 +180,13 @@ func TestTooManyWrites(t *testing.T) {
 		writes[i] = effectItem(fmt.Sprint(i))
 	}
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: store, Retention: time.Hour}
-	o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{}`), writes, nil
 	})
 	if o.Status != idem.Failed || calls.Load() != 0 {
 		t.Fatalf("%d writes: %v (%v) after %d requests, want failed before any", len(writes), o.Status, o.Err, calls.Load())
 	}
-	o = g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o = g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{}`), writes[:dynamostore.MaxWrites], nil
 	})
 	wantStatus(t, o, idem.Created)
@@ -217,7 +217,7 @@ func TestUnreadableRecordIsNeverReplayed(t *testing.T) {
 	}
 	for _, readAhead := range []bool{false, true} {
 		g := &idem.Guard[[]types.TransactWriteItem]{Store: dynamostore.New(client, name, dynamostore.Options{ReadAhead: readAhead}), Retention: time.Hour}
-		o := g.Do(context.Background(), c, func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) { return []byte(`{}`), nil, nil })
+		o := g.Do(context.Background(), c, func(idem.Claim) ([]byte, []types.TransactWriteItem, error) { return []byte(`{}`), nil, nil })
 		if o.Status != idem.Failed || o.Result != nil {
 			t.Fatalf("read ahead %v: %v %s (%v), want failed", readAhead, o.Status, o.Result, o.Err)
 		}
@@ -241,7 +241,7 @@ func TestResultDynamoDBCannotKeep(t *testing.T) {
 			var calls atomic.Int64
 			client, name := table(t, testenv.CountCalls(&calls))
 			g := &idem.Guard[[]types.TransactWriteItem]{Store: dynamostore.New(client, name, dynamostore.Options{}), Retention: time.Hour}
-			o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+			o := g.Do(context.Background(), call("alice", "r1", `{}`), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 				return tc.result, []types.TransactWriteItem{effectItem("o-1")}, nil
 			})
 			if o.Status != idem.Failed || calls.Load() != tc.requests {
@@ -307,7 +307,7 @@ func TestClaimHeldWithoutItemIsFailed(t *testing.T) {
 	now := time.Now()
 	g := &idem.Guard[[]types.TransactWriteItem]{Store: s, Retention: retention, Now: func() time.Time { return now }}
 	o := g.Do(context.Background(), call("alice", "r1", `{"sku":"A-1"}`),
-		func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+		func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 			return []byte(`{"order_id":"first"}`), nil, nil
 		})
 	if o.Status != idem.Failed || o.Result != nil {
@@ -403,7 +403,7 @@ func (e *readAheadEnv) guard(g *gated, policy idem.Policy) *idem.Guard[[]types.T
 const order = `{"sku":"A-1","qty":2}`
 
 func do(g *idem.Guard[[]types.TransactWriteItem], c idem.Call, result string) idem.Outcome {
-	return g.Do(context.Background(), c, func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	return g.Do(context.Background(), c, func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(result), []types.TransactWriteItem{effectItem(result)}, nil
 	})
 }
@@ -685,7 +685,7 @@ func TestReadAheadLeavesTheTransaction(t *testing.T) {
 func TestReadAheadTransactionOutlivesTheCaller(t *testing.T) {
 	c, store, g := newReadAheadEnv(t).repeatOverHeld(t, "ConditionalCheckFailed", dynamostore.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	o := g.Do(ctx, call("alice", "r1", order), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := g.Do(ctx, call("alice", "r1", order), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{"order_id":"second"}`), []types.TransactWriteItem{effectItem(`{"order_id":"second"}`)}, nil
 	})
 	cancel()
@@ -703,7 +703,7 @@ func TestReadAheadCancelledBeforeStartSendsNothing(t *testing.T) {
 	g := newGated(e.client)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	o := e.guard(g, idem.PolicyArguments).Do(ctx, call("alice", "r1", `{"sku":"A-1"}`), func(idem.OpKey) ([]byte, []types.TransactWriteItem, error) {
+	o := e.guard(g, idem.PolicyArguments).Do(ctx, call("alice", "r1", `{"sku":"A-1"}`), func(idem.Claim) ([]byte, []types.TransactWriteItem, error) {
 		return []byte(`{}`), nil, nil
 	})
 	wantStatus(t, o, idem.Busy)

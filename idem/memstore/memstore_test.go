@@ -47,7 +47,7 @@ func TestZeroValue(t *testing.T) {
 	var s memstore.Store
 	g := &idem.Guard[memstore.Writes]{Store: &s, Retention: time.Hour}
 	for _, want := range []idem.Status{idem.Created, idem.Replayed} {
-		o := g.Do(context.Background(), idem.Call{Tenant: "t", Owner: "alice", RequestID: "r1", Function: "f", Arguments: []byte(`{}`)}, func(idem.OpKey) ([]byte, memstore.Writes, error) {
+		o := g.Do(context.Background(), idem.Call{Tenant: "t", Owner: "alice", RequestID: "r1", Function: "f", Arguments: []byte(`{}`)}, func(idem.Claim) ([]byte, memstore.Writes, error) {
 			return []byte(`{"ok":true}`), nil, nil
 		})
 		if o.Status != want {

@@ -39,8 +39,8 @@ func Example_booking() {
 	book := func(customer, requestID string) idem.Outcome {
 		return g.Do(ctx, idem.Call{Tenant: "clinic-1", Owner: customer, RequestID: requestID, Function: "book_slot",
 			Arguments: []byte(`{"slot":"mon-09:00"}`)},
-			func(k idem.OpKey) ([]byte, sqlitestore.Writes, error) {
-				id := "booking-" + k.ID[:6]
+			func(cl idem.Claim) ([]byte, sqlitestore.Writes, error) {
+				id := "booking-" + cl.Key.ID[:6]
 				return []byte(`{"booking_id":"` + id + `"}`), func(ctx context.Context, tx *sql.Tx, c sqlitestore.Claimed) error {
 					res, err := tx.ExecContext(ctx, `UPDATE slots SET booked = 1 WHERE slot = 'mon-09:00' AND booked = 0`)
 					if err != nil {

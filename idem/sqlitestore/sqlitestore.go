@@ -6,7 +6,7 @@
 // The database runs in WAL mode with foreign keys on, synchronous=FULL
 // and a bounded busy timeout; every write transaction starts with BEGIN
 // IMMEDIATE, so the write lock is held before the claim is read, and this
-// process's writers queue for it one at a time (Begin).
+// process's writers queue for it one at a time (Write).
 //
 // Records live in the table operations. Every claim of a key gets a
 // generation number, recorded in the table claims, which is never
@@ -102,7 +102,7 @@ type Store struct {
 	// database's write lock with other processes. SQLite's busy handler
 	// polls rather than queues; sixteen pollers in one process can starve
 	// each other past the busy timeout, one cannot. Unlike a mutex, the
-	// wait for the slot ends with the request's context (see Begin).
+	// wait for the slot ends with the request's context (see Write).
 	writeSlot chan struct{}
 	// The statements of Claim, prepared once.
 	selectClaim, claim, deleteOp, insertOp *sql.Stmt
@@ -209,11 +209,11 @@ func (s *Store) Claim(ctx context.Context, rec idem.Record, writes Writes, now t
 	if err := rec.Check(now); err != nil {
 		return nil, err
 	}
-	tx, err := s.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer s.End()
+	defer s.end()
 	committed := false
 	defer func() {
 		if !committed {
@@ -295,27 +295,39 @@ func (s *Store) Get(ctx context.Context, key string) (*idem.Record, error) {
 	return &rec, nil
 }
 
-// Begin takes this process's write slot and begins a BEGIN IMMEDIATE
-// transaction under it, for the caller's own writes outside a claim; the
-// caller gives the slot back with End once the transaction has ended.
-// When no transaction begins, the slot is given back here. The wait for
-// the slot ends with ctx and, for a context without a deadline, after
-// the busy timeout: either way the answer is busy and nothing is written.
-func (s *Store) Begin(ctx context.Context) (*sql.Tx, error) {
+// Write runs fn in one BEGIN IMMEDIATE transaction under this process's
+// write slot, for the caller's own writes outside a claim (the rows its
+// claims wrote, updated later), and commits it when fn returns nil; an
+// error from fn rolls it back and is returned as it is. The wait for the
+// slot ends with ctx and, for a context without a deadline, after the
+// busy timeout: either way the answer is busy and nothing is written.
+func (s *Store) Write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return MapError(tx.Commit())
+}
+
+// begin takes this process's write slot and begins a BEGIN IMMEDIATE
+// transaction under it; end gives the slot back once the transaction has
+// ended. When no transaction begins, the slot is given back here.
+func (s *Store) begin(ctx context.Context) (*sql.Tx, error) {
 	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		s.End()
+		s.end()
 		return nil, MapError(err)
 	}
 	return tx, nil
 }
-
-// Lock takes this process's write slot alone, for a statement run on DB
-// outside a transaction; End gives it back.
-func (s *Store) Lock(ctx context.Context) error { return s.lock(ctx) }
 
 func (s *Store) lock(ctx context.Context) error {
 	select {
@@ -336,8 +348,8 @@ func (s *Store) lock(ctx context.Context) error {
 	}
 }
 
-// End gives back the write slot taken by Begin or Lock.
-func (s *Store) End() { <-s.writeSlot }
+// end gives back the write slot taken by begin.
+func (s *Store) end() { <-s.writeSlot }
 
 // Purge deletes records that expired before now and returns how many.
 // Claims, and the caller's rows, stay.

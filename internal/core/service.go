@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -80,6 +81,9 @@ type Service struct {
 	// still a conflict). Share one Cache only among services over the same
 	// store. Nil: every write asks the store.
 	Cache *idem.Cache
+
+	guardOnce sync.Once
+	judge     *idem.Guard[Writes]
 }
 
 func (s *Service) tools() *Tools {
@@ -177,7 +181,12 @@ func (s *Service) user(ctx context.Context, c Call) (User, error) {
 func invalidArgumentsMessage(fn *Function, err error) string {
 	// err may start with a function or field name, whose case the model
 	// must see unchanged, and may end with a field description's '.'.
-	msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), idem.ErrInvalid.Error()+": "), ".")
+	// idem's refusal carries its reason apart; the tool's own is its text.
+	reason := err.Error()
+	if bad := (*idem.InvalidError)(nil); errors.As(err, &bad) {
+		reason = bad.Reason
+	}
+	msg := strings.TrimSuffix(reason, ".")
 	return fmt.Sprintf("Invalid arguments: %s. Correct the arguments, then call %s again with the same request.", msg, fn.Name)
 }
 
@@ -202,10 +211,15 @@ func checkRequestID(c Call) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// Guard is the judge of the service's claims: idem.Guard over Store,
-// under the service's Policy and Retention, on its clock, with its Cache.
-func (s *Service) Guard() *idem.Guard[Writes] {
-	return &idem.Guard[Writes]{Store: s.Store.Claims(), Policy: s.Policy, Retention: s.Retention, Now: s.Now, Cache: s.Cache}
+// guard is the judge of the service's claims: one idem.Guard over Store,
+// under the service's Policy and Retention, on its clock, with its Cache,
+// built on first use (Check builds it at start); the fields it reads are
+// not to change after.
+func (s *Service) guard() *idem.Guard[Writes] {
+	s.guardOnce.Do(func() {
+		s.judge = &idem.Guard[Writes]{Store: s.Store.Claims(), Policy: s.Policy, Retention: s.Retention, Now: s.Now, Cache: s.Cache}
+	})
+	return s.judge
 }
 
 // Check reports what makes the service unfit to answer writes: its
@@ -215,19 +229,19 @@ func (s *Service) Check() error {
 	if s.NewID == nil {
 		return errors.New("core: Service.NewID is nil")
 	}
-	return s.Guard().Check()
+	return s.guard().Check()
 }
 
 // write runs the tool's plan under the call's claim (step 8): idem.Guard
 // derives the key, claims it with the plan's writes in one transaction,
 // or judges the record that holds it. It returns the answer and the key.
 func (s *Service) write(ctx context.Context, fn *Function, r Request, c idem.Call) (Outcome, string) {
-	g := s.Guard()
-	r.Now, r.NewID = s.now(), s.NewID
-	g.Now = func() time.Time { return r.Now } // the plan's items and the record share one time
+	g := s.guard()
+	r.NewID = s.NewID
 	var planned Writes
-	o := g.Do(ctx, c, func(k idem.OpKey) ([]byte, Writes, error) {
-		stored, w, err := fn.Write.Plan(r, k)
+	o := g.Do(ctx, c, func(cl idem.Claim) ([]byte, Writes, error) {
+		r.Now = cl.At // the plan's items and the record share the claim's time
+		stored, w, err := fn.Write.Plan(r, cl.Key)
 		if err != nil {
 			return nil, Writes{}, err
 		}
@@ -242,7 +256,7 @@ func (s *Service) write(ctx context.Context, fn *Function, r Request, c idem.Cal
 			}
 			// The tool's answer to the refusal is claimed alone: a repeat
 			// replays it, and nothing else is written.
-			o = g.Do(ctx, c, func(idem.OpKey) ([]byte, Writes, error) { return ref.Store, Writes{}, nil })
+			o = g.Do(ctx, c, func(idem.Claim) ([]byte, Writes, error) { return ref.Store, Writes{}, nil })
 		}
 	}
 	return s.answerClaim(fn, o), o.Key

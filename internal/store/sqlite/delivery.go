@@ -243,62 +243,61 @@ func (s *Store) Waiting(ctx context.Context) (int, error) {
 // delivering only if it is claimable. A claimed row that cannot be read
 // stays claimed and is returned with delivery.ErrUnreadable.
 func (s *Store) Claim(ctx context.Context, id, owner string, now, leaseUntil time.Time) (c delivery.Claimed, err error) {
-	tx, err := s.beginWrite(ctx)
-	if err != nil {
-		return c, err
-	}
-	defer s.unlockWrites()
-	defer func() { _ = tx.Rollback() }()
 	var (
 		before                             delivery.Record
 		opKey, tenant, user, args, created string
 		effect                             *delivery.Effect
 		payload                            string
 	)
-	if delivery.IsEffect(id) {
-		effect = &delivery.Effect{}
-		before, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+effectRecord+`, d.effect_id, d.ticket_id, d.payload
-			FROM effect_deliveries AS d WHERE d.outbox_id = ?`, id), &effect.ID, &effect.TicketID, &payload)
-		effect.Kind, effect.Payload = before.Kind, []byte(payload)
-	} else {
-		before, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+ticketRecord+`,
-			t.operation_key, t.tenant_id, t.user_id, t.arguments, t.created_at
-			FROM deliveries AS d JOIN tickets AS t ON t.ticket_id = d.ticket_id WHERE d.ticket_id = ?`, id),
-			&opKey, &tenant, &user, &args, &created)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return c, delivery.ErrNotClaimable
-	}
-	unreadable := errors.Is(err, delivery.ErrUnreadable)
-	if err != nil && !unreadable {
-		return c, mapError(err)
-	}
-	readErr := err
-	table, col := outbox(id)
-	//nolint:gosec // table and col are outbox's constants; every value is bound
-	res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET state = 'delivering', lease_owner = ?, lease_until = ?, due_at = ?
-		WHERE `+col+` = ? AND ((state = 'pending' AND due_at <= ?) OR (state = 'delivering' AND lease_until < ?))`,
-		owner, leaseUntil.Unix(), leaseUntil.Unix()+1, id, now.Unix(), now.Unix())
-	if err != nil {
-		return c, mapError(err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return c, errors.Join(delivery.ErrNotClaimable, err)
-	}
-	// The claim is committed even when the ticket cannot be read: the
-	// engine then records it failed, instead of the rollback leaving it
-	// due for every poll to hit the same error.
-	if readErr == nil && effect == nil {
-		createdAt, err := time.Parse(time.RFC3339Nano, created)
-		if err != nil {
-			readErr = delivery.Unreadable(id, fmt.Errorf("sqlite: created_at: %w", err))
-		} else if c.Ticket, err = delivery.NewTicket(core.Ticket{ID: id, OperationKey: opKey,
-			TenantID: tenant, UserID: user, Arguments: args, CreatedAt: createdAt}); err != nil {
-			readErr = delivery.Unreadable(id, err)
+	var readErr error
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		if delivery.IsEffect(id) {
+			effect = &delivery.Effect{}
+			before, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+effectRecord+`, d.effect_id, d.ticket_id, d.payload
+				FROM effect_deliveries AS d WHERE d.outbox_id = ?`, id), &effect.ID, &effect.TicketID, &payload)
+			effect.Kind, effect.Payload = before.Kind, []byte(payload)
+		} else {
+			before, err = scanDelivery(tx.QueryRowContext(ctx, `SELECT `+ticketRecord+`,
+				t.operation_key, t.tenant_id, t.user_id, t.arguments, t.created_at
+				FROM deliveries AS d JOIN tickets AS t ON t.ticket_id = d.ticket_id WHERE d.ticket_id = ?`, id),
+				&opKey, &tenant, &user, &args, &created)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return delivery.Claimed{}, mapError(err)
+		if errors.Is(err, sql.ErrNoRows) {
+			return delivery.ErrNotClaimable
+		}
+		unreadable := errors.Is(err, delivery.ErrUnreadable)
+		if err != nil && !unreadable {
+			return mapError(err)
+		}
+		readErr = err
+		table, col := outbox(id)
+		//nolint:gosec // table and col are outbox's constants; every value is bound
+		res, err := tx.ExecContext(ctx, `UPDATE `+table+` SET state = 'delivering', lease_owner = ?, lease_until = ?, due_at = ?
+			WHERE `+col+` = ? AND ((state = 'pending' AND due_at <= ?) OR (state = 'delivering' AND lease_until < ?))`,
+			owner, leaseUntil.Unix(), leaseUntil.Unix()+1, id, now.Unix(), now.Unix())
+		if err != nil {
+			return mapError(err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return errors.Join(delivery.ErrNotClaimable, err)
+		}
+		// The claim is committed even when the ticket cannot be read: the
+		// engine then records it failed, instead of the rollback leaving it
+		// due for every poll to hit the same error.
+		if readErr == nil && effect == nil {
+			createdAt, err := time.Parse(time.RFC3339Nano, created)
+			if err != nil {
+				readErr = delivery.Unreadable(id, fmt.Errorf("sqlite: created_at: %w", err))
+			} else if c.Ticket, err = delivery.NewTicket(core.Ticket{ID: id, OperationKey: opKey,
+				TenantID: tenant, UserID: user, Arguments: args, CreatedAt: createdAt}); err != nil {
+				readErr = delivery.Unreadable(id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return delivery.Claimed{}, err
 	}
 	c.Before, c.Effect = before, effect
 	if readErr != nil || effect != nil {
@@ -333,22 +332,13 @@ func (s *Store) writeUpdate(ctx context.Context, id string, u delivery.Update, c
 	if u.State == delivery.StateDelivered {
 		delivered = u.DeliveredAt.UTC().Format(time.RFC3339Nano)
 	}
-	if err := s.lockWrites(ctx); err != nil {
-		return 0, err
-	}
-	defer s.unlockWrites()
 	table, col := outbox(id)
 	args := append([]any{string(u.State), u.Attempts, u.LookupFailures, u.SentUnknown, sentAt, due, nullString(u.Error),
 		nullString(u.ExternalID), nullString(u.ExternalURL), delivered, id}, condArgs...)
 	//nolint:gosec // table, col and cond are this file's constants; every value is bound
-	res, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
+	return s.exec(ctx, `UPDATE `+table+` SET state = ?, attempts = ?, lookup_failures = ?, sent_unknown = ?,
 		sent_at = ?, due_at = ?, lease_until = NULL, lease_owner = NULL, error = ?, external_id = ?, external_url = ?, delivered_at = ?
 		WHERE `+col+` = ? AND `+cond, args...)
-	if err != nil {
-		return 0, mapError(err)
-	}
-	n, err := res.RowsAffected()
-	return n, mapError(err)
 }
 
 var _ delivery.Admin = (*Store)(nil)
@@ -440,14 +430,10 @@ func (s *Store) Neighbours(ctx context.Context, id string) (ticket, before, afte
 // Wake implements delivery.Sequencer: one UPDATE conditional on the
 // record being pending, never sent or looked up, and due after now.
 func (s *Store) Wake(ctx context.Context, id string, now time.Time) error {
-	if err := s.lockWrites(ctx); err != nil {
-		return err
-	}
-	defer s.unlockWrites()
 	table, col := outbox(id)
 	//nolint:gosec // table and col are outbox's constants; every value is bound
-	_, err := s.db.ExecContext(ctx, `UPDATE `+table+` SET due_at = ?
+	_, err := s.exec(ctx, `UPDATE `+table+` SET due_at = ?
 		WHERE `+col+` = ? AND state = 'pending' AND attempts = 0 AND lookup_failures = 0 AND sent_unknown = 0 AND due_at > ?`,
 		now.Unix(), id, now.Unix())
-	return mapError(err)
+	return err
 }

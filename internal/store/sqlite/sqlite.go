@@ -151,15 +151,26 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 	}, now)
 }
 
-// beginWrite begins a write transaction under this process's write slot
-// (sqlitestore.Store.Begin); the caller gives the slot back with
-// unlockWrites once the transaction has ended.
-func (s *Store) beginWrite(ctx context.Context) (*sql.Tx, error) { return s.claims.Begin(ctx) }
+// write runs fn in one write transaction under this process's write slot
+// (sqlitestore.Store.Write), committed when fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.claims.Write(ctx, fn)
+}
 
-// lockWrites takes this process's write slot alone (sqlitestore.Store.Lock).
-func (s *Store) lockWrites(ctx context.Context) error { return s.claims.Lock(ctx) }
-
-func (s *Store) unlockWrites() { s.claims.End() }
+// exec runs one statement in its own write transaction and returns how
+// many rows it changed.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return mapError(err)
+		}
+		n, err = res.RowsAffected()
+		return mapError(err)
+	})
+	return n, err
+}
 
 // Purge deletes operations that expired before now and returns how many.
 // Tickets and claims stay.

@@ -23,7 +23,10 @@ var Faults = []struct {
 	Repeat core.Kind
 }{
 	{Name: "busy after the commit: the outcome is unknown to the caller", Want: core.KindBusy, Written: 1, Repeat: core.KindDuplicate,
-		Apply: func(e *Env) context.Context { e.Svc.Store = commitThenFail{e.Store}; return context.Background() }},
+		Apply: func(e *Env) context.Context {
+			e.restart(commitThenFail{e.Store}, idem.PolicyArguments)
+			return context.Background()
+		}},
 	{Name: "refused write: the ticket id exists (the id generator repeated)", Want: core.KindInternal, Written: 0, Repeat: core.KindCreated,
 		Apply: func(e *Env) context.Context {
 			taken := e.Create("user-b", "r-taken", title).TicketID()
@@ -37,7 +40,10 @@ var Faults = []struct {
 			return ctx
 		}},
 	{Name: "invalid record: one that cannot hold its key reaches the store", Want: core.KindInternal, Written: 0, Repeat: core.KindCreated,
-		Apply: func(e *Env) context.Context { e.Svc.Store = expiredRecord{e.Store}; return context.Background() }},
+		Apply: func(e *Env) context.Context {
+			e.restart(expiredRecord{e.Store}, idem.PolicyArguments)
+			return context.Background()
+		}},
 }
 
 // RunFaults runs Faults on the store h opens: each fault gives its answer,
@@ -60,7 +66,8 @@ func RunFaults(t *testing.T, h Harness) {
 			if n := e.Tickets() - before; n != f.Written {
 				t.Fatalf("the faulted call left %d tickets, want %d", n, f.Written)
 			}
-			e.Svc.Store, e.Svc.NewID = e.Store, newID
+			e.restart(e.Store, idem.PolicyArguments)
+			e.Svc.NewID = newID
 			Want(t, e.Create("user-a", "r-fault", title), f.Repeat)
 			if n := e.Tickets() - before; n != 1 {
 				t.Fatalf("after the repeat: %d tickets of the call, want 1", n)

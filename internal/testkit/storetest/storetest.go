@@ -85,6 +85,15 @@ var Shifts = []struct {
 	By   time.Duration
 }{{"today", 0}, {"a year ahead", 365 * 24 * time.Hour}, {"a year behind", -365 * 24 * time.Hour}}
 
+// restart makes e's service anew over store under policy, as a process
+// restarted with another store wrapper or key policy does: a Service
+// builds its Guard once.
+func (e *Env) restart(store core.Store, policy idem.Policy) {
+	old := e.Svc
+	e.Svc = &core.Service{Store: store, Users: old.Users, Policy: policy, Retention: old.Retention, Now: old.Now,
+		NewID: old.NewID, Deliver: old.Deliver, Tools: old.Tools, Cache: old.Cache}
+}
+
 // Create sends create_ticket for user with request id and title.
 func (e *Env) Create(user, requestID, content string) core.Outcome {
 	e.T.Helper()
@@ -295,7 +304,7 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 			e := env(t, from)
 			first := e.Create("user-a", "r-switch", `{"title":"T","priority":"high"}`)
 			Want(t, first, core.KindCreated)
-			e.Svc.Policy = from.Other()
+			e.restart(e.Svc.Store, from.Other())
 			second := e.Create("user-a", "r-switch", `{ "priority" : "high", "title":"T"}`)
 			Replays(t, second, first)
 			e.WantTickets(t, 1)
@@ -306,7 +315,7 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 		e := env(t, idem.PolicyRequest)
 		first := e.Create("user-a", "r-switch", title)
 		Want(t, first, core.KindCreated)
-		e.Svc.Policy = idem.PolicyArguments
+		e.restart(e.Svc.Store, idem.PolicyArguments)
 		other := e.Create("user-a", "r-switch", `{"title":"Another title"}`)
 		Want(t, other, core.KindCreated) // not blocked, not replayed
 		if other.TicketID() == first.TicketID() {
@@ -319,9 +328,9 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 
 	t.Run("old and new instances side by side, one per key_policy, racing on one call: one ticket", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		other := *e.Svc
-		other.Policy = idem.PolicyRequest
-		svcs := []*core.Service{e.Svc, &other}
+		old := e.Svc
+		e.restart(e.Svc.Store, idem.PolicyRequest)
+		svcs := []*core.Service{old, e.Svc}
 		outs := make([]core.Outcome, 8)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
