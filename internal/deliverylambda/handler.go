@@ -3,6 +3,11 @@
 // delivers the tickets it announces) or an EventBridge scheduled event
 // (and sweeps the tickets that are due or whose lease ran out). The state
 // machine itself is delivery.Engine; this package only feeds it.
+//
+// Lambda freezes the process once Handle returns, so Handle returns only
+// after every delivery it started has recorded its step and logged its
+// line: nothing is left to run between invocations
+// (docs/lambda-runtime.md).
 package deliverylambda
 
 import (
