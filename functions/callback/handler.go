@@ -3,6 +3,11 @@ package main
 // This file is the callback function's composition root: it builds the
 // graph main starts (the AIVAX door and the MCP door on DynamoDB), and
 // links no helpdesk client and no operator code.
+//
+// Lambda freezes the process as soon as an invocation returns, so
+// everything a request needs is finished before the handler returns (the
+// claim's read-ahead included: settled), and nothing relies on a
+// goroutine running between invocations (docs/lambda-runtime.md).
 
 import (
 	"context"
@@ -94,7 +99,26 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	return tracing.Door(httpapi.Collect(h)), nil
+	return tracing.Door(settled(httpapi.Collect(h), store.Wait)), nil
+}
+
+// settled serves each request with h, then waits (wait: the store's
+// dynamo.Store.Wait) for the DynamoDB requests its claims sent and did not
+// wait for: the read-ahead's GetItem after the transaction answered, or
+// the transaction after the read answered a repeat. Lambda freezes the
+// process as soon as the handler returns, so such a request would
+// otherwise stop mid-flight and end on a later invocation's thaw (or
+// never): its span ending then and exported with another invocation, a
+// read that ran past its call timeout while frozen counted as a failed
+// read-ahead. Waiting costs a repeat the read answered the rest of its
+// transaction's time; nothing else waits longer (docs/lambda-runtime.md).
+// The function serves one invocation at a time, so what Wait waits for is
+// this request's.
+func settled(h http.Handler, wait func()) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		wait()
+	})
 }
 
 // readParameter reads the hook key's SSM parameter (lambdaurl.ReadParameter: one

@@ -2,6 +2,11 @@ package main
 
 // This file is the delivery function's composition root: it builds the
 // graph main starts, and links no HTTP door, nonce check or operator code.
+//
+// Lambda freezes the process as soon as an invocation returns: each
+// stream batch and sweep (internal/deliverylambda) waits for every
+// delivery it started, recorded, before it answers, and nothing relies on
+// a goroutine running between invocations (docs/lambda-runtime.md).
 
 import (
 	"cmp"

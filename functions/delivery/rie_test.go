@@ -77,6 +77,14 @@ func rieTable(t *testing.T) (endpoint, table, streamARN string, store *dynamo.St
 // invoke URL and the function's output.
 func startDelivery(t *testing.T, endpoint, table string, dest map[string]string) (string, *testenv.Buffer) {
 	t.Helper()
+	r := startDeliveryRuntime(t, endpoint, table, dest)
+	return r.URL, r.Out
+}
+
+// startDeliveryRuntime is startDelivery, returning the emulator for a
+// test that freezes the bootstrap.
+func startDeliveryRuntime(t *testing.T, endpoint, table string, dest map[string]string) *testenv.Runtime {
+	t.Helper()
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	testenv.BuildFunction(t, "./functions/delivery", "lambda.norpc,nosqlite", runtime.GOARCH, bootstrap)
 	vars := map[string]string{
@@ -88,8 +96,7 @@ func startDelivery(t *testing.T, endpoint, table string, dest map[string]string)
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "90",
 	}
 	maps.Copy(vars, dest)
-	invokeURL, output, _ := testenv.StartRIE(t, bootstrap, vars)
-	return invokeURL, output
+	return testenv.StartRuntime(t, bootstrap, vars)
 }
 
 // pendingInserts is the stream's event holding one pending insert of

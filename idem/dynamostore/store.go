@@ -440,8 +440,11 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 
 // Wait blocks until the requests of every read-ahead claim have ended,
 // including those a claim answered without waiting for (see readAhead):
-// for tests and benchmarks that count requests per call, and for a
-// process that shuts down cleanly. Claims may run meanwhile; Wait
+// for a process frozen between requests, such as a Lambda function,
+// which must wait so before each invocation returns (a request left in
+// flight would stop mid-way and end on a later thaw, past its call
+// timeout); for tests and benchmarks that count requests per call; and
+// for a process that shuts down cleanly. Claims may run meanwhile; Wait
 // returns once none is left behind.
 func (s *Store) Wait() { s.behind.wait() }
 

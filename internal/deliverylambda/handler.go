@@ -5,6 +5,11 @@
 // the records that are due or whose lease ran out). The state machine,
 // including the order of a ticket's follow-ups, is delivery.Engine; this
 // package only feeds it.
+//
+// Lambda freezes the process once Handle returns, so Handle returns only
+// after every delivery it started has recorded its step and logged its
+// line: nothing is left to run between invocations
+// (docs/lambda-runtime.md).
 package deliverylambda
 
 import (

@@ -101,8 +101,11 @@ func New(client Client, table string, opt Options) *Store {
 
 // Wait blocks until the requests of every claim have ended, including
 // those the claim answered without waiting for (dynamostore.Store.Wait):
-// for a process that stops cleanly (the local server closes its store
-// so), and for tests and benchmarks that count requests per callback.
+// for the callback function, whose handler waits so after each request
+// because Lambda freezes the process when it returns
+// (docs/lambda-runtime.md); for a process that stops cleanly (the local
+// server closes its store so); and for tests and benchmarks that count
+// requests per callback.
 func (s *Store) Wait() { s.claims.Wait() }
 
 // call runs one DynamoDB call under its own deadline and maps its error.

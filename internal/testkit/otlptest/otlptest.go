@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -133,4 +134,17 @@ func Tree(spans []*tracepb.Span, keys ...string) string {
 		walk(r, 0)
 	}
 	return b.String()
+}
+
+// Outside returns the spans that did not run wholly between from and to:
+// started before from or ended after to.
+func Outside(spans []*tracepb.Span, from, to time.Time) []*tracepb.Span {
+	var out []*tracepb.Span
+	for _, s := range spans {
+		start, end := time.Unix(0, int64(s.GetStartTimeUnixNano())), time.Unix(0, int64(s.GetEndTimeUnixNano())) //nolint:gosec // OTLP times are nanoseconds since the epoch, far inside int64
+		if start.Before(from) || end.After(to) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

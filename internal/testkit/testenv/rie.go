@@ -25,24 +25,42 @@ import (
 // own output appear.
 func StartRIE(t testing.TB, bootstrap string, vars map[string]string) (invokeURL string, out *Buffer, stop func()) {
 	t.Helper()
+	r := StartRuntime(t, bootstrap, vars)
+	return r.URL, r.Out, r.Stop
+}
+
+// Runtime is an emulator StartRuntime started, with its function.
+type Runtime struct {
+	URL  string  // the invoke URL
+	Out  *Buffer // the emulator's and the function's combined output
+	Stop func()  // ends the emulator and the bootstrap (also run at Cleanup)
+	// PID is the emulator's process id; the bootstrap is its child
+	// (Bootstrap).
+	PID int
+}
+
+// StartRuntime is StartRIE, keeping the emulator's process id for a test
+// that stops and resumes the bootstrap (Runtime.Freeze, Runtime.Thaw).
+func StartRuntime(t testing.TB, bootstrap string, vars map[string]string) *Runtime {
+	t.Helper()
 	// FreePort's port is free when it returns, not when the emulator binds
 	// it: under a parallel test run another process can take it first. The
 	// emulator then exits at start saying so, and the ports are picked
 	// again.
 	for attempt := 1; ; attempt++ {
-		invokeURL, out, stop, ok := startRIEOnce(t, bootstrap, vars)
+		r, ok := startRIEOnce(t, bootstrap, vars)
 		if ok {
-			return invokeURL, out, stop
+			return r
 		}
-		if attempt == 3 || !strings.Contains(out.String(), "address already in use") {
-			t.Fatalf("aws-lambda-rie exited at start:\n%s", out)
+		if attempt == 3 || !strings.Contains(r.Out.String(), "address already in use") {
+			t.Fatalf("aws-lambda-rie exited at start:\n%s", r.Out)
 		}
 	}
 }
 
-// startRIEOnce is one attempt of StartRIE; ok is false when the emulator
-// exited before it listened.
-func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (invokeURL string, out *Buffer, stop func(), ok bool) {
+// startRIEOnce is one attempt of StartRuntime; ok is false when the
+// emulator exited before it listened.
+func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (*Runtime, bool) {
 	t.Helper()
 	rie := RIE(t)
 	emulator := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
@@ -65,7 +83,7 @@ func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (invok
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
-	out = &Buffer{}
+	out := &Buffer{}
 	cmd := exec.Command(rie, //nolint:gosec // the emulator built by scripts/tools.sh
 		"--runtime-interface-emulator-address", emulator,
 		"--runtime-api-address", runtimeAPI,
@@ -80,7 +98,7 @@ func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (invok
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	var once sync.Once
-	stop = func() {
+	stop := func() {
 		once.Do(func() {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			select {
@@ -100,7 +118,7 @@ func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (invok
 		}
 		select {
 		case <-done:
-			return "", out, stop, false
+			return &Runtime{Out: out, Stop: stop, PID: cmd.Process.Pid}, false
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -108,5 +126,5 @@ func startRIEOnce(t testing.TB, bootstrap string, vars map[string]string) (invok
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + emulator + "/2015-03-31/functions/function/invocations", out, stop, true
+	return &Runtime{URL: "http://" + emulator + "/2015-03-31/functions/function/invocations", Out: out, Stop: stop, PID: cmd.Process.Pid}, true
 }
