@@ -25,7 +25,7 @@ func main() {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
-	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true})
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true, Logger: logger})
 	h, herr := Handler(context.Background(), cfg, logger)
 	err = errors.Join(err, herr)
 	if err != nil {

@@ -25,7 +25,7 @@ func main() {
 		os.Exit(1)
 	}
 	var h *deliverylambda.Handler
-	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true})
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true, Logger: logger})
 	if err == nil {
 		h, err = Handler(context.Background(), cfg, logger)
 	}

@@ -86,7 +86,13 @@ func Main(cfg config.Local, m Mode) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
+	defer func() {
+		// The spans still queued get a short while to leave; a collector
+		// that does not answer does not hold the exit.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTracing)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
 	h, closer, err := LocalServer(ctx, cfg, logger)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -101,6 +107,9 @@ func Main(cfg config.Local, m Mode) int {
 	}
 	return 0
 }
+
+// shutdownTracing bounds the export of the spans still queued at exit.
+const shutdownTracing = 2 * time.Second
 
 // LocalServer builds the local server's graph on the configured store
 // (SQLite or DynamoDB), outermost first: httpapi.Collect and
