@@ -35,7 +35,7 @@ func TestLocalServerDoesNotWaitOnItsCollector(t *testing.T) {
 	}
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 	const hookKey = "hook-key-local-fault"
-	srv := serve(t, localConfig(t, hookKey))
+	srv := serve(t, localConfig(t, hookKey), tp)
 	for i := range 10 {
 		n, err := nonce.Generate(hookKey, 4)
 		if err != nil {

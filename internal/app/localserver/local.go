@@ -93,7 +93,7 @@ func Main(cfg config.Local, m Mode) int {
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	}()
-	h, closer, err := LocalServer(ctx, cfg, logger)
+	h, closer, err := LocalServer(ctx, cfg, logger, tp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -122,11 +122,13 @@ const shutdownTracing = 2 * time.Second
 // delivering; its steps and its counts of waiting tickets go to the same
 // Prometheus. The returned closer stops, in order, the metrics listener,
 // the worker (its deliveries in flight finish first) and the store.
-func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+//
+// tp records the door's and the DynamoDB requests' spans; nil records
+// none.
+func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp *otelsetup.Provider) (http.Handler, io.Closer, error) {
 	if err := CheckSettings(&cfg); err != nil {
 		return nil, nil, err
 	}
-	logger = slog.New(tracing.LogHandler(logger.Handler())) // the callback line's attributes on the door's span
 	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
 		return nil, nil, err
@@ -142,7 +144,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	// once per process in any case.
 	var rec metrics.Recorder
 	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger,
-		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass))
+		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass), tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -194,7 +196,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	if rec != nil {
 		h = httpapi.Collect(h)
 	}
-	return tracing.Door(h), cs, nil
+	return tracing.Door(h, tp.TracerProvider()), cs, nil
 }
 
 // CheckSettings checks the file's settings that belong to the packages

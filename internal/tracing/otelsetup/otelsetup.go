@@ -46,8 +46,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Options say what Setup installs.
@@ -89,13 +87,20 @@ func (p *Provider) Flush(ctx context.Context) error {
 	return p.sdk.ForceFlush(ctx)
 }
 
-// Shutdown flushes and stops the exporter; the doors are no longer
-// wrapped after it.
+// TracerProvider is the provider spans are recorded with, for the doors
+// (tracing.Door); nil when nothing exports.
+func (p *Provider) TracerProvider() trace.TracerProvider {
+	if !p.Exporting() {
+		return nil
+	}
+	return p.sdk
+}
+
+// Shutdown flushes and stops the exporter.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if !p.Exporting() {
 		return nil
 	}
-	tracing.SetExporting(false)
 	return p.sdk.Shutdown(ctx)
 }
 
@@ -105,7 +110,6 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // turn tracing off.
 func Setup(ctx context.Context, o Options) (*Provider, error) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
-	tracing.SetExporting(false)
 	env := func(k string) string { return strings.TrimSpace(o.Getenv(k)) }
 	// Checked whether or not anything exports, so that a bad value is
 	// reported when it is set, not when a collector is added.
@@ -171,7 +175,6 @@ func Setup(ctx context.Context, o Options) (*Provider, error) {
 	}
 	p.sdk = sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(p.sdk)
-	tracing.SetExporting(true)
 	return p, nil
 }
 
@@ -220,14 +223,14 @@ func must(r *resource.Resource, _ error) *resource.Resource {
 // partition key starts with readAheadPrefix (the operation items, which
 // only the claim's read-ahead reads) carries idem.read_ahead=true.
 //
-// It instruments only while spans export (call it after Setup): on the
+// It instruments only while p exports (a nil p exports nothing): on the
 // no-op provider each request would run the instrumentation's
 // middlewares for spans nobody records.
-func AWS(cfg *aws.Config, readAheadPrefix string) {
-	if !tracing.Exporting() {
+func (p *Provider) AWS(cfg *aws.Config, readAheadPrefix string) {
+	if !p.Exporting() {
 		return
 	}
-	otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithAttributeBuilder(
+	otelaws.AppendMiddlewares(&cfg.APIOptions, otelaws.WithTracerProvider(p.sdk), otelaws.WithAttributeBuilder(
 		otelaws.DefaultAttributeBuilder, dynamoDBAttributes(readAheadPrefix)))
 }
 
