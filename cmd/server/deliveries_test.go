@@ -61,7 +61,7 @@ func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 		sc = config.StoreSettings{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: region}
 		where = "DynamoDB table " + sc.Table + " in region "
 	}
-	st, closer, err := localstore.Open(context.Background(), sc, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	st, closer, err := localstore.Open(context.Background(), sc, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

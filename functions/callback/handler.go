@@ -18,6 +18,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aivax-examples/idempotent-callback/internal/app/doors"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
@@ -33,8 +34,9 @@ import (
 
 // Handler builds the deployed callback function's handler: the hook key
 // (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, and on
-// it the graph of handler. It runs once, at cold start.
-func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.Handler, error) {
+// it the graph of handler; tp records the door's and the AWS requests'
+// spans (nil: none). It runs once, at cold start.
+func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger, tp *otelsetup.Provider) (http.Handler, error) {
 	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingEnvNames); err != nil {
 		return nil, err
 	}
@@ -42,14 +44,14 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	otelsetup.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per AWS request
+	tp.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per AWS request
 	hookKey := cfg.HookKey
 	if cfg.HookKeyParameter != "" {
 		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {
 			return nil, err
 		}
 	}
-	return handler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger)
+	return handler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger, tp.TracerProvider())
 }
 
 // handler is the callback function's graph on a DynamoDB client,
@@ -62,8 +64,7 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger) (http.
 // so a repeat landing on a warm instance makes no DynamoDB call. With
 // DELIVERY_KIND set, the service writes each new ticket pending in the
 // same transaction (the outbox).
-func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger) (http.Handler, error) {
-	logger = slog.New(tracing.LogHandler(logger.Handler())) // the callback line's attributes on the door's span
+func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger, tp trace.TracerProvider) (http.Handler, error) {
 	names := config.SettingEnvNames
 	if cfg.HookKeyParameter != "" {
 		names.HookKey = "HOOK_KEY_PARAMETER " + cfg.HookKeyParameter
@@ -99,7 +100,7 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	if err != nil {
 		return nil, err
 	}
-	return tracing.Door(settled(httpapi.Collect(h), store.Wait)), nil
+	return tracing.Door(settled(httpapi.Collect(h), store.Wait), tp), nil
 }
 
 // settled serves each request with h, then waits (wait: the store's

@@ -27,7 +27,7 @@ func TestLambdaHookKeyParameterWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Handler(context.Background(), cfg, discard())
+	h, err := Handler(context.Background(), cfg, discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,8 +25,8 @@ func main() {
 		logger.Error("bad configuration", slog.Any("error", err))
 		os.Exit(1)
 	}
-	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true})
-	h, herr := Handler(context.Background(), cfg, logger)
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "callback", Lambda: true, Logger: logger})
+	h, herr := Handler(context.Background(), cfg, logger, tp)
 	err = errors.Join(err, herr)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))

@@ -46,7 +46,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 		Common:           config.Common{Policy: string(idem.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
 	logger := slog.New(lambdaurl.LogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
-	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), callbacktest.MetricsHookKey, logger)
+	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), callbacktest.MetricsHookKey, logger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

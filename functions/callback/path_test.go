@@ -101,7 +101,7 @@ func runPathSteps(t *testing.T, calls int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Handler(context.Background(), cfg, logger)
+	h, err := Handler(context.Background(), cfg, logger, tp)
 	if err != nil {
 		t.Fatal(err)
 	}

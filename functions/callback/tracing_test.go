@@ -59,7 +59,7 @@ func TestLambdaDynamoDBSpans(t *testing.T) {
 	}
 	defer otel.SetTracerProvider(noop.NewTracerProvider())
 	defer func() { _ = tp.Shutdown(context.Background()) }()
-	h, err := Handler(context.Background(), cfg, discard())
+	h, err := Handler(context.Background(), cfg, discard(), tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,9 @@ import (
 // DELIVERY_SECRET_PARAMETER is set), the destination, and
 // deliverylambda.Handler (stream and schedule events) → delivery.Engine
 // (steps logged with their EMF metrics under METRICS_NAMESPACE) → the
-// destination and one DynamoDB client's dynamo.Store on TABLE_NAME.
-func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger) (*deliverylambda.Handler, error) {
+// destination and one DynamoDB client's dynamo.Store on TABLE_NAME; tp
+// records the AWS requests' spans (nil: none).
+func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger, tp *otelsetup.Provider) (*deliverylambda.Handler, error) {
 	rec := &metrics.EMF{Namespace: cfg.MetricsNamespace, DeliveryLabels: destination.MetricLabels()}
 	if err := rec.Check(); err != nil {
 		return nil, fmt.Errorf("config: METRICS_NAMESPACE: %w", err)
@@ -44,7 +45,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	otelsetup.AWS(&awsCfg, "") // a span per AWS request
+	tp.AWS(&awsCfg, "") // a span per AWS request
 	d := cfg.Destination
 	if cfg.SecretParameter != "" {
 		secret, err := lambdaurl.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)

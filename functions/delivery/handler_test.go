@@ -26,7 +26,7 @@ func deliveryFromEnv(vars map[string]string, log *slog.Logger) (*deliverylambda.
 	if err != nil {
 		return nil, err
 	}
-	return Handler(context.Background(), cfg, log)
+	return Handler(context.Background(), cfg, log, nil)
 }
 
 // TestDeliveryHandlerReadsTheParameterOnce: with DELIVERY_SECRET_PARAMETER

@@ -25,9 +25,9 @@ func main() {
 		os.Exit(1)
 	}
 	var h *deliverylambda.Handler
-	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true})
+	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: os.Getenv, Service: "delivery", Lambda: true, Logger: logger})
 	if err == nil {
-		h, err = Handler(context.Background(), cfg, logger)
+		h, err = Handler(context.Background(), cfg, logger, tp)
 	}
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))

@@ -81,6 +81,10 @@ type Service struct {
 	// still a conflict). Share one Cache only among services over the same
 	// store. Nil: every write asks the store.
 	Cache *idem.Cache
+	// Traceparent returns the W3C traceparent of the span in a call's
+	// context (tracing.Traceparent), which the service puts on the
+	// delivery records the call writes (Writes.Traceparent); nil: none.
+	Traceparent func(context.Context) string
 
 	guardOnce sync.Once
 	judge     *idem.Guard[Writes]
@@ -350,7 +354,11 @@ func (s *Service) outbox(ctx context.Context, now time.Time, w Writes) (Writes, 
 			items[i].Effect = &kept
 		}
 	}
-	return Writes{Tickets: tickets, Items: items}, nil
+	planned := Writes{Tickets: tickets, Items: items}
+	if s.Deliver && s.Traceparent != nil {
+		planned.Traceparent = s.Traceparent(ctx)
+	}
+	return planned, nil
 }
 
 func (s *Service) now() time.Time {

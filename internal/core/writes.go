@@ -27,6 +27,11 @@ type Writes struct {
 	// alone. A condition that fails refuses the whole claim, at the
 	// write's index (Writes.Refused), and writes nothing.
 	Items []ItemWrite
+	// Traceparent is the W3C traceparent of the call that makes the
+	// writes, stored with each delivery record they create (a ticket's,
+	// an effect's) so that its delivery links to the call; the service
+	// sets it (Service.Traceparent), "" when the call is not traced.
+	Traceparent string
 }
 
 // Item is an item's attributes by name. A value is a string, an int64, a

@@ -10,6 +10,11 @@ import (
 	mrand "math/rand/v2"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Defaults of the Engine.
@@ -334,6 +339,17 @@ func (e *Engine) deliverStep(ctx context.Context, id string) (Update, string, er
 		e.Observer.StepEnded(ctx, s)
 	}
 	return u, e.next(ctx, id, u, g), nil
+}
+
+// settle records u under a span of its own.
+func (e *Engine) settle(ctx context.Context, id, owner string, u Update) error {
+	ctx, span := tracing.Tracer().Start(ctx, tracing.SpanSettle, trace.WithAttributes(tracing.AttrState.String(string(u.State))))
+	defer span.End()
+	err := e.Store.Record(ctx, id, owner, u)
+	if err != nil {
+		span.SetStatus(codes.Error, "not recorded")
+	}
+	return err
 }
 
 // kindOf is the kind of the claimed record.

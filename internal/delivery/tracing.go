@@ -27,17 +27,6 @@ func endTicketSpan(span trace.Span, u Update, err error) {
 	span.End()
 }
 
-// settle records u under a span of its own.
-func (e *Engine) settle(ctx context.Context, id, owner string, u Update) error {
-	ctx, span := tracing.Tracer().Start(ctx, tracing.SpanSettle, trace.WithAttributes(tracing.AttrState.String(string(u.State))))
-	defer span.End()
-	err := e.Store.Record(ctx, id, owner, u)
-	if err != nil {
-		span.SetStatus(codes.Error, "not recorded")
-	}
-	return err
-}
-
 // linkClaimed links the ticket's span in ctx to the span that created the
 // ticket, from the traceparent its record carries.
 func linkClaimed(ctx context.Context, c Claimed) {

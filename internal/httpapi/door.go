@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Answer is how the callback answers one outcome of the service: the
@@ -103,6 +104,14 @@ func AppendCallbackAttrs(attrs []slog.Attr, path, door string, o core.Outcome, n
 		attrs = append(attrs, slog.String("code", o.Code))
 	}
 	return attrs
+}
+
+// SpanOutcome is what a door's span carries of the request whose service
+// outcome is o, answered as name: the members of its callback line that
+// AppendCallbackAttrs takes from o, clipped alike.
+func SpanOutcome(door string, o core.Outcome, name string) tracing.Outcome {
+	return tracing.Outcome{Door: door, Function: clipLogged(o.Function), Tenant: o.TenantID, Outcome: name,
+		Code: o.Code, OperationKey: o.Key}
 }
 
 // response is Response under the name reply embeds it by (the table is

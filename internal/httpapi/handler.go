@@ -14,8 +14,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // DefaultMaxBody is the default body limit (docs/contract.md, Order of
@@ -312,6 +315,7 @@ func (h *Handler) log(ctx context.Context, r *http.Request, rep reply, d time.Du
 		level = slog.LevelError
 	}
 	o := rep.out
+	tracing.SetOutcome(trace.SpanFromContext(ctx), SpanOutcome(DoorAIVAX, o, rep.Name))
 	attrs := AppendCallbackAttrs(make([]slog.Attr, 0, LineAttrs), clipLogged(r.URL.Path), DoorAIVAX, o, rep.Name, rep.Status, d)
 	if rep.err != nil && rep.Status >= 500 {
 		attrs = append(attrs, slog.Any("error", rep.err))

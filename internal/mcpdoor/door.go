@@ -39,6 +39,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
@@ -560,10 +561,10 @@ func (d *Door) toolHandler(fn *core.Function) mcp.ToolHandler {
 		o := d.cfg.Service.Answer(opCtx, call)
 		resp, body := httpapi.Answer(o)
 		if span.IsRecording() {
-			// The line's attributes (door, function, tenant, outcome,
-			// code, operation key) on the call's span; the HTTP status is
-			// the request span's.
-			tracing.SetLineAttrs(span, httpapi.AppendCallbackAttrs(make([]slog.Attr, 0, httpapi.LineAttrs), Path, httpapi.DoorMCP, o, resp.Name, 0, 0))
+			// The outcome (door, function, tenant, outcome, code,
+			// operation key) on the call's span; the HTTP status is the
+			// request span's.
+			tracing.SetOutcome(span, httpapi.SpanOutcome(httpapi.DoorMCP, o, resp.Name))
 			if o.Kind == core.KindInternal {
 				span.SetStatus(codes.Error, resp.Name)
 			}
@@ -726,6 +727,7 @@ func (a *authWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 // arguments, the token or the body.
 func (d *Door) logTool(c *call, o core.Outcome, resp httpapi.Response, status int) {
 	dur := time.Since(c.start)
+	tracing.SetOutcome(trace.SpanFromContext(c.ctx), httpapi.SpanOutcome(httpapi.DoorMCP, o, resp.Name))
 	attrs := httpapi.AppendCallbackAttrs(make([]slog.Attr, 0, httpapi.LineAttrs), Path, httpapi.DoorMCP, o, resp.Name, status, dur)
 	level := slog.LevelInfo
 	if o.Kind == core.KindInternal {
@@ -766,6 +768,8 @@ func (d *Door) logRequest(c *call, rep httpapi.Response) {
 			attrs = append(attrs, slog.String("code", code))
 		}
 	}
+	tracing.SetOutcome(trace.SpanFromContext(c.ctx), tracing.Outcome{Door: httpapi.DoorMCP, Function: httpapi.ClipLogged(fn),
+		Outcome: name, Code: code})
 	attrs = append(attrs,
 		slog.String("outcome", name),
 		slog.Int("http_status", rep.Status),

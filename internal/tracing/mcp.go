@@ -32,13 +32,15 @@ var noopSpan = trace.SpanFromContext(context.Background())
 // transport's; the HTTP request's span (Door, whose parent is the
 // traceparent header) is then a link. Without a valid traceparent in
 // _meta, the parent is ctx's span, the HTTP request's. The caller sets
-// the call's attributes from its log line (SetLineAttrs) and ends the
+// the call's attributes from its outcome (SetOutcome) and ends the
 // span.
 //
-// While nothing exports, ToolCall returns ctx and a span that records
-// nothing, at no cost.
+// The span is recorded with the provider of the Door serving the request;
+// outside a Door (nothing exports), ToolCall returns ctx and a span that
+// records nothing, at no cost.
 func ToolCall(ctx context.Context, tool, traceparent, tracestate string) (context.Context, trace.Span) {
-	if !exporting.Load() {
+	tp, ok := doorProvider(ctx)
+	if !ok {
 		return ctx, noopSpan
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
@@ -58,5 +60,5 @@ func ToolCall(ctx context.Context, tool, traceparent, tracestate string) (contex
 			}
 		}
 	}
-	return Tracer().Start(parent, spanToolCall+tool, opts...)
+	return tp.Tracer(ScopeName).Start(parent, spanToolCall+tool, opts...)
 }

@@ -1,13 +1,14 @@
 // Package tracing is the product's OpenTelemetry tracing on the API side:
 // the span names and attribute keys, the door's server span, the
 // helpdesk's client span, the W3C traceparent a ticket carries across the
-// outbox, and the link a delivery makes to it. It reads the global
-// tracer provider and propagator, which internal/tracing/otelsetup
-// installs (a no-op provider when nothing exports, so every span here
-// then costs a context lookup).
+// outbox, and the link a delivery makes to it. The doors take the tracer
+// provider they record with as an argument (Door: none, and they are not
+// wrapped); the delivery's spans use the global provider and propagator,
+// which internal/tracing/otelsetup installs (a no-op provider when
+// nothing exports, so every span there then costs a context lookup).
 //
 // What a span carries is chosen here, never copied wholesale: the door's
-// attributes come from its log line's closed list (LogHandler), the
+// attributes are the closed list of Outcome, set by the door, the
 // helpdesk call's are the method and host only (not the URL, which may
 // hold a webhook's secret). Arguments, nonces, the hook key, tokens and
 // helpdesk credentials are never read.
@@ -15,9 +16,7 @@ package tracing
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"sync/atomic"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
@@ -59,17 +58,6 @@ const (
 	AttrBatchSize    = attribute.Key("delivery.batch_size")
 	AttrLinked       = attribute.Key("delivery.linked") // the ticket carried a valid traceparent
 )
-
-// exporting is whether spans are recorded and exported (otelsetup sets it).
-var exporting atomic.Bool
-
-// SetExporting tells the package whether the installed provider records
-// and exports spans.
-func SetExporting(on bool) { exporting.Store(on) }
-
-// Exporting reports whether the installed provider records and exports
-// spans (SetExporting).
-func Exporting() bool { return exporting.Load() }
 
 // Tracer is the product's tracer on the global provider, looked up per
 // use so a provider installed later (otelsetup.Setup) is the one used.
@@ -122,28 +110,44 @@ func LinkTicket(span trace.Span, traceparent string) {
 }
 
 // Door wraps a callback program's handler (the AIVAX door and the MCP
-// door beside it) in one server span per request, with OpenTelemetry's
-// net/http instrumentation: its parent is the request's traceparent
-// header, else the span context already in the request's context (on
-// Lambda, the invocation's X-Ray trace). The outcome, function, tenant
-// and operation key are set by LogHandler from the request's log line.
+// door beside it) in one server span per request of tp, with
+// OpenTelemetry's net/http instrumentation: its parent is the request's
+// traceparent header, else the span context already in the request's
+// context (on Lambda, the invocation's X-Ray trace). The door sets the
+// outcome, function, tenant and operation key (SetOutcome). The
+// request's context carries tp, for the spans
+// the doors start below (ToolCall).
 //
-// While nothing exports (SetExporting not called with true), Door returns
-// h itself: the door then costs nothing, and on Lambda the invocation's
-// X-Ray trace in the context still reaches the ticket's traceparent.
-func Door(h http.Handler) http.Handler {
-	if !exporting.Load() {
+// With no provider (nil: nothing exports), Door returns h itself: the
+// door then costs nothing, and on Lambda the invocation's X-Ray trace in
+// the context still reaches the ticket's traceparent.
+func Door(h http.Handler, tp trace.TracerProvider) http.Handler {
+	if tp == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, "callback",
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), providerKey{}, tp)))
+	})
+	return otelhttp.NewHandler(inner, "callback",
 		otelhttp.WithSpanNameFormatter(doorSpanName),
 		otelhttp.WithMeterProvider(noMeter),
 		// The installed provider, named: without it the instrumentation
 		// takes the provider of the span already in the request's
 		// context, and on Lambda that span is the invocation's X-Ray
 		// parent, a remote span whose provider records nothing.
-		otelhttp.WithTracerProvider(otel.GetTracerProvider()),
+		otelhttp.WithTracerProvider(tp),
 	)
+}
+
+// providerKey is where Door puts its tracer provider in a request's
+// context.
+type providerKey struct{}
+
+// doorProvider is the tracer provider of the Door that serves ctx's
+// request; ok is false outside one.
+func doorProvider(ctx context.Context) (trace.TracerProvider, bool) {
+	tp, ok := ctx.Value(providerKey{}).(trace.TracerProvider)
+	return tp, ok
 }
 
 func doorSpanName(_ string, r *http.Request) string {
@@ -161,83 +165,30 @@ func doorSpanName(_ string, r *http.Request) string {
 // takes from the instrumentation.
 var noMeter = metricnoop.NewMeterProvider()
 
-// callbackLine is the message of the one line each door writes per
-// request (docs/contract.md, Logs and metrics).
-const callbackLine = "callback"
-
-// lineAttrs maps the members of a callback line that a span may carry to
-// their attribute keys: a closed list, so the line's other members (and
-// anything added to it later) stay out of the trace.
-var lineAttrs = map[string]attribute.Key{
-	"door":          AttrDoor,
-	"function":      AttrFunction,
-	"tenant":        AttrTenant,
-	"outcome":       AttrOutcome,
-	"code":          AttrCode,
-	"operation_key": AttrOperationKey,
+// Outcome is what a door's span carries of a request's outcome: the
+// door, the function (as the door clipped it for its log line), the
+// tenant, the outcome's name, the rejection's code and the operation key.
+// Nothing else of the request (arguments, nonces, keys, tokens) has a
+// place in it.
+type Outcome struct {
+	Door, Function, Tenant, Outcome, Code, OperationKey string
 }
 
-// LogHandler wraps h so that each door's callback line also sets, on the
-// request's recording span, the attributes of lineAttrs. The line is the
-// one place both doors report a request's outcome, function, tenant and
-// operation key, already bounded (the function name clipped) and free of
-// arguments, nonces and keys; the span takes the same values from it.
-// Records of other messages, and requests without a recording span, pass
-// through untouched.
-func LogHandler(h slog.Handler) slog.Handler { return &logHandler{next: h} }
-
-type logHandler struct{ next slog.Handler }
-
-func (l *logHandler) Enabled(ctx context.Context, level slog.Level) bool {
-	// A line below the logger's level still carries the request's
-	// outcome to its span.
-	return l.next.Enabled(ctx, level) || trace.SpanFromContext(ctx).IsRecording()
-}
-
-func (l *logHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == callbackLine {
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
-			attrs := make([]attribute.KeyValue, 0, len(lineAttrs))
-			r.Attrs(func(a slog.Attr) bool {
-				attrs = appendLineAttr(attrs, a)
-				return true
-			})
-			span.SetAttributes(attrs...)
-		}
-	}
-	if !l.next.Enabled(ctx, r.Level) {
-		return nil
-	}
-	return l.next.Handle(ctx, r)
-}
-
-func (l *logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &logHandler{next: l.next.WithAttrs(attrs)}
-}
-
-func (l *logHandler) WithGroup(name string) slog.Handler {
-	return &logHandler{next: l.next.WithGroup(name)}
-}
-
-// SetLineAttrs sets on span the attributes of lineAttrs that a door's
-// callback line (attrs) carries: what LogHandler sets from the line, for
-// a span that is not the one in the line's context (an MCP tool call's).
-func SetLineAttrs(span trace.Span, attrs []slog.Attr) {
+// SetOutcome sets o's non-empty members on span, when it records: the
+// door sets them where it decides the outcome.
+func SetOutcome(span trace.Span, o Outcome) {
 	if !span.IsRecording() {
 		return
 	}
-	kv := make([]attribute.KeyValue, 0, len(lineAttrs))
-	for _, a := range attrs {
-		kv = appendLineAttr(kv, a)
+	kv := make([]attribute.KeyValue, 0, 6)
+	for _, a := range [...]struct {
+		k attribute.Key
+		v string
+	}{{AttrDoor, o.Door}, {AttrFunction, o.Function}, {AttrTenant, o.Tenant}, {AttrOutcome, o.Outcome},
+		{AttrCode, o.Code}, {AttrOperationKey, o.OperationKey}} {
+		if a.v != "" {
+			kv = append(kv, a.k.String(a.v))
+		}
 	}
 	span.SetAttributes(kv...)
-}
-
-// appendLineAttr appends a's attribute when a is a non-empty string member
-// of lineAttrs.
-func appendLineAttr(kv []attribute.KeyValue, a slog.Attr) []attribute.KeyValue {
-	if k, ok := lineAttrs[a.Key]; ok && a.Value.Kind() == slog.KindString && a.Value.String() != "" {
-		kv = append(kv, k.String(a.Value.String()))
-	}
-	return kv
 }

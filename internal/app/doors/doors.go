@@ -22,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/mcpdoor"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
+	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // CheckSettings checks the shared settings c and the hook key by the rules
@@ -159,6 +160,8 @@ func Build(c Config) (http.Handler, error) {
 		Deliver:   c.Deliver,
 		Tools:     c.Tools,
 		Cache:     c.ResultCache,
+		// The ticket's delivery links to the call's span.
+		Traceparent: tracing.Traceparent,
 	}
 	// A misconfigured service (retention, key policy, result cache, id
 	// source) stops the program here, not on every write.

@@ -42,7 +42,7 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 func TestLocalCreatesTheStoreFolder(t *testing.T) {
 	cfg := localConfig(t, "k")
 	cfg.Store.Path = filepath.Join(t.TempDir(), "missing", "dir", "tickets.sqlite")
-	_, closer, err := LocalServer(context.Background(), cfg, discard())
+	_, closer, err := LocalServer(context.Background(), cfg, discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestLocalRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := localConfig(t, "k")
 			tc.mutate(&cfg)
-			h, closer, err := LocalServer(context.Background(), cfg, discard())
+			h, closer, err := LocalServer(context.Background(), cfg, discard(), nil)
 			if err == nil {
 				if closer != nil {
 					_ = closer.Close()

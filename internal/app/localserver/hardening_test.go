@@ -46,7 +46,7 @@ func localDynamoCallback(t *testing.T, endpoint string) {
 		Users:          map[string]config.User{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		InsecureNoAuth: true,
 	}
-	h, closer, err := LocalServer(context.Background(), cfg, discard())
+	h, closer, err := LocalServer(context.Background(), cfg, discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,8 +86,14 @@ func Main(cfg config.Local, m Mode) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = tp.Shutdown(context.WithoutCancel(ctx)) }()
-	h, closer, err := LocalServer(ctx, cfg, logger)
+	defer func() {
+		// The spans still queued get a short while to leave; a collector
+		// that does not answer does not hold the exit.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTracing)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
+	h, closer, err := LocalServer(ctx, cfg, logger, tp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -102,6 +108,9 @@ func Main(cfg config.Local, m Mode) int {
 	return 0
 }
 
+// shutdownTracing bounds the export of the spans still queued at exit.
+const shutdownTracing = 2 * time.Second
+
 // LocalServer builds the local server's graph on the configured store
 // (SQLite or DynamoDB), outermost first: httpapi.Collect and
 // core.TimedStore (with metrics_listen: Prometheus serves /metrics
@@ -113,11 +122,13 @@ func Main(cfg config.Local, m Mode) int {
 // delivering; its steps and its counts of waiting tickets go to the same
 // Prometheus. The returned closer stops, in order, the metrics listener,
 // the worker (its deliveries in flight finish first) and the store.
-func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (http.Handler, io.Closer, error) {
+//
+// tp records the door's and the DynamoDB requests' spans; nil records
+// none.
+func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp *otelsetup.Provider) (http.Handler, io.Closer, error) {
 	if err := CheckSettings(&cfg); err != nil {
 		return nil, nil, err
 	}
-	logger = slog.New(tracing.LogHandler(logger.Handler())) // the callback line's attributes on the door's span
 	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +144,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	// once per process in any case.
 	var rec metrics.Recorder
 	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger,
-		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass))
+		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass), tp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -185,7 +196,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger) (ht
 	if rec != nil {
 		h = httpapi.Collect(h)
 	}
-	return tracing.Door(h), cs, nil
+	return tracing.Door(h, tp.TracerProvider()), cs, nil
 }
 
 // CheckSettings checks the file's settings that belong to the packages

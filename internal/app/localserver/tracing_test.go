@@ -51,10 +51,11 @@ func exporting(t *testing.T, env map[string]string, service string) (*otelsetup.
 	return tp, rc
 }
 
-// serve runs the local server of cfg on a loopback listener for the test.
-func serve(t *testing.T, cfg config.Local) *httptest.Server {
+// serve runs the local server of cfg, its spans recorded by tp, on a
+// loopback listener for the test.
+func serve(t *testing.T, cfg config.Local, tp *otelsetup.Provider) *httptest.Server {
 	t.Helper()
-	h, closer, err := LocalServer(context.Background(), cfg, discard())
+	h, closer, err := LocalServer(context.Background(), cfg, discard(), tp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestTracingExportsTheTicketsPath(t *testing.T) {
 	cfg := localConfig(t, hookKey)
 	cfg.Delivery = &config.Destination{Kind: "zendesk", URL: fake.URL(), Email: email, Token: token,
 		MaxAttempts: 3, Timeout: 2 * time.Second}
-	srv := serve(t, cfg)
+	srv := serve(t, cfg, tp)
 
 	n, err := nonce.Generate(hookKey, 4)
 	if err != nil {
@@ -242,7 +243,7 @@ func TestTracingMCPToolCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve(t, cfg)
+	srv := serve(t, cfg, tp)
 
 	const (
 		metaTrace   = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -94,8 +94,8 @@ func FilePath(field, p, dir string) (string, error) {
 // by CheckSettings. The closer closes it. On DynamoDB, onReadAheadError
 // (nil: none) is told of each claim read-ahead that failed
 // (dynamo.Options.OnReadAheadError).
-func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error)) (core.Store, io.Closer, error) {
-	s, closer, _, err := openNamed(ctx, cfg, logger, onReadAheadError)
+func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error), tp *otelsetup.Provider) (core.Store, io.Closer, error) {
+	s, closer, _, err := openNamed(ctx, cfg, logger, onReadAheadError, tp)
 	return s, closer, err
 }
 
@@ -103,10 +103,10 @@ func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, on
 // operator: the SQLite file, or the DynamoDB table with the region its
 // AWS configuration resolved (and the endpoint when not AWS's own).
 func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
-	return openNamed(ctx, cfg, logger, nil) // the operator makes no claims
+	return openNamed(ctx, cfg, logger, nil, nil) // the operator makes no claims and records no spans
 }
 
-func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error)) (core.Store, io.Closer, string, error) {
+func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error), tp *otelsetup.Provider) (core.Store, io.Closer, string, error) {
 	if err := CheckSettings(&cfg, ""); err != nil {
 		return nil, nil, "", err
 	}
@@ -118,7 +118,7 @@ func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 	if err != nil {
 		return nil, nil, "", err
 	}
-	otelsetup.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per DynamoDB request while spans export
+	tp.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per DynamoDB request while tp exports
 	client := DynamoDBClient(awsCfg, cfg.Endpoint)
 	name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
 	if cfg.Endpoint != "" {

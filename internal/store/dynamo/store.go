@@ -15,7 +15,6 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Client is the part of *dynamodb.Client the adapter uses.
@@ -221,7 +220,7 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 	if n := len(w.Tickets) + len(w.Items); n > dynamostore.MaxWrites {
 		return nil, fmt.Errorf("dynamo: %d tickets and items: one transaction holds at most %d beside the claim", n, dynamostore.MaxWrites)
 	}
-	traceparent := tracing.Traceparent(ctx)
+	traceparent := w.Traceparent
 	items := make([]types.TransactWriteItem, 0, len(w.Tickets)+len(w.Items))
 	created := make(map[string]bool, len(w.Tickets))
 	for _, t := range w.Tickets {

@@ -16,14 +16,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/idem/dynamostore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // opSeq numbers the operation keys of the claims these tests make.
@@ -406,11 +404,7 @@ func TestItemsOrder(t *testing.T) {
 func TestEffectDelivery(t *testing.T) {
 	s, _ := newTable(t)
 	now := time.Now()
-	sc, ok := tracing.SpanContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-	if !ok {
-		t.Fatal("span context")
-	}
-	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	ctx := context.Background()
 	newTicket(t, s.Store, "t1", now)
 	payload := `{"type":"comment.created","comment_id":"c1","ticket_id":"t1","body":"it fails on mobile too"}`
 	due := now.Truncate(time.Second)
@@ -421,7 +415,7 @@ func TestEffectDelivery(t *testing.T) {
 		{Op: core.PutNew, Key: "NOTE#n1", Set: core.Item{"body": "no effect"},
 			Effect: &core.Effect{Kind: "note", ID: "n1", Payload: []byte(`{"type":"note"}`), DueAt: due}},
 		{Op: core.PutNew, Key: "COMMENT#plain", Set: core.Item{"body": "no delivery"}},
-	}}
+	}, Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 	if err := claimWrites(ctx, t, s.Store, w, now); err != nil {
 		t.Fatal(err)
 	}

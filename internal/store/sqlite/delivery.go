@@ -9,7 +9,6 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // deliverySchema is the outbox: one row per ticket that is to be
@@ -95,12 +94,12 @@ var (
 
 // insertDelivery writes t's outbox row inside the ticket's transaction,
 // when the service asked for one.
-func insertDelivery(ctx context.Context, tx *sql.Tx, t core.Ticket) error {
+func insertDelivery(ctx context.Context, tx *sql.Tx, t core.Ticket, traceparent string) error {
 	if t.Delivery == nil {
 		return nil
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO deliveries (ticket_id, state, due_at, traceparent) VALUES (?, ?, ?, ?)`,
-		t.ID, t.Delivery.State, t.Delivery.DueAt.Unix(), nullString(tracing.Traceparent(ctx)))
+		t.ID, t.Delivery.State, t.Delivery.DueAt.Unix(), nullString(traceparent))
 	return mapError(err)
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // itemsSchema is the table of core.Writes.Items other than tickets: one
@@ -35,7 +34,7 @@ var errTicketItem = errors.New("sqlite: a ticket is created by Writes.Tickets, n
 // condition is checked before anything is written (core.ApplyItemWrites),
 // under the write lock the transaction holds, so a refusal is a
 // *core.ConditionError and the rollback leaves nothing.
-func writeItems(ctx context.Context, tx *sql.Tx, items []core.ItemWrite, offset int) error {
+func writeItems(ctx context.Context, tx *sql.Tx, items []core.ItemWrite, offset int, traceparent string) error {
 	if len(items) == 0 {
 		return nil
 	}
@@ -61,7 +60,7 @@ func writeItems(ctx context.Context, tx *sql.Tx, items []core.ItemWrite, offset 
 		if e == nil {
 			return nil
 		}
-		return insertEffect(ctx, tx, key, *e, tracing.Traceparent(ctx))
+		return insertEffect(ctx, tx, key, *e, traceparent)
 	}
 	return core.ApplyItemWrites(items, offset, get, put)
 }

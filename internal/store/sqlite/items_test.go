@@ -14,14 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/sqlite"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/sqlitetest"
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // claimWrites claims key with w (hardeningRecords' operation) and returns
@@ -306,7 +303,7 @@ func TestItemsOrderAndAbsentKeys(t *testing.T) {
 	}
 }
 
-// A traceparent as a span's context carries it.
+// A traceparent as the service passes it (core.Writes.Traceparent).
 const testTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 // commentWrites are add_comment's writes as the design lists them.
@@ -330,15 +327,10 @@ func TestEffectDeliveryRecord(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "effects.sqlite"))
 	now := time.Now().Truncate(time.Second)
-	sc, ok := tracing.SpanContext(testTraceparent)
-	if !ok {
-		t.Fatal("test traceparent")
-	}
-	spanCtx := trace.ContextWithSpanContext(ctx, sc)
 	mustClaim(t, s, "k-ticket", core.Writes{Tickets: []core.Ticket{newTicket("tk", now)}})
 	rec, _, _ := hardeningRecords("k-comment", "")
-	w := core.Writes{Items: commentWrites("tk", "c1", now.Add(10*time.Second))}
-	if _, err := s.Claims().Claim(spanCtx, rec, w, now); err != nil {
+	w := core.Writes{Items: commentWrites("tk", "c1", now.Add(10*time.Second)), Traceparent: testTraceparent}
+	if _, err := s.Claims().Claim(ctx, rec, w, now); err != nil {
 		t.Fatal(err)
 	}
 	const id = "COMMENT#c1"

@@ -143,11 +143,11 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 				t.UserID, t.Arguments, t.CreatedAt.UTC().Format(time.RFC3339Nano)); err != nil {
 				return mapError(err)
 			}
-			if err := insertDelivery(ctx, tx, t); err != nil {
+			if err := insertDelivery(ctx, tx, t, w.Traceparent); err != nil {
 				return err
 			}
 		}
-		return writeItems(ctx, tx, w.Items, len(w.Tickets))
+		return writeItems(ctx, tx, w.Items, len(w.Tickets), w.Traceparent)
 	}, now)
 }
 

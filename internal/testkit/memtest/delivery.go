@@ -19,7 +19,7 @@ var (
 
 // addDelivery records t's delivery when the service asked for one. The
 // caller holds s.mu.
-// traceparent is the creating span's (tracing.Traceparent), kept for
+// traceparent is the creating call's (core.Writes.Traceparent), kept for
 // the delivery's link.
 func (s *Store) addDelivery(t core.Ticket, traceparent string) {
 	if t.Delivery == nil {

@@ -17,7 +17,6 @@ import (
 	idemmem "github.com/aivax-examples/idempotent-callback/idem/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
-	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
 // Compile-time check: the domain's store.
@@ -88,7 +87,7 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 		}
 		for _, t := range w.Tickets {
 			s.tickets[t.ID] = t
-			s.addDelivery(t, tracing.Traceparent(ctx))
+			s.addDelivery(t, w.Traceparent)
 		}
 		for _, st := range writes {
 			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok && !hasTicket(id) {
@@ -104,7 +103,7 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 			}
 			s.items[st.key] = st.it
 			if st.effect != nil {
-				s.addEffect(st.key, *st.effect, tracing.Traceparent(ctx))
+				s.addEffect(st.key, *st.effect, w.Traceparent)
 			}
 		}
 		return nil
