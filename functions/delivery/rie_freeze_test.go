@@ -89,6 +89,10 @@ func TestFrozenBetweenInvocations(t *testing.T) {
 		}, map[string]float64{"deliveries_total{state=delivered}": 2, "deliveries_total{kind=ticket,state=delivered}": 2}},
 		{"sweep", func() []byte {
 			env := deliverytest.NewEnv(t, store, true)
+			// Created a second ago on the real clock the function reads, so
+			// its delivery lag is above zero (NewEnv's clock may start a
+			// fraction of a second ahead of it).
+			env.Now = time.Now().Add(-time.Second)
 			left = env.Create(`{"title":"Left behind by the stream"}`)
 			env.Release(left, time.Now().Add(-time.Minute)) // pending, due in the past
 			return schedule

@@ -215,13 +215,18 @@ func checkRequestID(c Call) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// guard is the judge of the service's claims: one idem.Guard over Store,
-// under the service's Policy and Retention, on its clock, with its Cache,
-// built on first use (Check builds it at start); the fields it reads are
-// not to change after.
+// guard is the judge of the service's claims: one idem.Guard under the
+// service's Policy and Retention, with its Cache, built on first use
+// (Check builds it and checks it at start). It claims through Store's
+// claims and reads the service's clock at each call, so a store wrapped
+// or a clock set after start (tests do both) is the one used; Policy,
+// Retention and Cache are read once.
 func (s *Service) guard() *idem.Guard[Writes] {
 	s.guardOnce.Do(func() {
-		s.judge = &idem.Guard[Writes]{Store: s.Store.Claims(), Policy: s.Policy, Retention: s.Retention, Now: s.Now, Cache: s.Cache}
+		s.judge = &idem.Guard[Writes]{Policy: s.Policy, Retention: s.Retention, Now: s.now, Cache: s.Cache,
+			Store: ClaimFunc(func(ctx context.Context, rec idem.Record, w Writes, now time.Time) (*idem.Record, error) {
+				return s.Store.Claims().Claim(ctx, rec, w, now)
+			})}
 	})
 	return s.judge
 }
