@@ -340,14 +340,15 @@ func (s *Service) outbox(ctx context.Context, now time.Time, w Writes) (Writes, 
 		if keep && e.TicketID != "" {
 			has, known := delivered[e.TicketID]
 			if !known {
+				// A read that fails keeps the effect (a ticket of a
+				// configured destination has a delivery record, but for
+				// those made before it was configured): the plan runs for
+				// every call, repeats included, and a repeat must get its
+				// stored answer, not this read's error. An effect kept so
+				// for a ticket without a delivery record ends failed
+				// ("ticket not delivered") when its turn comes.
 				t, err := s.Store.Ticket(ctx, e.TicketID)
-				switch {
-				case errors.Is(err, ErrNotFound):
-					// The write's own conditions refuse it.
-				case err != nil:
-					return Writes{}, fmt.Errorf("outbox: ticket %s: %w", e.TicketID, err)
-				}
-				has = err == nil && t.Delivery != nil
+				has = err != nil && !errors.Is(err, ErrNotFound) || err == nil && t.Delivery != nil
 				delivered[e.TicketID] = has
 			}
 			keep = has

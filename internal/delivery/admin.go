@@ -93,8 +93,26 @@ func ResolveDelivered(ctx context.Context, a Admin, id string, r Receipt, now ti
 	if err != nil {
 		return err
 	}
-	return a.Settle(ctx, id, read, Update{State: StateDelivered, ExternalID: r.ExternalID,
-		ExternalURL: r.ExternalURL, DeliveredAt: now, Error: ""})
+	if err := a.Settle(ctx, id, read, Update{State: StateDelivered, ExternalID: r.ExternalID,
+		ExternalURL: r.ExternalURL, DeliveredAt: now, Error: ""}); err != nil {
+		return err
+	}
+	return wakeNext(ctx, a, id, now)
+}
+
+// wakeNext makes the record after id in its ticket's order due at now,
+// when the store orders records (Sequencer): it waited for id, which a
+// person just settled, and the next worker or sweep takes it at once.
+func wakeNext(ctx context.Context, a Admin, id string, now time.Time) error {
+	seq, ok := a.(Sequencer)
+	if !ok {
+		return nil
+	}
+	_, _, after, err := seq.Neighbours(ctx, id)
+	if err != nil || after == "" {
+		return err
+	}
+	return seq.Wake(ctx, after, now)
 }
 
 // ResolveFailed settles an unknown record as failed: a person checked that
@@ -106,8 +124,11 @@ func ResolveFailed(ctx context.Context, a Admin, id, why string, now time.Time) 
 	if err != nil {
 		return err
 	}
-	return a.Settle(ctx, id, read, Update{State: StateFailed, Attempts: read.Attempts, LookupFailures: read.LookupFailures,
-		Error: "resolved failed by a person: " + why})
+	if err := a.Settle(ctx, id, read, Update{State: StateFailed, Attempts: read.Attempts, LookupFailures: read.LookupFailures,
+		Error: "resolved failed by a person: " + why}); err != nil {
+		return err
+	}
+	return wakeNext(ctx, a, id, now)
 }
 
 // ResolveResend settles an unknown ticket as not in the helpdesk (a person

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"log/slog"
 	mrand "math/rand/v2"
 	"sync"
@@ -309,8 +310,11 @@ func (e *Engine) deliverStep(ctx context.Context, id string) (Update, string, er
 		}
 		switch {
 		case g.wait:
-			u = e.release(carried(c, now), now.Add(WaitRecheck))
-			u.Error = "waiting for " + g.before
+			// Not carried(): a lapsed lease of a record that must wait
+			// was no send, since what it waits for is not final now and
+			// so was not then either; waiting counts no attempt.
+			u = kept(c.Before, StatePending, "waiting for "+g.before)
+			u.DueAt = CeilSecond(now.Add(g.recheck))
 		case g.fail != "":
 			u = carried(c, now)
 			u.State, u.DueAt, u.Error = StateFailed, time.Time{}, g.fail
@@ -345,11 +349,33 @@ func (e *Engine) deliverStep(ctx context.Context, id string) (Update, string, er
 func (e *Engine) settle(ctx context.Context, id, owner string, u Update) error {
 	ctx, span := tracing.Tracer().Start(ctx, tracing.SpanSettle, trace.WithAttributes(tracing.AttrState.String(string(u.State))))
 	defer span.End()
-	err := e.Store.Record(ctx, id, owner, u)
+	// A follow-up's transaction writes the ticket's item too, and a write
+	// that meets it is refused busy (DynamoDB's TransactionConflict): try
+	// again shortly, while the lease leaves time, rather than leave a
+	// delivered record to its lease's end.
+	var err error
+	for try := 0; ; try++ {
+		err = e.Store.Record(ctx, id, owner, u)
+		if err == nil || !errors.Is(err, idem.ErrBusy) || try == settleRetries || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(25*(try+1))*time.Millisecond + time.Duration(e.jitterN(25))*time.Millisecond)
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, "not recorded")
 	}
 	return err
+}
+
+// settleRetries is how many times a record refused busy is written again.
+const settleRetries = 3
+
+// jitterN is a value in [0, n) from the engine's Jitter.
+func (e *Engine) jitterN(n int64) int64 {
+	if e.Jitter != nil {
+		return e.Jitter(n)
+	}
+	return mrand.Int64N(n) //nolint:gosec // jitter spreads retries; it needs no unpredictability
 }
 
 // kindOf is the kind of the claimed record.
@@ -365,14 +391,20 @@ func kindOf(c Claimed) string {
 // wakes it at once (Sequencer.Wake); this is the sweep's fallback.
 const WaitRecheck = 30 * time.Second
 
+// WaitForPerson is how long an effect stays pending behind a record that
+// ended unknown: only a person moves that on, and resolving it wakes the
+// record after it (ResolveDelivered, ResolveFailed).
+const WaitForPerson = 15 * time.Minute
+
 // gated is what the order of a ticket's records says of a claimed effect.
 type gated struct {
-	effect Effect // with the ticket's helpdesk id, when it may go
-	wait   bool   // a predecessor is not settled yet
-	before string // the record it waits for
-	after  string // the record after it, read with its neighbours
-	read   bool   // after was read
-	fail   string // the ticket's delivery failed: why
+	effect  Effect        // with the ticket's helpdesk id, when it may go
+	wait    bool          // a predecessor is not settled yet
+	before  string        // the record it waits for
+	recheck time.Duration // how long it waits before it looks again
+	after   string        // the record after it, read with its neighbours
+	read    bool          // after was read
+	fail    string        // the ticket's delivery failed: why
 }
 
 // gate decides whether the claimed effect may be sent: its ticket must be
@@ -405,29 +437,48 @@ func (e *Engine) gate(ctx context.Context, id string, c Claimed) (gated, error) 
 		g.fail = "ticket not delivered: " + t.Error
 		return g, nil
 	default:
-		g.wait, g.before = true, ticket
+		g.wait, g.before, g.recheck = true, ticket, recheckBehind(t.State)
 		return g, nil
 	}
-	if before == "" || before == ticket {
-		return g, nil
-	}
-	p, err := e.Store.Delivery(ctx, before)
-	switch {
-	case errors.Is(err, ErrNoRecord):
-		return g, nil
-	case err != nil:
-		return g, err
-	}
-	if p.State != StateDelivered && p.State != StateFailed {
-		g.wait, g.before = true, before
+	// The record before it must be final. One that failed lets it go only
+	// if the records before that one are final too: a record recorded
+	// failed without its own turn (unreadable) says nothing of them.
+	for p := before; p != "" && p != ticket; {
+		r, err := e.Store.Delivery(ctx, p)
+		switch {
+		case errors.Is(err, ErrNoRecord):
+			return g, nil
+		case err != nil:
+			return g, err
+		case r.State == StateDelivered:
+			return g, nil
+		case r.State != StateFailed:
+			g.wait, g.before, g.recheck = true, p, recheckBehind(r.State)
+			return g, nil
+		}
+		if _, p, _, err = seq.Neighbours(ctx, p); err != nil {
+			return g, err
+		}
 	}
 	return g, nil
 }
 
+// recheckBehind is how long an effect waits behind a record in state st
+// before it looks again, if nobody wakes it.
+func recheckBehind(st State) time.Duration {
+	if st == StateUnknown {
+		return WaitForPerson
+	}
+	return WaitRecheck
+}
+
 // next is the record to move on to once id's step recorded u: the one
-// after it when u is final and lets it go (delivered or failed), itself
-// again when it waited for a predecessor that has settled since (its
-// worker may have found this one held and left it), else none.
+// after it when u is final and lets it go (delivered or failed), read
+// after the record was settled unless the gate already saw one (a
+// follow-up committed during the send, which found this record not yet
+// final and waits, is seen then), itself again when it waited for a
+// predecessor that has settled since (its worker may have found this one
+// held and left it), else none.
 func (e *Engine) next(ctx context.Context, id string, u Update, g gated) string {
 	seq, ok := e.Store.(Sequencer)
 	if !ok {
@@ -443,8 +494,8 @@ func (e *Engine) next(ctx context.Context, id string, u Update, g gated) string 
 	if u.State != StateDelivered && u.State != StateFailed {
 		return ""
 	}
-	if g.read {
-		return g.after
+	if g.read && g.after != "" {
+		return g.after // the list only grows: what came after it still does
 	}
 	_, _, after, err := seq.Neighbours(ctx, id)
 	if err != nil {

@@ -85,14 +85,16 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 		if err != nil {
 			return err
 		}
+		// An item write names only a ticket that exists before the claim
+		// (DynamoDB refuses two actions on one item in a transaction).
+		for _, st := range writes {
+			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok && !hasTicket(id) {
+				return fmt.Errorf("memtest: item write of %s: tickets are made by Writes.Tickets, and written to by later claims", st.key)
+			}
+		}
 		for _, t := range w.Tickets {
 			s.tickets[t.ID] = t
 			s.addDelivery(t, w.Traceparent)
-		}
-		for _, st := range writes {
-			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok && !hasTicket(id) {
-				return fmt.Errorf("memtest: item write of %s: tickets are made by Writes.Tickets", st.key)
-			}
 		}
 		for _, st := range writes {
 			if id, ok := strings.CutPrefix(st.key, core.TicketKeyPrefix); ok {
