@@ -13,7 +13,7 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // The packages of idem import nothing of the product: no AWS Lambda, no
-// HTTP server, MCP, ticket, helpdesk or AIVAX package, nothing of this
+// HTTP server, MCP, ticket, helpdesk, OpenTelemetry or AIVAX package, nothing of this
 // module's internal tree. The root package, memstore and idemtest import
 // the standard library only (and no net/http); dynamostore adds the AWS
 // SDK, sqlitestore the SQLite driver.
@@ -21,7 +21,7 @@ func TestDependencies(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	const module = "github.com/aivax-examples/idempotent-callback"
 	forbidden := []string{"aws-lambda-go", module + "/internal/", "mcp", "ticket", "helpdesk", "zendesk", "webhook", "httpapi",
-		"lambdaurl", "nonce", "aivax-examples/idempotent-callback/cmd", "aivax-examples/idempotent-callback/functions", "net/http/httptest"}
+		"lambdaurl", "nonce", "opentelemetry", "aivax-examples/idempotent-callback/cmd", "aivax-examples/idempotent-callback/functions", "net/http/httptest"}
 	for pkg, stdlibOnly := range map[string]bool{
 		"./idem": true, "./idem/memstore": true, "./idem/idemtest": true, "./idem/dynamostore": false, "./idem/sqlitestore": false,
 	} {

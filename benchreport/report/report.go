@@ -229,6 +229,13 @@ type Report struct {
 	// ColdTracing is the Lambda build started with spans exported; nil
 	// when the results hold none (made before tracing).
 	ColdTracing *results.ColdStartBuild
+	// ColdNoExporter is the callback's Lambda build without the
+	// OpenTelemetry SDK and exporter (-tags notrace); nil when the results
+	// hold none (made before that build was measured).
+	ColdNoExporter *results.ColdStartBuild
+	// ColdDelivery is the delivery function's cold starts; nil when the
+	// results hold none (made before it was measured).
+	ColdDelivery *DeliveryCold
 	// Tracing is the handler's overhead with tracing wired; nil when the
 	// results hold none (made before tracing).
 	Tracing *TracingReport
@@ -426,7 +433,25 @@ func Load(dir string) (*Report, error) {
 		if len(b.InitMs) == 0 || len(b.FirstMs) == 0 || len(b.PackageInitMs) == 0 {
 			return nil, fmt.Errorf("%s: build %q has no measurements", FileColdStart, b.Name)
 		}
+		if b.NoExporter && (b.Tracing || b.SQLite) {
+			return nil, fmt.Errorf("%s: build %q: the build without the exporter is the Lambda build, not traced", FileColdStart, b.Name)
+		}
+		switch b.Function {
+		case "", "callback":
+		case "delivery":
+			if err := rp.addDeliveryCold(&rp.ColdStart.Builds[i]); err != nil {
+				return nil, err
+			}
+			continue
+		default:
+			return nil, fmt.Errorf("%s: build %q: unknown function %q", FileColdStart, b.Name, b.Function)
+		}
 		switch {
+		case b.NoExporter:
+			if rp.ColdNoExporter != nil {
+				return nil, fmt.Errorf("%s: two callback builds without the exporter", FileColdStart)
+			}
+			rp.ColdNoExporter = &rp.ColdStart.Builds[i]
 		case b.Tracing && b.SQLite:
 			return nil, fmt.Errorf("%s: build %q: tracing is measured on the Lambda build, without SQLite", FileColdStart, b.Name)
 		case b.Tracing:
@@ -442,6 +467,9 @@ func Load(dir string) (*Report, error) {
 	}
 	if !haveWith || !haveWithout {
 		return nil, fmt.Errorf("%s: want a build with and one without SQLite", FileColdStart)
+	}
+	if d := rp.ColdDelivery; d != nil && d.Lambda == nil {
+		return nil, fmt.Errorf("%s: delivery builds without the Lambda build they are compared with", FileColdStart)
 	}
 	if err := rp.loadDelivery(dir); err != nil {
 		return nil, err
@@ -819,4 +847,34 @@ func loadTracing(dir string) (*TracingReport, error) {
 		return nil, fmt.Errorf("%s: %w", FileOverheadTracing, err)
 	}
 	return tr, nil
+}
+
+// DeliveryCold is the delivery function's cold starts: its Lambda build
+// (no exporter configured), the same build with spans exported, and the
+// build without the exporter linked (-tags notrace); the last two nil
+// when not measured.
+type DeliveryCold struct {
+	Lambda, Tracing, NoExporter *results.ColdStartBuild
+}
+
+// addDeliveryCold files a delivery build of coldstart.json.
+func (rp *Report) addDeliveryCold(b *results.ColdStartBuild) error {
+	if b.SQLite {
+		return fmt.Errorf("%s: build %q: the delivery function is measured without SQLite", FileColdStart, b.Name)
+	}
+	if rp.ColdDelivery == nil {
+		rp.ColdDelivery = &DeliveryCold{}
+	}
+	slot := &rp.ColdDelivery.Lambda
+	switch {
+	case b.Tracing:
+		slot = &rp.ColdDelivery.Tracing
+	case b.NoExporter:
+		slot = &rp.ColdDelivery.NoExporter
+	}
+	if *slot != nil {
+		return fmt.Errorf("%s: two delivery builds like %q", FileColdStart, b.Name)
+	}
+	*slot = b
+	return nil
 }

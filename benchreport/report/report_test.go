@@ -110,6 +110,18 @@ func TestFiguresFromRecordedRun(t *testing.T) {
 	if c := rp.ColdTracing; c == nil || c.SQLite || c.Tags != rp.ColdNoSQLite.Tags || len(c.InitMs) == 0 {
 		t.Errorf("cold start with tracing: %+v, want the Lambda build's tags", c)
 	}
+	// Without the exporter linked (notrace): the Lambda build's tags plus
+	// notrace, a smaller bootstrap; the delivery function's three builds
+	// filed apart from the callback's.
+	if c := rp.ColdNoExporter; c == nil || c.Tags != rp.ColdNoSQLite.Tags+",notrace" || c.ARM64Bytes >= rp.ColdNoSQLite.ARM64Bytes {
+		t.Errorf("callback cold start without the exporter: %+v", c)
+	}
+	if d := rp.ColdDelivery; d == nil || d.Lambda == nil || d.Tracing == nil || d.NoExporter == nil {
+		t.Errorf("delivery cold starts: %+v, want the Lambda build, traced, and without the exporter", d)
+	} else if !d.Tracing.Tracing || d.Tracing.ARM64Bytes != d.Lambda.ARM64Bytes || d.NoExporter.ARM64Bytes >= d.Lambda.ARM64Bytes ||
+		d.Lambda.Function != "delivery" || d.Lambda.ARM64Bytes == rp.ColdNoSQLite.ARM64Bytes {
+		t.Errorf("delivery cold starts: Lambda %+v, traced %+v, without the exporter %+v", d.Lambda, d.Tracing, d.NoExporter)
+	}
 	if w := rp.Delivery.Workers[0]; w.Tickets != 500 || w.PerSecond.N != 2 || !near(w.PerSecond.Center, (518.7+486.2)/2) ||
 		!near(w.P99ms.Center, (232.8+122.4)/2) || w.HelpdeskCalls.Center != 1 {
 		t.Errorf("SQLite worker = %+v", w)
@@ -202,6 +214,12 @@ func TestMissingInputFails(t *testing.T) {
 		{"cold start with tracing on the SQLite build", FileColdStart,
 			replaceAll(`"tracing": true`, `"tracing": true, "sqlite": true`),
 			"tracing is measured on the Lambda build"},
+		{"cold start without the exporter, traced", FileColdStart,
+			replaceAll(`"no_exporter": true`, `"no_exporter": true, "tracing": true`),
+			"the build without the exporter is the Lambda build"},
+		{"cold start of an unknown function", FileColdStart,
+			replaceAll(`"function": "delivery"`, `"function": "deliver"`),
+			`unknown function "deliver"`},
 		{"cold start without the SQLite build", FileColdStart,
 			replaceAll(`"sqlite": true`, `"sqlite": false`),
 			"with and one without SQLite"},

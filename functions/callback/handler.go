@@ -44,7 +44,7 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger, tp *ot
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	tp.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per AWS request
+	tp.AWS(&awsCfg, dynamo.IsReadAhead) // a span per AWS request
 	hookKey := cfg.HookKey
 	if cfg.HookKeyParameter != "" {
 		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {

@@ -45,7 +45,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	tp.AWS(&awsCfg, "") // a span per AWS request
+	tp.AWS(&awsCfg, nil) // a span per AWS request
 	d := cfg.Destination
 	if cfg.SecretParameter != "" {
 		secret, err := lambdaurl.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)

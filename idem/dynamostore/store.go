@@ -372,6 +372,21 @@ func (s *Store) backoff(ctx context.Context, attempt int, stop <-chan struct{}) 
 	}
 }
 
+// readAheadKey marks the context of the read-ahead's GetItem.
+type readAheadKey struct{}
+
+// IsReadAhead reports whether ctx is the context of a read-ahead: the
+// GetItem a claim sends beside its transaction (Options.ReadAhead). The
+// store marks that request's context so, and the SDK hands the same
+// context to every middleware of the request: an instrumentation of the
+// client (a tracing or metrics middleware in the client's APIOptions)
+// tells the read-ahead from the store's other requests by it, without
+// looking at keys.
+func IsReadAhead(ctx context.Context) bool {
+	v, _ := ctx.Value(readAheadKey{}).(bool)
+	return v
+}
+
 type answer struct {
 	held *idem.Record
 	err  error
@@ -412,7 +427,7 @@ func (s *Store) readAhead(ctx context.Context, rec idem.Record, in *dynamodb.Tra
 	s.behind.add(1)
 	go func() {
 		defer s.behind.add(-1)
-		held, err := s.Get(bg, rec.Key)
+		held, err := s.Get(context.WithValue(bg, readAheadKey{}, true), rec.Key)
 		if err != nil && s.opt.OnReadAheadError != nil {
 			s.opt.OnReadAheadError(bg, err)
 		}

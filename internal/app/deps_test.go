@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -179,6 +180,34 @@ func TestMainsOnlyWire(t *testing.T) {
 		}
 		if n := bytes.Count(b, []byte("\n")); n >= 40 {
 			t.Errorf("%s has %d lines; a main.go only wires (under 40)", m, n)
+		}
+	}
+}
+
+// TestNoTraceBuildLinksNoExporter: built with -tags notrace (the build
+// make bench measures tracing's cost against), neither function links
+// the OpenTelemetry SDK's OTLP exporter; built without it, both do, so
+// the comparison measures what it names.
+func TestNoTraceBuildLinksNoExporter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go not on PATH: %v", err)
+	}
+	const exporter = "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	for _, pkg := range []string{"functions/callback", "functions/delivery"} {
+		for tags, want := range map[string]bool{"lambda.norpc,nosqlite": true, "lambda.norpc,nosqlite,notrace": false} {
+			cmd := exec.Command(goBin, "list", "-deps", "-tags", tags, "./"+pkg)
+			cmd.Dir = "../.."
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps -tags %q ./%s: %v", tags, pkg, err)
+			}
+			if got := slices.Contains(strings.Fields(string(out)), exporter); got != want {
+				t.Errorf("%s (tags %q) links the OTLP exporter: %v, want %v", pkg, tags, got, want)
+			}
 		}
 	}
 }

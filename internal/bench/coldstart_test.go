@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,8 +30,19 @@ import (
 const coldEvent = `{"version":"2.0","rawPath":"/callback","headers":{"content-type":"application/json","host":"cold.example"},` +
 	`"requestContext":{"http":{"method":"POST","path":"/callback"}},"body":"{}","isBase64Encoded":false}`
 
+// deliveryColdEvent is an empty stream batch: the delivery function
+// answers it without any I/O.
+const deliveryColdEvent = `{"Records":[]}`
+
+// deliveryColdEnv is the delivery function's environment besides the
+// table: a Zendesk destination it never calls.
+var deliveryColdEnv = map[string]string{"DELIVERY_KIND": "zendesk", "DELIVERY_URL": "http://127.0.0.1:1",
+	"DELIVERY_SECRET": `{"email":"cold@example.test","token":"cold-start-token"}`}
+
 type build struct {
 	name, tags string
+	delivery   bool // ./functions/delivery; else ./functions/callback
+	noExporter bool // built with notrace: no OpenTelemetry SDK nor exporter linked
 	sqlite     bool
 	tracing    bool   // spans exported over OTLP/HTTP to a loopback receiver
 	same       *build // the build whose bootstraps this one runs, when it only differs in its environment
@@ -50,7 +64,11 @@ type build struct {
 // pointing at an OTLP/HTTP receiver on loopback (tracing on: the SDK's
 // provider and exporter set up at init, the first invoke's door span
 // exported before it returns); every traced cold start must have
-// exported a span, or the figure would not be what it names.
+// exported a span, or the figure would not be what it names. It runs a
+// third time built with -tags notrace, without the OpenTelemetry SDK and
+// exporter, for what linking them costs. The delivery function is
+// measured the same three ways (an empty stream batch as its first
+// event). BENCH_COLDSTART_ONLY keeps the builds whose name contains it.
 func TestColdStart(t *testing.T) {
 	out := outFile(t, results.ColdStartEnv)
 	runs := envInt(t, results.ColdStartRunsEnv, 7)
@@ -61,6 +79,20 @@ func TestColdStart(t *testing.T) {
 		lambdaBuild,
 		{name: "with SQLite", tags: "lambda.norpc", sqlite: true},
 		{name: "Lambda build, tracing on (OTLP to loopback)", tags: lambdaBuild.tags, tracing: true, same: lambdaBuild},
+		{name: "Lambda build without the exporter", tags: lambdaBuild.tags + ",notrace", noExporter: true},
+	}
+	deliveryBuild := &build{name: "delivery: Lambda build", tags: lambdaBuild.tags, delivery: true}
+	builds = append(builds, deliveryBuild,
+		&build{name: "delivery: tracing on (OTLP to loopback)", tags: deliveryBuild.tags, delivery: true, tracing: true, same: deliveryBuild},
+		&build{name: "delivery: without the exporter", tags: deliveryBuild.tags + ",notrace", delivery: true, noExporter: true})
+	if only := os.Getenv(results.ColdStartOnlyEnv); only != "" {
+		var keep []*build
+		for _, b := range builds {
+			if strings.Contains(b.name, only) || (b.same != nil && strings.Contains(b.same.name, only)) {
+				keep = append(keep, b)
+			}
+		}
+		builds = keep
 	}
 	// The loopback collector counts the trace exports it is sent (the
 	// OTLP/HTTP exporter posts only when it has spans). It decodes
@@ -78,9 +110,13 @@ func TestColdStart(t *testing.T) {
 			b.host, b.hostSize, b.armSize = b.same.host, b.same.hostSize, b.same.armSize
 			continue
 		}
+		pkg := "./functions/callback"
+		if b.delivery {
+			pkg = "./functions/delivery"
+		}
 		b.host = filepath.Join(dir, fmt.Sprintf("bootstrap-%d", i))
-		b.hostSize = testenv.BuildBootstrap(t, b.tags, runtime.GOARCH, b.host)
-		b.armSize = testenv.BuildBootstrap(t, b.tags, "arm64", filepath.Join(dir, fmt.Sprintf("bootstrap-%d-arm64", i)))
+		b.hostSize = testenv.BuildFunction(t, pkg, b.tags, runtime.GOARCH, b.host)
+		b.armSize = testenv.BuildFunction(t, pkg, b.tags, "arm64", filepath.Join(dir, fmt.Sprintf("bootstrap-%d-arm64", i)))
 	}
 	const traced = 3
 	res := results.ColdStart{HostArch: runtime.GOARCH, Runs: runs, Traced: traced}
@@ -92,7 +128,7 @@ func TestColdStart(t *testing.T) {
 		}
 		for range runs {
 			before := exports.Load()
-			init, first, _ := coldStart(t, b.host, false, endpoint)
+			init, first, _ := coldStart(t, b, false, endpoint)
 			if b.tracing && exports.Load() == before {
 				t.Fatalf("%s: the cold start exported no span", b.name)
 			}
@@ -104,7 +140,7 @@ func TestColdStart(t *testing.T) {
 		var totals []float64
 		perPkg := map[string]pkgInit{}
 		for range traced {
-			_, _, trace := coldStart(t, b.host, true, endpoint)
+			_, _, trace := coldStart(t, b, true, endpoint)
 			total, pkgs := summarizeInitTrace(trace)
 			totals = append(totals, total)
 			for _, p := range pkgs {
@@ -121,7 +157,12 @@ func TestColdStart(t *testing.T) {
 		top = top[:min(5, len(top))]
 		t.Logf("%s: host %d bytes, arm64 %d bytes, INIT REPORT %v ms, first invoke %v ms, package init %v ms",
 			b.name, b.hostSize, b.armSize, inits, firsts, totals)
-		res.Builds = append(res.Builds, results.ColdStartBuild{Name: b.name, Tags: b.tags, SQLite: b.sqlite, Tracing: b.tracing,
+		function := "callback"
+		if b.delivery {
+			function = "delivery"
+		}
+		res.Builds = append(res.Builds, results.ColdStartBuild{Name: b.name, Function: function, Tags: b.tags, SQLite: b.sqlite,
+			Tracing: b.tracing, NoExporter: b.noExporter,
 			HostBytes: b.hostSize, ARM64Bytes: b.armSize, InitMs: inits, FirstMs: firsts, PackageInitMs: totals,
 			TopPackages: top})
 	}
@@ -139,11 +180,17 @@ var (
 // returns the INIT REPORT and the first invoke's duration in ms, and, with
 // trace, the bootstrap's inittrace lines. A non-empty otlp is the
 // function's OTEL_EXPORTER_OTLP_ENDPOINT.
-func coldStart(t *testing.T, bootstrap string, trace bool, otlp string) (initMs, firstMs float64, initTrace string) {
+func coldStart(t *testing.T, b *build, trace bool, otlp string) (initMs, firstMs float64, initTrace string) {
 	t.Helper()
 	vars := map[string]string{
 		"TABLE_NAME": "cold-start", "HOOK_KEY": "cold-start-hook-key",
 		"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:1",
+	}
+	event := coldEvent
+	if b.delivery {
+		delete(vars, "HOOK_KEY")
+		maps.Copy(vars, deliveryColdEnv)
+		event = deliveryColdEvent
 	}
 	if otlp != "" {
 		vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp
@@ -151,18 +198,25 @@ func coldStart(t *testing.T, bootstrap string, trace bool, otlp string) (initMs,
 	if trace {
 		vars["GODEBUG"] = "inittrace=1"
 	}
-	invokeURL, output, stop := testenv.StartRIE(t, bootstrap, vars)
+	invokeURL, output, stop := testenv.StartRIE(t, b.host, vars)
 	defer stop()
 	// Everything the emulator printed so far is its own start-up.
 	before := len(output.String())
-	raw, err := testenv.InvokeErr(invokeURL, []byte(coldEvent))
-	var answer struct {
-		StatusCode int    `json:"statusCode"`
-		Body       string `json:"body"`
-	}
-	if err != nil || json.Unmarshal(raw, &answer) != nil ||
-		answer.StatusCode != http.StatusUnauthorized || answer.Body != `{"error":"unauthenticated"}`+"\n" {
-		t.Fatalf("invoke: %s %v; want the function URL answer 401 {\"error\":\"unauthenticated\"}\n%s", raw, err, output)
+	raw, err := testenv.InvokeErr(invokeURL, []byte(event))
+	if b.delivery {
+		// An empty batch: no item failed.
+		if err != nil || strings.TrimSpace(string(raw)) != `{"batchItemFailures":[]}` {
+			t.Fatalf("invoke: %s %v; want {\"batchItemFailures\":[]}\n%s", raw, err, output)
+		}
+	} else {
+		var answer struct {
+			StatusCode int    `json:"statusCode"`
+			Body       string `json:"body"`
+		}
+		if err != nil || json.Unmarshal(raw, &answer) != nil ||
+			answer.StatusCode != http.StatusUnauthorized || answer.Body != `{"error":"unauthenticated"}`+"\n" {
+			t.Fatalf("invoke: %s %v; want the function URL answer 401 {\"error\":\"unauthenticated\"}\n%s", raw, err, output)
+		}
 	}
 	s := output.Await(firstRun.MatchString, 10*time.Second)
 	m, f := initReport.FindStringSubmatch(s), firstRun.FindStringSubmatch(s)

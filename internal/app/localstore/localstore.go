@@ -118,7 +118,7 @@ func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logge
 	if err != nil {
 		return nil, nil, "", err
 	}
-	tp.AWS(&awsCfg, dynamo.ReadAheadPrefix) // a span per DynamoDB request while tp exports
+	tp.AWS(&awsCfg, dynamo.IsReadAhead) // a span per DynamoDB request while tp exports
 	client := DynamoDBClient(awsCfg, cfg.Endpoint)
 	name := fmt.Sprintf("DynamoDB table %s in region %s", cfg.Table, awsCfg.Region)
 	if cfg.Endpoint != "" {

@@ -56,6 +56,9 @@ func (c ThroughputCell) PerSecond() float64 {
 const (
 	ColdStartEnv     = "BENCH_COLDSTART_OUT"
 	ColdStartRunsEnv = "BENCH_COLDSTART_RUNS"
+	// ColdStartOnlyEnv, when set, keeps the builds whose name contains
+	// it (for running a few alone; make bench leaves it unset).
+	ColdStartOnlyEnv = "BENCH_COLDSTART_ONLY"
 )
 
 // ColdStart is what TestColdStart (internal/bench) measured.
@@ -68,10 +71,16 @@ type ColdStart struct {
 
 // ColdStartBuild is one build of the bootstrap.
 type ColdStartBuild struct {
-	Name          string    `json:"name"`
-	Tags          string    `json:"tags"`
-	SQLite        bool      `json:"sqlite"`
-	Tracing       bool      `json:"tracing"` // spans exported over OTLP/HTTP (to a loopback receiver)
+	Name string `json:"name"`
+	// Function is the function built: "callback" (also when empty, in
+	// the results of revisions that measured only it) or "delivery".
+	Function string `json:"function,omitempty"`
+	Tags     string `json:"tags"`
+	SQLite   bool   `json:"sqlite"`
+	Tracing  bool   `json:"tracing"` // spans exported over OTLP/HTTP (to a loopback receiver)
+	// NoExporter: built with -tags notrace, without the OpenTelemetry
+	// SDK and its OTLP exporter.
+	NoExporter    bool      `json:"no_exporter,omitempty"`
 	HostBytes     int64     `json:"host_bytes"`
 	ARM64Bytes    int64     `json:"arm64_bytes"`
 	InitMs        []float64 `json:"init_ms"`         // the emulator's INIT REPORT of each cold start

@@ -252,10 +252,11 @@ func (c claims) Claim(ctx context.Context, rec idem.Record, w core.Writes, now t
 // carries it: the delivery is what links back to it.
 const attrTraceparent = "traceparent"
 
-// ReadAheadPrefix is the partition-key prefix of the items the claim's
-// read-ahead GetItem reads (the operations): the tracing of the AWS SDK
-// marks a GetItem of such an item as the read-ahead.
-const ReadAheadPrefix = prefixOperation
+// IsReadAhead reports whether ctx is the context of the claim's
+// read-ahead GetItem, which the claim store marks so
+// (dynamostore.IsReadAhead): the tracing of the AWS SDK marks that
+// request's span by it.
+func IsReadAhead(ctx context.Context) bool { return dynamostore.IsReadAhead(ctx) }
 
 // withTraceparent adds traceparent to item when t has a delivery record
 // and traceparent is set.
