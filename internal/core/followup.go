@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 )
@@ -98,32 +97,4 @@ func shown(stored string) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-// replayable is a write's stored answer: replay checks it can be read
-// and marks the repeat.
-type replayable interface {
-	readable() bool
-	repeated()
-}
-
-// replay is the stored answer of a write, as Write.Answer gives it: the
-// first answer is the stored bytes themselves, which the plan made in
-// this call; a repeat's bytes come from a record, so they are decoded,
-// checked and marked deduplicated.
-func replay[A any, P interface {
-	*A
-	replayable
-}](stored []byte, repeat bool) ([]byte, bool) {
-	if !repeat {
-		return stored, true
-	}
-	var a A
-	p := P(&a)
-	if err := json.Unmarshal(stored, p); err != nil || !p.readable() {
-		return nil, false
-	}
-	p.repeated()
-	b, err := json.Marshal(p)
-	return b, err == nil
 }

@@ -488,3 +488,31 @@ const controlButLineClass = `\x00-\x08\x0B-\x1F\x7F-\x9F`
 // isControlButLine reports whether r is a control character other than
 // tab and line feed: what a Multiline field refuses.
 func isControlButLine(r rune) bool { return unicode.IsControl(r) && r != '\t' && r != '\n' }
+
+// replayable is a write's stored answer: replay checks it can be read
+// and marks the repeat.
+type replayable interface {
+	readable() bool
+	repeated()
+}
+
+// replay is the stored answer of a write, as Write.Answer gives it: the
+// first answer is the stored bytes themselves, which the plan made in
+// this call; a repeat's bytes come from a record, so they are decoded,
+// checked and marked deduplicated.
+func replay[A any, P interface {
+	*A
+	replayable
+}](stored []byte, repeat bool) ([]byte, bool) {
+	if !repeat {
+		return stored, true
+	}
+	var a A
+	p := P(&a)
+	if err := json.Unmarshal(stored, p); err != nil || !p.readable() {
+		return nil, false
+	}
+	p.repeated()
+	b, err := json.Marshal(p)
+	return b, err == nil
+}
