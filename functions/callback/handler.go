@@ -24,7 +24,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
@@ -122,10 +122,10 @@ func settled(h http.Handler, wait func()) http.Handler {
 	})
 }
 
-// readParameter reads the hook key's SSM parameter (lambdaurl.ReadParameter: one
+// readParameter reads the hook key's SSM parameter (lambdart.ReadParameter: one
 // trailing line break trimmed, the value never in an error).
-func readParameter(ctx context.Context, c lambdaurl.ParameterGetter, name string) (string, error) {
-	key, err := lambdaurl.ReadParameter(ctx, c, name)
+func readParameter(ctx context.Context, c lambdart.ParameterGetter, name string) (string, error) {
+	key, err := lambdart.ReadParameter(ctx, c, name)
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}

@@ -36,8 +36,9 @@ func deps(t *testing.T, pkg, tags string) map[string]bool {
 // TestEachLambdaLinksOnlyWhatItRuns: with the deployed build's tags and
 // without them, the callback function links no helpdesk client, no
 // delivery wiring and no local, operator or test-support code; the
-// delivery function links no HTTP door, nonce check, MCP or token code,
-// and no local, operator or test-support code. Each also links what it runs, so a wrong package path
+// delivery function links no HTTP door, function URL adapter, nonce
+// check, MCP or token code, and no local, operator or test-support code;
+// both link the runtime's logger and SSM reader (internal/lambdart). Each also links what it runs, so a wrong package path
 // here cannot pass unnoticed.
 func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 	if testing.Short() {
@@ -53,11 +54,13 @@ func TestEachLambdaLinksOnlyWhatItRuns(t *testing.T) {
 	}{
 		{"functions/callback",
 			append([]string{"internal/helpdesk/", "internal/app/destination", "internal/deliverylambda"}, local...),
-			[]string{"internal/app/doors", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth", "internal/usercache"}},
+			[]string{"internal/app/doors", "internal/httpapi", "internal/nonce", "internal/mcpdoor", "internal/jwtauth", "internal/usercache",
+				"internal/lambdaurl", "internal/lambdart"}},
 		{"functions/delivery",
 			append([]string{"internal/httpapi", "internal/httpapi/", "internal/mcpdoor", "internal/jwtauth", "internal/app/doors",
-				"internal/usercache", "internal/nonce"}, local...),
-			[]string{"internal/app/destination", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/helpdesk/linear", "internal/deliverylambda"}},
+				"internal/usercache", "internal/nonce", "internal/lambdaurl"}, local...),
+			[]string{"internal/app/destination", "internal/helpdesk/zendesk", "internal/helpdesk/webhook", "internal/helpdesk/linear", "internal/deliverylambda",
+				"internal/lambdart"}},
 	}
 	for _, tags := range []string{"", "lambda.norpc,nosqlite"} {
 		for _, r := range rules {

@@ -1,7 +1,7 @@
 // Package config reads the two configurations of docs/contract.md,
 // Configuration: the Lambda's environment variables and the local server's
 // JSON file (the SSM parameters the functions take their secrets from are
-// read by lambdaurl.ReadParameter). Bad configuration is one error naming
+// read by lambdart.ReadParameter). Bad configuration is one error naming
 // the field, so the program stops at start with one clear line.
 package config
 
