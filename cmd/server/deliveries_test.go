@@ -22,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/urls"
@@ -79,7 +80,7 @@ func (o *opsStore) ticket(st delivery.State) string {
 	ctx := context.Background()
 	out := o.svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(callbacktest.Title("Printer")),
 		ExternalUserID: "user-a", RequestID: fmt.Sprintf("r-%d", o.n)})
-	id := out.TicketID()
+	id := coretest.TicketID(out)
 	if st == delivery.StatePending {
 		return id
 	}
