@@ -33,6 +33,7 @@ import (
 type opsStore struct {
 	t   *testing.T
 	cfg config.Local
+	st  localstore.Settings // cfg.Store, checked
 	svc *core.Service
 	ds  delivery.Outbox
 	n   int
@@ -62,12 +63,16 @@ func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 		sc = config.StoreSettings{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: region}
 		where = "DynamoDB table " + sc.Table + " in region "
 	}
-	st, closer, err := localstore.Open(context.Background(), sc, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+	checked, err := localstore.CheckSettings(sc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, closer, err := localstore.Open(context.Background(), checked, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = closer.Close() })
-	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Outbox), where: where}
+	o := &opsStore{t: t, cfg: config.Local{Store: sc}, st: checked, ds: st.(delivery.Outbox), where: where}
 	o.svc = &core.Service{Store: st, Users: memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		Policy: idem.PolicyArguments, Retention: time.Hour, Deliver: true,
 		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) }}
@@ -102,7 +107,7 @@ func (o *opsStore) ticket(st delivery.State) string {
 // run runs the operator's command in-process.
 func (o *opsStore) run(args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := operator.Deliveries(context.Background(), o.cfg, args, strings.NewReader(o.stdin), &stdout, &stderr)
+	code := operator.Deliveries(context.Background(), o.cfg, o.st, args, strings.NewReader(o.stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -456,7 +461,7 @@ func TestDeliveriesCheck(t *testing.T) {
 				fake.Script(fakehelpdesk.Rule{Kind: lookup, Fault: fakehelpdesk.Forbidden()})
 			}
 			var stdout, stderr bytes.Buffer
-			code := operator.Deliveries(context.Background(), config.Local{Delivery: d}, []string{"check"}, strings.NewReader(""), &stdout, &stderr)
+			code := operator.Deliveries(context.Background(), config.Local{Delivery: d}, localstore.Settings{}, []string{"check"}, strings.NewReader(""), &stdout, &stderr)
 			want, says := 0, "lookups work"
 			if refuse {
 				want, says = 1, "REFUSED: the helpdesk refused a lookup (HTTP 403)"
@@ -469,7 +474,7 @@ func TestDeliveriesCheck(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if code := operator.Deliveries(context.Background(), config.Local{}, []string{"check"}, strings.NewReader(""), io.Discard, &stderr); code != 1 ||
+	if code := operator.Deliveries(context.Background(), config.Local{}, localstore.Settings{}, []string{"check"}, strings.NewReader(""), io.Discard, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), "no delivery block") {
 		t.Fatalf("without a delivery block: exit %d, %s", code, stderr.String())
 	}

@@ -24,7 +24,7 @@ import (
 // package that applies a setting owns its default, and this one only
 // reads and bounds what is written.
 type Common struct {
-	Policy       string // as written; idem.ParsePolicy reads it, "" its default
+	Policy       string // as written; doors.CheckSettings parses it (idem.ParsePolicy), "" its default
 	Retention    time.Duration
 	MaxBodyBytes int64 // 0: httpapi.DefaultMaxBody
 	MinCost      int   // 0: nonce.DefaultMinCost; nonce.Settings checks the bounds
