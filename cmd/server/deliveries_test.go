@@ -41,6 +41,9 @@ type opsStore struct {
 	stdin string
 	// where is how the command names the store it acts on.
 	where string
+	// at, when set, is the service's clock (failedAt), read through
+	// svc.Now: the service builds its Guard, clock and all, once.
+	at time.Time
 }
 
 func newOpsStore(t *testing.T, kind string) *opsStore {
@@ -75,7 +78,13 @@ func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 	o := &opsStore{t: t, cfg: config.Local{Store: sc}, st: checked, ds: st.(delivery.Outbox), where: where}
 	o.svc = &core.Service{Store: st, Users: memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		Policy: idem.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) }}
+		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) },
+		Now: func() time.Time {
+			if o.at.IsZero() {
+				return time.Now()
+			}
+			return o.at
+		}}
 	return o
 }
 
@@ -256,8 +265,8 @@ func TestOperatorSettlesWhileServerRuns(t *testing.T) {
 // the error text msg.
 func (o *opsStore) failedAt(created time.Time, msg string) string {
 	o.t.Helper()
-	o.svc.Now = func() time.Time { return created }
-	defer func() { o.svc.Now = nil }()
+	o.at = created
+	defer func() { o.at = time.Time{} }()
 	id := o.ticket(delivery.StatePending)
 	now := time.Now()
 	ctx := context.Background()

@@ -82,7 +82,13 @@ func TestLocalRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := localConfig(t, "k")
 			tc.mutate(&cfg)
-			h, closer, err := LocalServer(context.Background(), checked(t, cfg), discard(), nil)
+			// As Main starts: the file's check, then the server on it.
+			var h http.Handler
+			var closer io.Closer
+			s, err := CheckSettings(cfg)
+			if err == nil {
+				h, closer, err = LocalServer(context.Background(), s, discard(), nil)
+			}
 			if err == nil {
 				if closer != nil {
 					_ = closer.Close()
