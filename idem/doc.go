@@ -1,6 +1,7 @@
 // Package idem makes a tool call, or any request handler, idempotent: a
 // retried call commits its writes once, and every repeat receives the
-// stored result byte for byte.
+// stored result byte for byte. The quick start (the package's Example,
+// which go test runs):
 //
 //	g := &idem.Guard[memstore.Writes]{Store: memstore.New(), Retention: 24 * time.Hour}
 //	if err := g.Check(); err != nil { log.Fatal(err) } // once, at start

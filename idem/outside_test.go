@@ -21,7 +21,7 @@ func TestDependencies(t *testing.T) {
 	root := testenv.RepoRoot(t)
 	const module = "github.com/aivax-examples/idempotent-callback"
 	forbidden := []string{"aws-lambda-go", module + "/internal/", "mcp", "ticket", "helpdesk", "zendesk", "webhook", "httpapi",
-		"lambdaurl", "nonce", "opentelemetry", "aivax-examples/idempotent-callback/cmd", "aivax-examples/idempotent-callback/functions", "net/http/httptest"}
+		"lambdaurl", "lambdart", "nonce", "opentelemetry", "aivax-examples/idempotent-callback/cmd", "aivax-examples/idempotent-callback/functions", "net/http/httptest"}
 	for pkg, stdlibOnly := range map[string]bool{
 		"./idem": true, "./idem/memstore": true, "./idem/idemtest": true, "./idem/dynamostore": false, "./idem/sqlitestore": false,
 	} {

@@ -21,12 +21,13 @@ func main() {
 	flag.Usage = func() { fmt.Fprint(os.Stderr, operator.DeliveriesUsage) }
 	flag.Parse()
 	cfg, err := config.LoadFile(*path)
+	var st localstore.Settings
 	if err == nil {
-		err = localstore.CheckSettings(&cfg.Store, cfg.Dir)
+		st, err = localstore.CheckSettings(cfg.Store, cfg.Dir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(operator.Deliveries(context.Background(), cfg, flag.Args(), os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(operator.Deliveries(context.Background(), cfg, st, flag.Args(), os.Stdin, os.Stdout, os.Stderr))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/urls"
@@ -32,6 +33,7 @@ import (
 type opsStore struct {
 	t   *testing.T
 	cfg config.Local
+	st  localstore.Settings // cfg.Store, checked
 	svc *core.Service
 	ds  delivery.Outbox
 	n   int
@@ -39,6 +41,9 @@ type opsStore struct {
 	stdin string
 	// where is how the command names the store it acts on.
 	where string
+	// at, when set, is the service's clock (failedAt), read through
+	// svc.Now: the service builds its Guard, clock and all, once.
+	at time.Time
 }
 
 func newOpsStore(t *testing.T, kind string) *opsStore {
@@ -61,15 +66,25 @@ func newOpsStoreIn(t *testing.T, kind, region string) *opsStore {
 		sc = config.StoreSettings{Kind: "dynamodb", Endpoint: endpoint, Table: testenv.CreateTable(t, endpoint), Region: region}
 		where = "DynamoDB table " + sc.Table + " in region "
 	}
-	st, closer, err := localstore.Open(context.Background(), sc, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
+	checked, err := localstore.CheckSettings(sc, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, closer, err := localstore.Open(context.Background(), checked, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = closer.Close() })
-	o := &opsStore{t: t, cfg: config.Local{Store: sc}, ds: st.(delivery.Outbox), where: where}
+	o := &opsStore{t: t, cfg: config.Local{Store: sc}, st: checked, ds: st.(delivery.Outbox), where: where}
 	o.svc = &core.Service{Store: st, Users: memstore.Users{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		Policy: idem.PolicyArguments, Retention: time.Hour, Deliver: true,
-		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) }}
+		NewID: func() string { o.n++; return fmt.Sprintf("ops-%s-%02d", kind, o.n) },
+		Now: func() time.Time {
+			if o.at.IsZero() {
+				return time.Now()
+			}
+			return o.at
+		}}
 	return o
 }
 
@@ -79,7 +94,7 @@ func (o *opsStore) ticket(st delivery.State) string {
 	ctx := context.Background()
 	out := o.svc.Answer(ctx, core.Call{Function: core.CreateTicket, Content: json.RawMessage(callbacktest.Title("Printer")),
 		ExternalUserID: "user-a", RequestID: fmt.Sprintf("r-%d", o.n)})
-	id := out.TicketID()
+	id := coretest.TicketID(out)
 	if st == delivery.StatePending {
 		return id
 	}
@@ -101,7 +116,7 @@ func (o *opsStore) ticket(st delivery.State) string {
 // run runs the operator's command in-process.
 func (o *opsStore) run(args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := operator.Deliveries(context.Background(), o.cfg, args, strings.NewReader(o.stdin), &stdout, &stderr)
+	code := operator.Deliveries(context.Background(), o.cfg, o.st, args, strings.NewReader(o.stdin), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -250,8 +265,8 @@ func TestOperatorSettlesWhileServerRuns(t *testing.T) {
 // the error text msg.
 func (o *opsStore) failedAt(created time.Time, msg string) string {
 	o.t.Helper()
-	o.svc.Now = func() time.Time { return created }
-	defer func() { o.svc.Now = nil }()
+	o.at = created
+	defer func() { o.at = time.Time{} }()
 	id := o.ticket(delivery.StatePending)
 	now := time.Now()
 	ctx := context.Background()
@@ -455,7 +470,7 @@ func TestDeliveriesCheck(t *testing.T) {
 				fake.Script(fakehelpdesk.Rule{Kind: lookup, Fault: fakehelpdesk.Forbidden()})
 			}
 			var stdout, stderr bytes.Buffer
-			code := operator.Deliveries(context.Background(), config.Local{Delivery: d}, []string{"check"}, strings.NewReader(""), &stdout, &stderr)
+			code := operator.Deliveries(context.Background(), config.Local{Delivery: d}, localstore.Settings{}, []string{"check"}, strings.NewReader(""), &stdout, &stderr)
 			want, says := 0, "lookups work"
 			if refuse {
 				want, says = 1, "REFUSED: the helpdesk refused a lookup (HTTP 403)"
@@ -468,7 +483,7 @@ func TestDeliveriesCheck(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	if code := operator.Deliveries(context.Background(), config.Local{}, []string{"check"}, strings.NewReader(""), io.Discard, &stderr); code != 1 ||
+	if code := operator.Deliveries(context.Background(), config.Local{}, localstore.Settings{}, []string{"check"}, strings.NewReader(""), io.Discard, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), "no delivery block") {
 		t.Fatalf("without a delivery block: exit %d, %s", code, stderr.String())
 	}

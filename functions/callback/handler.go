@@ -24,7 +24,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
-	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
@@ -32,12 +32,14 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/usercache"
 )
 
-// Handler builds the deployed callback function's handler: the hook key
-// (from SSM when HOOK_KEY_PARAMETER is set), one DynamoDB client, and on
-// it the graph of handler; tp records the door's and the AWS requests'
+// Handler builds the deployed callback function's handler: the shared
+// settings checked (doors.CheckSettings), the hook key (from SSM when
+// HOOK_KEY_PARAMETER is set, checked when read), one DynamoDB client, and
+// on it the graph of handler; tp records the door's and the AWS requests'
 // spans (nil: none). It runs once, at cold start.
 func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger, tp *otelsetup.Provider) (http.Handler, error) {
-	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingEnvNames); err != nil {
+	s, err := doors.CheckSettings(cfg.Common, cfg.HookKey, config.SettingEnvNames)
+	if err != nil {
 		return nil, err
 	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
@@ -45,13 +47,16 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger, tp *ot
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	tp.AWS(&awsCfg, dynamo.IsReadAhead) // a span per AWS request
-	hookKey := cfg.HookKey
 	if cfg.HookKeyParameter != "" {
-		if hookKey, err = readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter); err != nil {
+		key, err := readParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.HookKeyParameter)
+		if err != nil {
+			return nil, err
+		}
+		if s.HookKey, err = doors.CheckHookKey(key, "HOOK_KEY_PARAMETER "+cfg.HookKeyParameter); err != nil {
 			return nil, err
 		}
 	}
-	return handler(cfg, dynamodb.NewFromConfig(awsCfg), hookKey, logger, tp.TracerProvider())
+	return handler(cfg, s, dynamodb.NewFromConfig(awsCfg), logger, tp.TracerProvider())
 }
 
 // handler is the callback function's graph on a DynamoDB client,
@@ -63,16 +68,10 @@ func Handler(ctx context.Context, cfg config.Lambda, logger *slog.Logger, tp *ot
 // completed operations in memory (RESULT_CACHE_SIZE, doors.ResultCache),
 // so a repeat landing on a warm instance makes no DynamoDB call. With
 // DELIVERY_KIND set, the service writes each new ticket pending in the
-// same transaction (the outbox).
-func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger *slog.Logger, tp trace.TracerProvider) (http.Handler, error) {
-	names := config.SettingEnvNames
-	if cfg.HookKeyParameter != "" {
-		names.HookKey = "HOOK_KEY_PARAMETER " + cfg.HookKeyParameter
-	}
-	if err := doors.CheckSettings(&cfg.Common, hookKey, names); err != nil {
-		return nil, err
-	}
-	auth, err := doors.Authenticator(hookKey, false, cfg.Common, logger)
+// same transaction (the outbox). s are cfg's shared settings and the hook
+// key, checked.
+func handler(cfg config.Lambda, s doors.Settings, client *dynamodb.Client, logger *slog.Logger, tp trace.TracerProvider) (http.Handler, error) {
+	auth, err := doors.Authenticator(s, false, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +86,7 @@ func handler(cfg config.Lambda, client *dynamodb.Client, hookKey string, logger 
 	h, err := doors.Build(doors.Config{
 		Store:    core.TimedStore{Store: store, Observe: rec.StoreCall},
 		Users:    usercache.New(core.TimedUsers{Users: store, Observe: rec.StoreCall}, cfg.UserCacheTTL, cfg.UserCacheSize),
-		Common:   cfg.Common,
+		Settings: s,
 		MCP:      cfg.MCP,
 		MCPNames: config.MCPEnvNames,
 		Auth:     auth,
@@ -122,10 +121,10 @@ func settled(h http.Handler, wait func()) http.Handler {
 	})
 }
 
-// readParameter reads the hook key's SSM parameter (lambdaurl.ReadParameter: one
+// readParameter reads the hook key's SSM parameter (lambdart.ReadParameter: one
 // trailing line break trimmed, the value never in an error).
-func readParameter(ctx context.Context, c lambdaurl.ParameterGetter, name string) (string, error) {
-	key, err := lambdaurl.ReadParameter(ctx, c, name)
+func readParameter(ctx context.Context, c lambdart.ParameterGetter, name string) (string, error) {
+	key, err := lambdart.ReadParameter(ctx, c, name)
 	if err != nil {
 		return "", fmt.Errorf("HOOK_KEY_PARAMETER %s: %w", name, err)
 	}

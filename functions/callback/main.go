@@ -14,12 +14,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
-	logger := lambdaurl.NewLogger(config.LogLevel(config.Env))
+	logger := lambdart.NewLogger(config.LogLevel(config.Env))
 	cfg, err := config.FromEnv(config.Env)
 	if err != nil {
 		logger.Error("bad configuration", slog.Any("error", err))

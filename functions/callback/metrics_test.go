@@ -20,6 +20,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
@@ -45,8 +46,12 @@ func TestLambdaEMFCounts(t *testing.T) {
 		MetricsNamespace: "Test/Callback",
 		Common:           config.Common{Policy: string(idem.PolicyArguments), Retention: time.Hour, MaxBodyBytes: 1 << 16, MinCost: 4, MaxCost: 12}}
 	var buf bytes.Buffer
-	logger := slog.New(lambdaurl.LogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
-	h, err := handler(cfg, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), callbacktest.MetricsHookKey, logger, nil)
+	logger := slog.New(lambdart.LogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr})))
+	s, err := doors.CheckSettings(cfg.Common, callbacktest.MetricsHookKey, config.SettingEnvNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := handler(cfg, s, testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&calls)), logger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +60,7 @@ func TestLambdaEMFCounts(t *testing.T) {
 	cfgOff := cfg
 	cfgOff.TableName = tableWithUserA(t, endpoint)
 	storeOff := dynamo.New(testenv.DynamoClient(t, endpoint, testenv.CountCallsButReadAhead(&callsOff)), cfgOff.TableName, dynamo.Options{})
-	auth, err := doors.Authenticator(callbacktest.MetricsHookKey, false, cfg.Common, discard())
+	auth, err := doors.Authenticator(s, false, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
@@ -101,7 +102,7 @@ func runPathSteps(t *testing.T, calls int) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	logger := slog.New(lambdaurl.LogHandler(slog.NewJSONHandler(&logs, nil)))
+	logger := slog.New(lambdart.LogHandler(slog.NewJSONHandler(&logs, nil)))
 	tp, err := otelsetup.Setup(context.Background(), otelsetup.Options{Getenv: func(string) string { return "" }, Service: "callback", Lambda: true})
 	if err != nil {
 		t.Fatal(err)

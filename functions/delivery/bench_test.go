@@ -14,6 +14,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
@@ -48,7 +49,7 @@ func BenchmarkDeliveryStreamPath(b *testing.B) {
 		if out.Kind != core.KindCreated {
 			b.Fatalf("create: %v %v", out.Kind, out.Err)
 		}
-		committed[out.TicketID()] = time.Now()
+		committed[coretest.TicketID(out)] = time.Now()
 	}
 	for deadline := time.Now().Add(2 * time.Minute); timed.Delivered() < b.N; time.Sleep(5 * time.Millisecond) {
 		select {

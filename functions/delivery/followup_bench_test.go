@@ -11,6 +11,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
@@ -58,7 +59,7 @@ func BenchmarkDeliveryStreamFollowUps(b *testing.B) {
 	for i := range threads {
 		th := &threads[i]
 		out := createTicket(ctx, svc, fmt.Sprintf("r%d-%d", run, i))
-		th.ticket, th.created = out.TicketID(), time.Now()
+		th.ticket, th.created = coretest.TicketID(out), time.Now()
 		var c core.CommentResult
 		decode(b, followUp(ctx, svc, core.AddComment, map[string]string{"ticket_id": th.ticket, "body": "It also fails on my phone."},
 			fmt.Sprintf("c%d-%d", run, i)), &c)

@@ -22,7 +22,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
@@ -48,7 +48,7 @@ func Handler(ctx context.Context, cfg config.DeliveryLambda, logger *slog.Logger
 	tp.AWS(&awsCfg, nil) // a span per AWS request
 	d := cfg.Destination
 	if cfg.SecretParameter != "" {
-		secret, err := lambdaurl.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
+		secret, err := lambdart.ReadParameter(ctx, ssm.NewFromConfig(awsCfg), cfg.SecretParameter)
 		if err != nil {
 			return nil, fmt.Errorf("config: DELIVERY_SECRET_PARAMETER %s: %w", cfg.SecretParameter, err)
 		}

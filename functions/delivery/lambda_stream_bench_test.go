@@ -19,6 +19,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/streamtest"
@@ -146,7 +147,7 @@ func streamUnderLambda(b *testing.B, n, committers int) streamRun {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
 				out := createTicket(ctx, svc, fmt.Sprintf("r%d-%d", run, i))
 				mu.Lock()
-				committed[out.TicketID()] = time.Now()
+				committed[coretest.TicketID(out)] = time.Now()
 				mu.Unlock()
 			}
 		})

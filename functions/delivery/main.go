@@ -13,12 +13,12 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/deliverylambda"
-	"github.com/aivax-examples/idempotent-callback/internal/lambdaurl"
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 	"github.com/aivax-examples/idempotent-callback/internal/tracing/otelsetup"
 )
 
 func main() {
-	logger := lambdaurl.NewLogger(config.LogLevel(config.Env))
+	logger := lambdart.NewLogger(config.LogLevel(config.Env))
 	cfg, err := config.DeliveryFromEnv(config.Env)
 	if err != nil {
 		logger.Error("start failed", slog.Any("error", err))

@@ -11,11 +11,12 @@ import (
 
 // checkedEnv is what the callback function has at start: FromEnv, then
 // the settings other packages own checked and defaulted by
-// doors.CheckSettings, as functions/callback does.
+// doors.CheckSettings, as functions/callback does; c.Common shows the
+// checked values.
 func checkedEnv(vars map[string]string) (config.Lambda, error) {
 	c, err := config.FromEnv(configtest.Env(vars))
 	if err == nil {
-		err = doors.CheckSettings(&c.Common, c.HookKey, config.SettingEnvNames)
+		c.Common, err = checkCommon(c.Common, c.HookKey, config.SettingEnvNames)
 	}
 	return c, err
 }
@@ -24,9 +25,20 @@ func checkedEnv(vars map[string]string) (config.Lambda, error) {
 func checkedFile(file string) (config.Local, error) {
 	c, err := config.ParseFile([]byte(file))
 	if err == nil {
-		err = doors.CheckSettings(&c.Common, c.HookKey, config.SettingFileNames)
+		c.Common, err = checkCommon(c.Common, c.HookKey, config.SettingFileNames)
 	}
 	return c, err
+}
+
+// checkCommon is c as doors.CheckSettings checks it: the key policy
+// parsed and the nonce costs' defaults set.
+func checkCommon(c config.Common, hookKey string, names config.SettingNames) (config.Common, error) {
+	s, err := doors.CheckSettings(c, hookKey, names)
+	if err != nil {
+		return c, err
+	}
+	c.Policy, c.MinCost, c.MaxCost = string(s.Policy), s.MinCost, s.MaxCost
+	return c, nil
 }
 
 // TestCheckedSettingsRefused: the settings whose rules belong to another

@@ -1,7 +1,7 @@
 // Package config reads the two configurations of docs/contract.md,
 // Configuration: the Lambda's environment variables and the local server's
 // JSON file (the SSM parameters the functions take their secrets from are
-// read by lambdaurl.ReadParameter). Bad configuration is one error naming
+// read by lambdart.ReadParameter). Bad configuration is one error naming
 // the field, so the program stops at start with one clear line.
 package config
 
@@ -24,7 +24,7 @@ import (
 // package that applies a setting owns its default, and this one only
 // reads and bounds what is written.
 type Common struct {
-	Policy       string // as written; idem.ParsePolicy reads it, "" its default
+	Policy       string // as written; doors.CheckSettings parses it (idem.ParsePolicy), "" its default
 	Retention    time.Duration
 	MaxBodyBytes int64 // 0: httpapi.DefaultMaxBody
 	MinCost      int   // 0: nonce.DefaultMinCost; nonce.Settings checks the bounds

@@ -21,7 +21,8 @@ import (
 // it: each zero setting is the default of the package that applies it.
 func effective(t *testing.T, c config.Lambda) config.Lambda {
 	t.Helper()
-	if err := doors.CheckSettings(&c.Common, c.HookKey, config.SettingEnvNames); err != nil {
+	var err error
+	if c.Common, err = checkCommon(c.Common, c.HookKey, config.SettingEnvNames); err != nil {
 		t.Fatal(err)
 	}
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, httpapi.DefaultMaxBody)
@@ -65,11 +66,12 @@ func TestDefaultsAreTheOwners(t *testing.T) {
 	if got := cmp.Or(local.MaxBodyBytes, httpapi.DefaultMaxBody); got != 64<<10 {
 		t.Errorf("local max_body_bytes: %d, want %d", got, 64<<10)
 	}
-	if err := localstore.CheckSettings(&local.Store, local.Dir); err != nil {
+	store, err := localstore.CheckSettings(local.Store, local.Dir)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (config.StoreSettings{Kind: "sqlite", Path: "tickets.sqlite"}); local.Store != want {
-		t.Errorf("local store:\n got %+v\nwant %+v", local.Store, want)
+	if want := (config.StoreSettings{Kind: "sqlite", Path: "tickets.sqlite"}); store.Block() != want {
+		t.Errorf("local store:\n got %+v\nwant %+v", store.Block(), want)
 	}
 	d, err := config.DeliveryFromEnv(lookup(map[string]string{"TABLE_NAME": "t", "DELIVERY_KIND": "zendesk",
 		"DELIVERY_URL": "https://acme.zendesk.com", "DELIVERY_SECRET": `{"email":"agent@acme.com","token":"tok-123"}`}))

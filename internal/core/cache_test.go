@@ -6,6 +6,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // cachedFixture is newFixture's service with a result cache of n entries.
@@ -35,8 +36,8 @@ func TestCachedRepeat(t *testing.T) {
 
 		calls, stored := f.store.Calls(), f.count()
 		repeat := f.handle(t, create("user-a", "r-1", `{"priority":"high","title":"Cannot sign in","description":"Since Monday."}`))
-		if repeat.Kind != core.KindDuplicate || repeat.Key != first.Key || repeat.TicketID() != first.TicketID() {
-			t.Fatalf("%s: cached repeat: %+v; want duplicate of %s", policy, repeat, first.TicketID())
+		if repeat.Kind != core.KindDuplicate || repeat.Key != first.Key || coretest.TicketID(repeat) != coretest.TicketID(first) {
+			t.Fatalf("%s: cached repeat: %+v; want duplicate of %s", policy, repeat, coretest.TicketID(first))
 		}
 		if want.Kind != core.KindDuplicate || string(repeat.Body) != string(want.Body) {
 			t.Fatalf("%s: cached repeat answered %s; the store's replay answers %s", policy, repeat.Body, want.Body)
@@ -75,7 +76,7 @@ func TestCachedRepeatOtherArguments(t *testing.T) {
 	}
 	stored := f.count()
 	out := f.handle(t, create("user-a", "r-1", changed))
-	if out.Kind != core.KindRejected || out.Code != core.CodeArgumentsMismatch || out.TicketID() != "" {
+	if out.Kind != core.KindRejected || out.Code != core.CodeArgumentsMismatch || coretest.TicketID(out) != "" {
 		t.Fatalf("PolicyRequest, other arguments on a warm service: %+v; want arguments_mismatch", out)
 	}
 	if f.count() != stored {
@@ -84,7 +85,7 @@ func TestCachedRepeatOtherArguments(t *testing.T) {
 
 	g := cachedFixture(idem.PolicyArguments, 16)
 	first := g.handle(t, create("user-a", "r-1", okArgs))
-	if out := g.handle(t, create("user-a", "r-1", changed)); out.Kind != core.KindCreated || out.TicketID() == first.TicketID() {
+	if out := g.handle(t, create("user-a", "r-1", changed)); out.Kind != core.KindCreated || coretest.TicketID(out) == coretest.TicketID(first) {
 		t.Fatalf("PolicyArguments, other arguments on a warm service: %+v; want a new ticket", out)
 	}
 }

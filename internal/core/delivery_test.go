@@ -10,6 +10,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // get_ticket shows the delivery: its state while pending, the helpdesk's id
@@ -28,14 +29,14 @@ func TestGetTicketShowsDelivery(t *testing.T) {
 		if out.Kind != core.KindCreated {
 			t.Fatalf("create: %v %v", out.Kind, out.Err)
 		}
-		return out.TicketID()
+		return coretest.TicketID(out)
 	}
 	get := func(id string) string {
 		out := svc.Answer(ctx, core.Call{Function: core.GetTicket, Content: json.RawMessage(`{"ticket_id":"` + id + `"}`), ExternalUserID: "u"})
 		if out.Kind != core.KindFound {
 			t.Fatalf("get: %v %v", out.Kind, out.Err)
 		}
-		b, err := json.Marshal(out.FoundTicket())
+		b, err := json.Marshal(coretest.FoundTicket(out))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // comment and closeCall build the follow-ups' callbacks.
@@ -31,7 +32,7 @@ func closeCall(user, requestID, ticketID, resolution string) string {
 func (f *fixture) viewOf(t *testing.T, user, id string) *core.TicketView {
 	t.Helper()
 	o := f.handle(t, body(core.GetTicket, `{"ticket_id":`+q(id)+`}`, ctx(user, "")))
-	v := o.FoundTicket()
+	v := coretest.FoundTicket(o)
 	if v == nil {
 		t.Fatalf("get_ticket %s: %v %s %s", id, o.Kind, o.Code, o.Body)
 	}
@@ -44,7 +45,7 @@ func (f *fixture) viewOf(t *testing.T, user, id string) *core.TicketView {
 // with their codes and write nothing (no operation, no item).
 func TestAddComment(t *testing.T) {
 	f := newFixture(idem.PolicyArguments)
-	ticket := f.handle(t, create("user-a", "r-1", okArgs)).TicketID()
+	ticket := coretest.TicketID(f.handle(t, create("user-a", "r-1", okArgs)))
 	first := f.handle(t, comment("user-a", "c-1", ticket, "It fails on my phone too.\n\tAndroid 15."))
 	again := f.handle(t, comment("user-a", "c-1", ticket, "It fails on my phone too.\n\tAndroid 15."))
 	want := `{"status":"created","comment_id":"ticket-2","ticket_id":"` + ticket + `","deduplicated":false}`
@@ -118,7 +119,7 @@ func TestAddComment(t *testing.T) {
 // while a repeat of a comment made before still replays.
 func TestCloseTicket(t *testing.T) {
 	f := newFixture(idem.PolicyArguments)
-	ticket := f.handle(t, create("user-a", "r-1", okArgs)).TicketID()
+	ticket := coretest.TicketID(f.handle(t, create("user-a", "r-1", okArgs)))
 	if o := f.handle(t, comment("user-a", "c-1", ticket, "Before the close.")); o.Kind != core.KindCreated {
 		t.Fatalf("comment: %v %s", o.Kind, o.Code)
 	}
@@ -161,7 +162,7 @@ func TestCloseTicket(t *testing.T) {
 		t.Fatalf("get_ticket of the closed ticket: %+v", v)
 	}
 	// A close without a resolution shows an empty one.
-	other := f.handle(t, create("user-a", "r-2", okArgs)).TicketID()
+	other := coretest.TicketID(f.handle(t, create("user-a", "r-2", okArgs)))
 	f.handle(t, closeCall("user-a", "x-3", other, ""))
 	if v := f.viewOf(t, "user-a", other); v.Status != core.StatusClosed || v.Resolution == nil || *v.Resolution != "" {
 		t.Fatalf("closed without a resolution: %+v", v)
@@ -177,7 +178,7 @@ func TestCommentsRacingAClose(t *testing.T) {
 	var n sync.Mutex
 	next := 0
 	f.svc.NewID = func() string { n.Lock(); defer n.Unlock(); next++; return fmt.Sprintf("id-%d", next) }
-	ticket := f.handle(t, create("user-a", "r-1", okArgs)).TicketID()
+	ticket := coretest.TicketID(f.handle(t, create("user-a", "r-1", okArgs)))
 	const comments, closes = 40, 5
 	outs := make([]core.Outcome, comments+closes)
 	var wg sync.WaitGroup
@@ -235,9 +236,9 @@ func TestCommentsRacingAClose(t *testing.T) {
 // any follow-up while none is configured.
 func TestFollowUpsFollowTheirTicketsDelivery(t *testing.T) {
 	f := newFixture(idem.PolicyArguments)
-	plain := f.handle(t, create("user-a", "r-1", okArgs)).TicketID()
+	plain := coretest.TicketID(f.handle(t, create("user-a", "r-1", okArgs)))
 	f.svc.Deliver = true
-	outbox := f.handle(t, create("user-a", "r-2", okArgs)).TicketID()
+	outbox := coretest.TicketID(f.handle(t, create("user-a", "r-2", okArgs)))
 	f.handle(t, comment("user-a", "c-1", plain, "on the plain ticket"))
 	f.handle(t, comment("user-a", "c-2", outbox, "on the delivered ticket"))
 	f.handle(t, closeCall("user-a", "x-1", outbox, "done"))
@@ -256,7 +257,7 @@ func TestFollowUpsFollowTheirTicketsDelivery(t *testing.T) {
 			t.Fatalf("%s: %+v, %v; want pending, due at once", key, r, err)
 		}
 	}
-	third := f.handle(t, create("user-a", "r-3", okArgs)).TicketID()
+	third := coretest.TicketID(f.handle(t, create("user-a", "r-3", okArgs)))
 	f.svc.Deliver = false
 	if o := f.handle(t, comment("user-a", "c-3", third, "while no destination is configured")); o.Kind != core.KindCreated {
 		t.Fatalf("comment: %v %s", o.Kind, o.Code)

@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/httpapi"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/callbacktest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/memtest"
 )
 
@@ -174,7 +175,7 @@ func TestHandleRejections(t *testing.T) {
 		for _, policy := range []idem.Policy{idem.PolicyArguments, idem.PolicyRequest} {
 			t.Run(string(policy)+"/"+r.name, func(t *testing.T) {
 				f := newFixture(policy)
-				if out := f.handle(t, create("user-a", "seed", okArgs)); out.Kind != core.KindCreated || out.TicketID() != "ticket-1" {
+				if out := f.handle(t, create("user-a", "seed", okArgs)); out.Kind != core.KindCreated || coretest.TicketID(out) != "ticket-1" {
 					t.Fatalf("seed call: %+v", out)
 				}
 				before, calls := f.count(), f.store.Calls()
@@ -190,7 +191,7 @@ func TestHandleRejections(t *testing.T) {
 				if after := f.count(); after != before {
 					t.Fatalf("a rejected call wrote: (ops, tickets) %v -> %v", before, after)
 				}
-				if out.Key != "" || out.TicketID() != "" || out.Body != nil {
+				if out.Key != "" || coretest.TicketID(out) != "" || out.Body != nil {
 					t.Fatalf("a rejection carries a key, ticket or result: %+v", out)
 				}
 				if out.Kind == core.KindRejected {
@@ -279,7 +280,7 @@ func TestHandleAccepts(t *testing.T) {
 func TestCreateThenDuplicate(t *testing.T) {
 	f := newFixture(idem.PolicyArguments)
 	first := f.handle(t, create("user-a", "r-1", okArgs))
-	if first.Kind != core.KindCreated || first.TicketID() != "ticket-1" || first.TenantID != "tenant-a" ||
+	if first.Kind != core.KindCreated || coretest.TicketID(first) != "ticket-1" || first.TenantID != "tenant-a" ||
 		first.Function != core.CreateTicket || len(first.Key) != 64 {
 		t.Fatalf("first call: %+v", first)
 	}
@@ -305,7 +306,7 @@ func TestCreateThenDuplicate(t *testing.T) {
 	} {
 		before := f.count()
 		out := f.handle(t, create("user-a", "r-1", tc.args))
-		if out.Kind != core.KindDuplicate || out.TicketID() != "ticket-1" || out.Key != first.Key {
+		if out.Kind != core.KindDuplicate || coretest.TicketID(out) != "ticket-1" || out.Key != first.Key {
 			t.Fatalf("%s: %+v; want duplicate of ticket-1", tc.name, out)
 		}
 		if want := `{"status":"created","ticket_id":"ticket-1","deduplicated":true}`; string(out.Body) != want {
@@ -319,12 +320,12 @@ func TestCreateThenDuplicate(t *testing.T) {
 	// conversationToken, callSource and moment are never part of the key.
 	other := `{"type":"tool_call","function":{"name":"create_ticket","content":` + okArgs + `},` +
 		`"context":{"externalUserId":"user-a","metadata":{"request_id":"r-1"},"callSource":"Other","conversationToken":"conv-999","moment":"2030-01-01T00:00:00Z"}}`
-	if out := f.handle(t, other); out.Kind != core.KindDuplicate || out.TicketID() != "ticket-1" {
+	if out := f.handle(t, other); out.Kind != core.KindDuplicate || coretest.TicketID(out) != "ticket-1" {
 		t.Fatalf("changed conversationToken/moment: %+v; want duplicate", out)
 	}
 	// Changed arguments are a new operation under policy arguments.
 	changed := f.handle(t, create("user-a", "r-1", `{"title":"Cannot sign in","priority":"low"}`))
-	if changed.Kind != core.KindCreated || changed.TicketID() == "ticket-1" || changed.Key == first.Key {
+	if changed.Kind != core.KindCreated || coretest.TicketID(changed) == "ticket-1" || changed.Key == first.Key {
 		t.Fatalf("changed arguments: %+v; want a new ticket", changed)
 	}
 	// So is another request_id.
@@ -348,7 +349,7 @@ func TestPolicyRequest(t *testing.T) {
 	}
 	before := f.count()
 	mismatch := f.handle(t, create("user-a", "r-1", `{"title":"Cannot sign in","priority":"low"}`))
-	if mismatch.Kind != core.KindRejected || mismatch.Code != core.CodeArgumentsMismatch || mismatch.TicketID() != "" {
+	if mismatch.Kind != core.KindRejected || mismatch.Code != core.CodeArgumentsMismatch || coretest.TicketID(mismatch) != "" {
 		t.Fatalf("changed arguments: %+v; want arguments_mismatch", mismatch)
 	}
 	checkMessage(t, mismatch.Message)
@@ -356,7 +357,7 @@ func TestPolicyRequest(t *testing.T) {
 		t.Fatalf("arguments_mismatch wrote: %v -> %v", before, f.count())
 	}
 	same := f.handle(t, create("user-a", "r-1", `{"priority":"high","title":"Cannot sign in","description":"Since Monday."}`))
-	if same.Kind != core.KindDuplicate || same.TicketID() != first.TicketID() {
+	if same.Kind != core.KindDuplicate || coretest.TicketID(same) != coretest.TicketID(first) {
 		t.Fatalf("same arguments in another order: %+v; want duplicate", same)
 	}
 	// Another user of the tenant reusing the request_id with other
@@ -374,7 +375,7 @@ func TestTenantIsolation(t *testing.T) {
 		f := newFixture(policy)
 		a := f.handle(t, create("user-a", "r-1", okArgs))
 		c := f.handle(t, create("user-c", "r-1", okArgs))
-		if a.Kind != core.KindCreated || c.Kind != core.KindCreated || a.TicketID() == c.TicketID() || a.Key == c.Key {
+		if a.Kind != core.KindCreated || c.Kind != core.KindCreated || coretest.TicketID(a) == coretest.TicketID(c) || a.Key == c.Key {
 			t.Fatalf("%s: same request_id and arguments in two tenants: %+v / %+v; want two tickets", policy, a, c)
 		}
 		if a.TenantID != "tenant-a" || c.TenantID != "tenant-b" {
@@ -392,7 +393,7 @@ func TestRequestIDConflict(t *testing.T) {
 		f.handle(t, create("user-a", "r-1", okArgs))
 		before := f.count()
 		out := f.handle(t, create("user-b", "r-1", okArgs))
-		if out.Kind != core.KindConflict || out.Code != core.CodeRequestIDConflict || out.TicketID() != "" || out.Body != nil {
+		if out.Kind != core.KindConflict || out.Code != core.CodeRequestIDConflict || coretest.TicketID(out) != "" || out.Body != nil {
 			t.Fatalf("%s: other user of the tenant, same request_id and arguments: %+v; want request_id_conflict", policy, out)
 		}
 		checkMessage(t, out.Message)
@@ -420,7 +421,7 @@ func TestPendingOperation(t *testing.T) {
 			Function: core.CreateTicket, Fingerprint: fp, CreatedAt: now, ExpiresAt: now.Add(time.Hour)})
 		before := f.count()
 		out := f.handle(t, create("user-a", "r-1", okArgs))
-		if out.Kind != core.KindInProgress || out.Key != key || out.TicketID() != "" {
+		if out.Kind != core.KindInProgress || out.Key != key || coretest.TicketID(out) != "" {
 			t.Fatalf("%s: pending operation: %+v; want in_progress", policy, out)
 		}
 		checkMessage(t, out.Message)
@@ -442,7 +443,7 @@ func TestExpiredOperationIsReclaimed(t *testing.T) {
 		CreatedAt: now.Add(-25 * time.Hour), ExpiresAt: now.Add(-time.Second)}
 	f.store.Put(old)
 	out := f.handle(t, create("user-a", "r-1", okArgs))
-	if out.Kind != core.KindCreated || out.TicketID() == "old" || out.Key != key {
+	if out.Kind != core.KindCreated || coretest.TicketID(out) == "old" || out.Key != key {
 		t.Fatalf("expired operation: %+v; want a new ticket under the same key", out)
 	}
 	if f.count() != [2]int{1, 1} {
@@ -452,7 +453,7 @@ func TestExpiredOperationIsReclaimed(t *testing.T) {
 	g := newFixture(idem.PolicyArguments)
 	old.ExpiresAt = now
 	g.store.Put(old)
-	if out := g.handle(t, create("user-a", "r-1", okArgs)); out.Kind != core.KindDuplicate || out.TicketID() != "old" {
+	if out := g.handle(t, create("user-a", "r-1", okArgs)); out.Kind != core.KindDuplicate || coretest.TicketID(out) != "old" {
 		t.Fatalf("operation expiring now: %+v; want duplicate of old", out)
 	}
 	// A pending operation past its expiry is absent too.
@@ -479,7 +480,7 @@ func TestUserDisabledAfterCreating(t *testing.T) {
 	calls := f.store.Calls()
 	for _, b := range []string{
 		create("user-e", "r-1", okArgs),
-		body(core.GetTicket, `{"ticket_id":`+q(first.TicketID())+`}`, ctx("user-e", "")),
+		body(core.GetTicket, `{"ticket_id":`+q(coretest.TicketID(first))+`}`, ctx("user-e", "")),
 	} {
 		out := f.handle(t, b)
 		if out.Kind != core.KindForbidden || out.Body != nil || out.Key != "" {
@@ -516,22 +517,22 @@ func TestGetTicket(t *testing.T) {
 		}
 		return f.handle(t, body(core.GetTicket, `{"ticket_id":`+q(id)+`}`, context))
 	}
-	found := get("user-b", created.TicketID(), "") // same tenant, another user
-	want := core.TicketView{TicketID: created.TicketID(), Title: "Cannot sign in", Description: "Since Monday.",
+	found := get("user-b", coretest.TicketID(created), "") // same tenant, another user
+	want := core.TicketView{TicketID: coretest.TicketID(created), Title: "Cannot sign in", Description: "Since Monday.",
 		Priority: "normal", Status: core.StatusOpen, CreatedAt: "2026-11-10T12:00:00Z", Comments: []core.CommentView{}}
-	if tk := found.FoundTicket(); found.Kind != core.KindFound || tk == nil || !reflect.DeepEqual(*tk, want) || found.TenantID != "tenant-a" {
+	if tk := coretest.FoundTicket(found); found.Kind != core.KindFound || tk == nil || !reflect.DeepEqual(*tk, want) || found.TenantID != "tenant-a" {
 		t.Fatalf("get_ticket: %+v (body %s); want %+v", found, found.Body, want)
 	}
-	if tk := get("user-a", urgent.TicketID(), "").FoundTicket(); tk == nil || tk.Priority != "urgent" || tk.Description != "" {
+	if tk := coretest.FoundTicket(get("user-a", coretest.TicketID(urgent), "")); tk == nil || tk.Priority != "urgent" || tk.Description != "" {
 		t.Fatalf("get_ticket urgent: %+v", tk)
 	}
-	if out := get("user-a", "  "+created.TicketID()+" ", ""); out.Kind != core.KindFound {
+	if out := get("user-a", "  "+coretest.TicketID(created)+" ", ""); out.Kind != core.KindFound {
 		t.Fatalf("ticket_id with spaces around: %+v; want found", out)
 	}
-	if out := get("user-a", created.TicketID(), `{"externalUserId":"user-a","metadata":{"request_id":123}}`); out.Kind != core.KindFound {
+	if out := get("user-a", coretest.TicketID(created), `{"externalUserId":"user-a","metadata":{"request_id":123}}`); out.Kind != core.KindFound {
 		t.Fatalf("get_ticket with a non-string request_id: %+v; want found (request_id not checked)", out)
 	}
-	otherTenant := get("user-c", created.TicketID(), "")
+	otherTenant := get("user-c", coretest.TicketID(created), "")
 	missing := get("user-a", "ticket-404", "")
 	for _, out := range []core.Outcome{otherTenant, missing} {
 		if out.Kind != core.KindRejected || out.Code != core.CodeTicketNotFound || out.Body != nil {

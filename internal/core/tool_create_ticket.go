@@ -61,14 +61,3 @@ func planTicket(r Request, k idem.OpKey) ([]byte, Writes, error) {
 
 func (t *TicketResult) readable() bool { return t.Status != "" && t.TicketID != "" }
 func (t *TicketResult) repeated()      { t.Deduplicated = true }
-
-// TicketID is the ticket_id of a create_ticket answer (created or
-// deduplicated), "" for any other outcome. It reads the body as a
-// caller of the service does; the doors never call it.
-func (o Outcome) TicketID() string {
-	var r TicketResult
-	if !o.Kind.ToolAnswer() || json.Unmarshal(o.Body, &r) != nil {
-		return ""
-	}
-	return r.TicketID
-}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,17 +121,6 @@ type DeliveryView struct {
 	State       string `json:"state"`
 	ExternalID  string `json:"external_id,omitempty"`
 	ExternalURL string `json:"external_url,omitempty"`
-}
-
-// FoundTicket is the ticket of a found answer (get_ticket's, or a read
-// tool's of the same shape), nil for any other outcome. It reads the body
-// as a caller of the service does; the doors never call it.
-func (o Outcome) FoundTicket() *TicketView {
-	var f Found
-	if o.Kind != KindFound || json.Unmarshal(o.Body, &f) != nil {
-		return nil
-	}
-	return f.Ticket
 }
 
 // deliveryView shows a delivery state, and the helpdesk's id and URL once

@@ -49,11 +49,11 @@ func TestAddedReadToolIsDispatched(t *testing.T) {
 	if created.Kind != core.KindCreated {
 		t.Fatalf("create_ticket beside peek_ticket: %v %s", created.Kind, created.Message)
 	}
-	o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+created.TicketID()+`"}`, ctx("user-b", "")))
-	if tk := o.FoundTicket(); o.Kind != core.KindFound || tk == nil || tk.Title != coretest.PeekedTitle+"Cannot sign in" || o.Function != coretest.PeekTicket {
+	o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+coretest.TicketID(created)+`"}`, ctx("user-b", "")))
+	if tk := coretest.FoundTicket(o); o.Kind != core.KindFound || tk == nil || tk.Title != coretest.PeekedTitle+"Cannot sign in" || o.Function != coretest.PeekTicket {
 		t.Fatalf("peek_ticket: %v %s %s; want found with the peeked title", o.Kind, o.Body, o.Message)
 	}
-	if o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+created.TicketID()+`"}`, ctx("user-c", ""))); o.Code != core.CodeTicketNotFound {
+	if o := f.handle(t, body(coretest.PeekTicket, `{"ticket_id":"`+coretest.TicketID(created)+`"}`, ctx("user-c", ""))); o.Code != core.CodeTicketNotFound {
 		t.Fatalf("peek_ticket from another tenant: %v %q; want ticket_not_found", o.Kind, o.Code)
 	}
 	o = f.handle(t, body(coretest.PeekTicket, `{"id":"x"}`, ctx("user-a", "")))

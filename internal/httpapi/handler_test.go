@@ -271,10 +271,12 @@ func TestResponses(t *testing.T) {
 		}, 413, shortBody("too_large")},
 		{"internal failure", func() *httptest.ResponseRecorder {
 			// On e itself, so that the store the row checks is the one
-			// posted to.
-			real := e.h.Service.Store
-			defer func() { e.h.Service.Store = real }()
-			e.h.Service.Store = &faultStore{Store: e.store, createErr: errors.New("SECRET-INTERNAL disk on fire")}
+			// posted to: a service like e's over a failing store (a
+			// service builds its Guard once, over the store it starts on).
+			real := e.h.Service
+			defer func() { e.h.Service = real }()
+			e.h.Service = &core.Service{Store: &faultStore{Store: e.store, createErr: errors.New("SECRET-INTERNAL disk on fire")},
+				Users: real.Users, Policy: real.Policy, Retention: real.Retention, NewID: real.NewID}
 			return e.post(createBody("user-a", "r-4", "t"), n)
 		}, 500, shortBody("internal")},
 	} {

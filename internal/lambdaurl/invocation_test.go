@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 )
 
 // TestInvocation: the handler's request context carries the Lambda
@@ -20,25 +22,25 @@ func TestInvocation(t *testing.T) {
 		ctx    context.Context
 		header string // the event's x-amzn-trace-id
 		urlID  string // requestContext.requestId of the event
-		want   Invocation
+		want   lambdart.Invocation
 		wantOK bool
 	}{
 		{"runtime context and trace value",
 			context.WithValue(lc("lambda-req-1"), traceContextKey, header), "", "url-req", //nolint:staticcheck // aws-lambda-go's own key
-			Invocation{RequestID: "lambda-req-1", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
+			lambdart.Invocation{RequestID: "lambda-req-1", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
 		{"trace from the event's header", lc("lambda-req-2"), header, "",
-			Invocation{RequestID: "lambda-req-2", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
+			lambdart.Invocation{RequestID: "lambda-req-2", TraceID: "1-5759e988-bd862e3fe1be46a994272793"}, true},
 		{"untraced", lc("lambda-req-3"), "", "",
-			Invocation{RequestID: "lambda-req-3"}, true},
+			lambdart.Invocation{RequestID: "lambda-req-3"}, true},
 		{"no runtime context: the event's request id", context.Background(), "", "url-req-4",
-			Invocation{RequestID: "url-req-4"}, true},
+			lambdart.Invocation{RequestID: "url-req-4"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var got Invocation
+			var got lambdart.Invocation
 			var ok bool
 			h := Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-				got, ok = InvocationFrom(r.Context())
+				got, ok = lambdart.InvocationFrom(r.Context())
 			}))
 			ev := event("GET", "/functions", "", nil, "", false)
 			ev.RequestContext.RequestID = tc.urlID
@@ -53,7 +55,7 @@ func TestInvocation(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := InvocationFrom(context.Background()); ok {
+	if _, ok := lambdart.InvocationFrom(context.Background()); ok {
 		t.Error("InvocationFrom of a plain context: ok, want none")
 	}
 }

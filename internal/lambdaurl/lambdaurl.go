@@ -1,10 +1,9 @@
-// Package lambdaurl is what a deployed function takes from the Lambda
-// runtime: it adapts Lambda function URL events (payload 2.0, BUFFERED
-// invoke mode) to a plain http.Handler, so the deployed function and the
-// local server serve the very same handler; it is both functions'
-// logger (NewLogger: JSON lines carrying each invocation's ids) and their
-// reader of SSM parameters at cold start (ReadParameter), so the local
-// programs link neither.
+// Package lambdaurl adapts the callback function's Lambda function URL
+// events (payload 2.0, BUFFERED invoke mode) to a plain http.Handler, so
+// the deployed function and the local server serve the very same
+// handler. Each request's context carries its invocation's ids
+// (lambdart.WithInvocation), which the functions' logger adds to its
+// lines.
 //
 // A base64 body is decoded on the way in; the handler sees the decoded
 // bytes, applies its size limit to them and answers 400 when they do not
@@ -31,15 +30,15 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/aivax-examples/idempotent-callback/internal/lambdart"
 )
 
 // DeadlineMargin is kept free before the Lambda deadline, so store calls
@@ -55,7 +54,7 @@ func Wrap(h http.Handler) func(context.Context, events.LambdaFunctionURLRequest)
 			ctx, cancel = context.WithDeadline(ctx, dl.Add(-DeadlineMargin))
 			defer cancel()
 		}
-		ctx = context.WithValue(ctx, invocationKey{}, invocation(ctx, ev))
+		ctx = lambdart.WithInvocation(ctx, invocation(ctx, ev))
 		r := Request(ctx, ev)
 		w := &recorder{header: http.Header{}, status: http.StatusOK}
 		h.ServeHTTP(w, r)
@@ -63,28 +62,13 @@ func Wrap(h http.Handler) func(context.Context, events.LambdaFunctionURLRequest)
 	}
 }
 
-// Invocation identifies the Lambda invocation that carried a request, for
-// its log lines: the Lambda request id and the X-Ray trace id, so that one
-// callback's lines can be found together and beside its trace.
-type Invocation struct {
-	RequestID string
-	TraceID   string // "" when the invocation carries no trace header
-}
-
-type invocationKey struct{}
-
-// InvocationFrom returns the invocation a request's context came from.
-func InvocationFrom(ctx context.Context) (Invocation, bool) {
-	inv, ok := ctx.Value(invocationKey{}).(Invocation)
-	return inv, ok
-}
-
 // traceContextKey is where aws-lambda-go puts the invocation's
 // Lambda-Runtime-Trace-Id header.
 const traceContextKey = "x-amzn-trace-id"
 
-func invocation(ctx context.Context, ev events.LambdaFunctionURLRequest) Invocation {
-	inv := Invocation{RequestID: ev.RequestContext.RequestID}
+// invocation is the ids of the invocation that carried ev.
+func invocation(ctx context.Context, ev events.LambdaFunctionURLRequest) lambdart.Invocation {
+	inv := lambdart.Invocation{RequestID: ev.RequestContext.RequestID}
 	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
 		inv.RequestID = lc.AwsRequestID
 	}
@@ -175,44 +159,4 @@ func (w *recorder) response() events.LambdaFunctionURLResponse {
 		headers[strings.ToLower(k)] = strings.Join(v, ",")
 	}
 	return events.LambdaFunctionURLResponse{StatusCode: w.status, Headers: headers, Body: w.body.String()}
-}
-
-// NewLogger is the deployed function's logger: JSON lines on stdout in
-// Lambda's shape (timestamp, level, message; ReplaceAttr from
-// lambdacontext), with each request's Lambda requestId and, when the
-// invocation is traced, its xrayTraceId (Wrap passes both).
-// Lines are JSON whatever AWS_LAMBDA_LOG_FORMAT says (docs/contract.md,
-// Logs and metrics, wants JSON everywhere, and EMF needs it);
-// level is its level (config.LogLevel: AWS_LAMBDA_LOG_LEVEL).
-func NewLogger(level slog.Level) *slog.Logger {
-	return slog.New(LogHandler(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{
-		Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})))
-}
-
-// LogHandler is h with each request's invocation ids added, as
-// NewLogger's lines have them.
-func LogHandler(h slog.Handler) slog.Handler { return invocationHandler{h} }
-
-// invocationHandler adds the invocation's ids to each line logged with a
-// request's context.
-type invocationHandler struct{ slog.Handler }
-
-func (h invocationHandler) Handle(ctx context.Context, r slog.Record) error {
-	if inv, ok := InvocationFrom(ctx); ok {
-		r.AddAttrs(slog.String("requestId", inv.RequestID))
-		if inv.TraceID != "" {
-			r.AddAttrs(slog.String("xrayTraceId", inv.TraceID))
-		}
-	} else if lc, ok := lambdacontext.FromContext(ctx); ok {
-		r.AddAttrs(slog.String("requestId", lc.AwsRequestID))
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h invocationHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return invocationHandler{h.Handler.WithAttrs(a)}
-}
-
-func (h invocationHandler) WithGroup(name string) slog.Handler {
-	return invocationHandler{h.Handler.WithGroup(name)}
 }

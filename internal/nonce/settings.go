@@ -41,8 +41,8 @@ func (e *SettingError) Unwrap() error { return e.Err }
 // allowed here, New refuses it), each cost from MinCost to CapCost, and
 // the minimum not above the maximum.
 func (s *Settings) CheckAndSetDefaults() error {
-	if len(s.HookKey) > MaxKeyLen {
-		return &SettingError{FieldHookKey, fmt.Errorf("the hook key is %d bytes; BCrypt uses at most %d", len(s.HookKey), MaxKeyLen)}
+	if err := CheckKey(s.HookKey); err != nil {
+		return &SettingError{FieldHookKey, err}
 	}
 	s.MinCost = cmp.Or(s.MinCost, DefaultMinCost)
 	s.MaxCost = cmp.Or(s.MaxCost, DefaultMaxCost)
@@ -56,6 +56,17 @@ func (s *Settings) CheckAndSetDefaults() error {
 	}
 	if s.MinCost > s.MaxCost {
 		return &SettingError{FieldMinCost, fmt.Errorf("%d, maximum %d: %w", s.MinCost, s.MaxCost, ErrCostOrder)}
+	}
+	return nil
+}
+
+// CheckKey checks a hook key alone, as CheckAndSetDefaults does: one
+// BCrypt uses whole (at most MaxKeyLen bytes; empty is allowed here, New
+// refuses it). A key read after the other settings (from SSM) is checked
+// with it.
+func CheckKey(hookKey string) error {
+	if len(hookKey) > MaxKeyLen {
+		return fmt.Errorf("the hook key is %d bytes; BCrypt uses at most %d", len(hookKey), MaxKeyLen)
 	}
 	return nil
 }

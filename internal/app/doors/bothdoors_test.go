@@ -60,7 +60,7 @@ func newBothDoors(t *testing.T, store core.Store, tools *core.Tools, policy idem
 		DevKey: filepath.Join(t.TempDir(), "dev-key.pem")}
 	h, err := doors.Build(doors.Config{
 		Deliver: deliver, Store: store, Users: doorUsers,
-		Common:   config.Common{Policy: string(policy), Retention: time.Hour},
+		Settings: doors.Settings{Policy: policy, Retention: time.Hour},
 		MCP:      d.m,
 		MCPNames: config.MCPFileNames,
 		Auth:     auth,

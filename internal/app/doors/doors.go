@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -25,32 +26,58 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/tracing"
 )
 
+// Settings are the callback's shared settings and its hook key, checked by
+// CheckSettings: the key policy parsed, the nonce costs defaulted and in
+// range, the hook key one BCrypt uses whole. Build and Authenticator take
+// them as they are and check none of them again.
+type Settings struct {
+	Policy       idem.Policy
+	Retention    time.Duration
+	MaxBodyBytes int64 // 0: httpapi.DefaultMaxBody
+	PublicURL    string
+	HookKey      string // "": no key (Authenticator refuses every callback)
+	MinCost      int
+	MaxCost      int
+}
+
 // CheckSettings checks the shared settings c and the hook key by the rules
 // of the packages that apply them (idem for the key policy, nonce for the
-// hook key and the cost range), sets the nonce costs' defaults in c, and
+// hook key and the cost range), with the nonce costs' defaults set, and
 // names a refused setting as names does: config.SettingEnvNames or
-// config.SettingFileNames. The composition roots call it right after
-// reading the configuration, so a bad value stops the program at start.
-func CheckSettings(c *config.Common, hookKey string, names config.SettingNames) error {
+// config.SettingFileNames. The composition roots call it once, right
+// after reading the configuration, so a bad value stops the program at
+// start, and carry what it returns.
+func CheckSettings(c config.Common, hookKey string, names config.SettingNames) (Settings, error) {
 	policy, err := idem.ParsePolicy(c.Policy)
 	if err != nil {
-		return fmt.Errorf("config: %s: %w", names.Policy, err)
+		return Settings{}, fmt.Errorf("config: %s: %w", names.Policy, err)
 	}
-	c.Policy = string(policy)
 	s := nonce.Settings{HookKey: hookKey, MinCost: c.MinCost, MaxCost: c.MaxCost}
 	if err := s.CheckAndSetDefaults(); err != nil {
 		var se *nonce.SettingError
 		if !errors.As(err, &se) {
-			return fmt.Errorf("config: %w", err)
+			return Settings{}, fmt.Errorf("config: %w", err)
 		}
 		if errors.Is(se.Err, nonce.ErrCostOrder) {
-			return fmt.Errorf("config: %s (%d) is above %s (%d)", names.MinCost, s.MinCost, names.MaxCost, s.MaxCost)
+			return Settings{}, fmt.Errorf("config: %s (%d) is above %s (%d)", names.MinCost, s.MinCost, names.MaxCost, s.MaxCost)
 		}
 		name := map[string]string{nonce.FieldHookKey: names.HookKey, nonce.FieldMinCost: names.MinCost, nonce.FieldMaxCost: names.MaxCost}[se.Field]
-		return fmt.Errorf("config: %s: %w", name, se.Err)
+		return Settings{}, fmt.Errorf("config: %s: %w", name, se.Err)
 	}
-	c.MinCost, c.MaxCost = s.MinCost, s.MaxCost
-	return nil
+	return Settings{
+		Policy: policy, Retention: c.Retention, MaxBodyBytes: c.MaxBodyBytes, PublicURL: c.PublicURL,
+		HookKey: hookKey, MinCost: s.MinCost, MaxCost: s.MaxCost,
+	}, nil
+}
+
+// CheckHookKey checks a hook key read after the other settings (the
+// callback function's SSM parameter) by nonce's rule, naming it name, and
+// returns it for Settings.HookKey.
+func CheckHookKey(key, name string) (string, error) {
+	if err := nonce.CheckKey(key); err != nil {
+		return "", fmt.Errorf("config: %s: %w", name, err)
+	}
+	return key, nil
 }
 
 // mcpKeys is where the door's verification keys come from: the local
@@ -107,10 +134,11 @@ func withMCP(h http.Handler, m config.MCP, names config.MCPNames, svc *core.Serv
 
 // Config is what both callback programs give Build.
 type Config struct {
-	Store  core.Store
-	Users  core.Users
-	Common config.Common
-	MCP    config.MCP
+	Store core.Store
+	Users core.Users
+	// Settings are the shared settings, checked (CheckSettings).
+	Settings Settings
+	MCP      config.MCP
 	// MCPNames name the door's settings in errors: config.MCPEnvNames or
 	// config.MCPFileNames.
 	MCPNames config.MCPNames
@@ -147,15 +175,11 @@ func ResultCache(size int) *idem.Cache {
 // both doors share the service, so they share keys and transaction. The
 // caller wraps the store and the handler with its own metrics.
 func Build(c Config) (http.Handler, error) {
-	policy, err := idem.ParsePolicy(c.Common.Policy)
-	if err != nil {
-		return nil, fmt.Errorf("config: key policy: %w", err)
-	}
 	svc := &core.Service{
 		Store:     c.Store,
 		Users:     c.Users,
-		Policy:    policy,
-		Retention: c.Common.Retention,
+		Policy:    c.Settings.Policy,
+		Retention: c.Settings.Retention,
 		NewID:     uuid.NewString,
 		Deliver:   c.Deliver,
 		Tools:     c.Tools,
@@ -163,33 +187,34 @@ func Build(c Config) (http.Handler, error) {
 		// The ticket's delivery links to the call's span.
 		Traceparent: tracing.Traceparent,
 	}
-	// A misconfigured service (retention, key policy, result cache, id
-	// source) stops the program here, not on every write.
+	// A misconfigured service (retention, result cache, id source) stops
+	// the program here, not on every write.
 	if err := svc.Check(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return withMCP(&httpapi.Handler{
 		Service:   svc,
 		Auth:      c.Auth,
-		MaxBody:   c.Common.MaxBodyBytes,
+		MaxBody:   c.Settings.MaxBodyBytes,
 		Logger:    c.Logger,
-		PublicURL: c.Common.PublicURL,
+		PublicURL: c.Settings.PublicURL,
 		Metrics:   c.Metrics,
-	}, c.MCP, c.MCPNames, svc, c.Common.MaxBodyBytes, c.Metrics, c.Logger)
+	}, c.MCP, c.MCPNames, svc, c.Settings.MaxBodyBytes, c.Metrics, c.Logger)
 }
 
-// Authenticator fails closed: no hook key and no explicit insecure switch
-// means every callback is refused.
-func Authenticator(hookKey string, insecure bool, c config.Common, logger *slog.Logger) (httpapi.Authenticator, error) {
+// Authenticator checks nonces against s.HookKey and s's cost range. It
+// fails closed: no hook key and no explicit insecure switch means every
+// callback is refused.
+func Authenticator(s Settings, insecure bool, logger *slog.Logger) (httpapi.Authenticator, error) {
 	switch {
 	case insecure:
 		logger.Warn("insecure_no_auth is set: callbacks are NOT authenticated; use this only on loopback")
 		return nonce.Off{}, nil
-	case hookKey == "":
+	case s.HookKey == "":
 		logger.Error("no hook key configured: every callback is refused (fail closed)")
 		return nonce.Refuse{}, nil
 	}
-	v, err := nonce.New(hookKey, c.MinCost, c.MaxCost)
+	v, err := nonce.New(s.HookKey, s.MinCost, s.MaxCost)
 	if err != nil {
 		return nil, fmt.Errorf("hook key: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/config"
 	"github.com/aivax-examples/idempotent-callback/internal/nonce"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
@@ -16,7 +17,7 @@ import (
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestAuthenticator(t *testing.T) {
-	common := config.Common{MinCost: 4, MaxCost: 12}
+	s := Settings{MinCost: 4, MaxCost: 12}
 	key := "local-demo-hook-key"
 	good, err := nonce.Generate(key, 4)
 	if err != nil {
@@ -38,7 +39,8 @@ func TestAuthenticator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := Authenticator(tc.key, tc.insecure, common, discard())
+			s.HookKey = tc.key
+			a, err := Authenticator(s, tc.insecure, discard())
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("got %T and no error", a)
@@ -124,7 +126,7 @@ func TestMCPURLRules(t *testing.T) {
 // records keep whole seconds) stops Build, before any request.
 func TestBuildChecksTheService(t *testing.T) {
 	_, err := Build(Config{Store: memtest.New(), Users: memstore.Users{},
-		Common: config.Common{Policy: "arguments", Retention: 500 * time.Millisecond}, Logger: discard()})
+		Settings: Settings{Policy: idem.PolicyArguments, Retention: 500 * time.Millisecond}, Logger: discard()})
 	if err == nil || !strings.Contains(err.Error(), "Retention") {
 		t.Fatalf("Build with a 500 ms retention: %v; want an error naming Retention", err)
 	}

@@ -37,12 +37,22 @@ func localConfig(t *testing.T, hookKey string) config.Local {
 	}
 }
 
+// checked is cfg checked as the local server checks its file at start.
+func checked(t *testing.T, cfg config.Local) Settings {
+	t.Helper()
+	s, err := CheckSettings(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // A missing folder on the SQLite path is created, as a newcomer's
 // "data/tickets.sqlite" needs.
 func TestLocalCreatesTheStoreFolder(t *testing.T) {
 	cfg := localConfig(t, "k")
 	cfg.Store.Path = filepath.Join(t.TempDir(), "missing", "dir", "tickets.sqlite")
-	_, closer, err := LocalServer(context.Background(), cfg, discard(), nil)
+	_, closer, err := LocalServer(context.Background(), checked(t, cfg), discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +82,13 @@ func TestLocalRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := localConfig(t, "k")
 			tc.mutate(&cfg)
-			h, closer, err := LocalServer(context.Background(), cfg, discard(), nil)
+			// As Main starts: the file's check, then the server on it.
+			var h http.Handler
+			var closer io.Closer
+			s, err := CheckSettings(cfg)
+			if err == nil {
+				h, closer, err = LocalServer(context.Background(), s, discard(), nil)
+			}
 			if err == nil {
 				if closer != nil {
 					_ = closer.Close()

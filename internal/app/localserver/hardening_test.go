@@ -46,7 +46,7 @@ func localDynamoCallback(t *testing.T, endpoint string) {
 		Users:          map[string]config.User{"user-a": {TenantID: "tenant-a", UserID: "alice"}},
 		InsecureNoAuth: true,
 	}
-	h, closer, err := LocalServer(context.Background(), cfg, discard(), nil)
+	h, closer, err := LocalServer(context.Background(), checked(t, cfg), discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestOverlongUserIDRefused(t *testing.T) {
 	long := strings.Repeat("u", 1025)
 	c, err := config.ParseFile([]byte(`{"users":{"` + long + `":{"tenant_id":"t","user_id":"u"}}}`))
 	if err == nil {
-		err = CheckSettings(&c)
+		_, err = CheckSettings(c)
 	}
 	if err == nil || strings.Contains(err.Error(), long) {
 		t.Fatalf("err = %v; want an error that does not repeat the id", err)
@@ -108,7 +108,7 @@ func TestListenersRefused(t *testing.T) {
 	check := func(file string) error {
 		c, err := config.ParseFile([]byte(file))
 		if err == nil {
-			err = CheckSettings(&c)
+			_, err = CheckSettings(c)
 		}
 		return err
 	}
@@ -166,7 +166,9 @@ func TestDevKeyPathIsTheConfigFilesFolder(t *testing.T) {
 		}
 		c, err := config.LoadFile(path)
 		if err == nil {
-			err = CheckSettings(&c)
+			var s Settings
+			s, err = CheckSettings(c)
+			c = s.File
 		}
 		if want == "" {
 			if err == nil || !strings.Contains(err.Error(), "mcp.dev_key") {

@@ -50,10 +50,12 @@ func Main(cfg config.Local, m Mode) int {
 		fmt.Fprintf(os.Stderr, "unknown command %q; the server takes no command (the operator's is go run ./cmd/deliveries -config FILE COMMAND)\n", m.Args[0])
 		return 2
 	}
-	if err := CheckSettings(&cfg); err != nil {
+	s, err := CheckSettings(cfg)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	cfg = s.File
 	if m.Nonce {
 		if cfg.HookKey == "" {
 			fmt.Fprintln(os.Stderr, "config: hook_key: empty, so there is no nonce to make")
@@ -93,7 +95,7 @@ func Main(cfg config.Local, m Mode) int {
 		defer cancel()
 		_ = tp.Shutdown(sctx)
 	}()
-	h, closer, err := LocalServer(ctx, cfg, logger, tp)
+	h, closer, err := LocalServer(ctx, s, logger, tp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -123,13 +125,11 @@ const shutdownTracing = 2 * time.Second
 // Prometheus. The returned closer stops, in order, the metrics listener,
 // the worker (its deliveries in flight finish first) and the store.
 //
-// tp records the door's and the DynamoDB requests' spans; nil records
-// none.
-func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp *otelsetup.Provider) (http.Handler, io.Closer, error) {
-	if err := CheckSettings(&cfg); err != nil {
-		return nil, nil, err
-	}
-	auth, err := doors.Authenticator(cfg.HookKey, cfg.InsecureNoAuth, cfg.Common, logger)
+// s is the file checked (CheckSettings). tp records the door's and the
+// DynamoDB requests' spans; nil records none.
+func LocalServer(ctx context.Context, s Settings, logger *slog.Logger, tp *otelsetup.Provider) (http.Handler, io.Closer, error) {
+	cfg := s.File
+	auth, err := doors.Authenticator(s.Doors, cfg.InsecureNoAuth, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,7 +143,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp 
 	// (DynamoDB) is counted in Prometheus when it serves, and logged
 	// once per process in any case.
 	var rec metrics.Recorder
-	store, storeCloser, err := localstore.Open(ctx, cfg.Store, logger,
+	store, storeCloser, err := localstore.Open(ctx, s.Store, logger,
 		metrics.ReadAheadReporter(func() metrics.Recorder { return rec }, logger, dynamo.ReadAheadClass), tp)
 	if err != nil {
 		return nil, nil, err
@@ -164,9 +164,9 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp 
 		ds, ok := store.(delivery.Outbox)
 		if !ok {
 			_ = append(cs, storeCloser).Close()
-			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", cfg.Store.Kind)
+			return nil, nil, fmt.Errorf("config: delivery: store %s cannot deliver", s.Store.Kind())
 		}
-		w := localWorker(ds, dst, *cfg.Delivery, rec, cfg.Store.Kind, logger)
+		w := localWorker(ds, dst, *cfg.Delivery, rec, s.Store.Kind(), logger)
 		serviceStore = delivery.NotifyOnCommit(store, w.Notify)
 		cs = append(cs, runWorker(ctx, w, logger))
 		// Kind and host only: the URL's path or query and the credentials
@@ -181,7 +181,7 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp 
 	h, err := doors.Build(doors.Config{
 		Store:    serviceStore,
 		Users:    localUsers(cfg.Users),
-		Common:   cfg.Common,
+		Settings: s.Doors,
 		MCP:      cfg.MCP,
 		MCPNames: config.MCPFileNames,
 		Auth:     auth,
@@ -199,30 +199,44 @@ func LocalServer(ctx context.Context, cfg config.Local, logger *slog.Logger, tp 
 	return tracing.Door(h, tp.TracerProvider()), cs, nil
 }
 
+// Settings are the local file checked by CheckSettings: what Main serves
+// and LocalServer builds, checking none of it again.
+type Settings struct {
+	// File is the file as read, mcp.dev_key's path resolved; its store
+	// block and its shared settings are carried checked in Store and
+	// Doors.
+	File  config.Local
+	Store localstore.Settings
+	Doors doors.Settings
+}
+
 // CheckSettings checks the file's settings that belong to the packages
 // applying them (localstore.CheckSettings: the store block;
 // localstore.FilePath: mcp.dev_key's path; doors.CheckSettings: the key
 // policy, the hook key, the nonce costs; core: the users' ids; urls.Loopback:
-// the unauthenticated listeners) and sets their defaults in cfg. The local
-// server calls it right after reading the file, and LocalServer again: what
-// it returns passes it unchanged.
-func CheckSettings(cfg *config.Local) error {
-	if err := localstore.CheckSettings(&cfg.Store, cfg.Dir); err != nil {
-		return err
+// the unauthenticated listeners), with their defaults set. The local
+// server calls it once, right after reading the file.
+func CheckSettings(cfg config.Local) (Settings, error) {
+	st, err := localstore.CheckSettings(cfg.Store, cfg.Dir)
+	if err != nil {
+		return Settings{}, err
 	}
 	if cfg.MCP.DevKey != "" {
-		var err error
 		if cfg.MCP.DevKey, err = localstore.FilePath(config.MCPFileNames.DevKey, cfg.MCP.DevKey, cfg.Dir); err != nil {
-			return err
+			return Settings{}, err
 		}
 	}
-	if err := doors.CheckSettings(&cfg.Common, cfg.HookKey, config.SettingFileNames); err != nil {
-		return err
+	ds, err := doors.CheckSettings(cfg.Common, cfg.HookKey, config.SettingFileNames)
+	if err != nil {
+		return Settings{}, err
 	}
 	if err := core.CheckUserIDs(cfg.Users); err != nil {
-		return fmt.Errorf("config: users: %w", err)
+		return Settings{}, fmt.Errorf("config: users: %w", err)
 	}
-	return checkListeners(*cfg)
+	if err := checkListeners(cfg); err != nil {
+		return Settings{}, err
+	}
+	return Settings{File: cfg, Store: st, Doors: ds}, nil
 }
 
 // checkListeners keeps what is not authenticated on this machine:

@@ -57,7 +57,7 @@ func status(t *testing.T, req *http.Request) int {
 func TestMCPDoorOffAndDevIssuer(t *testing.T) {
 	get := func(url, token, body string) int { return status(t, mcpRequest(t, url, token, body)) }
 	off := localConfig(t, "k")
-	h, closer, err := LocalServer(context.Background(), off, discard(), nil)
+	h, closer, err := LocalServer(context.Background(), checked(t, off), discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestMCPDoorOffAndDevIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, closer, err = LocalServer(context.Background(), on, discard(), nil)
+	h, closer, err = LocalServer(context.Background(), checked(t, on), discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

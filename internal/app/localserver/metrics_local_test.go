@@ -211,7 +211,7 @@ func TestLocalPrometheusDeliveries(t *testing.T) {
 // the handler records nothing.
 func TestLocalNoMetricsListener(t *testing.T) {
 	var logs bytes.Buffer
-	h, closer, err := LocalServer(context.Background(), localConfig(t, callbacktest.MetricsHookKey), slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	h, closer, err := LocalServer(context.Background(), checked(t, localConfig(t, callbacktest.MetricsHookKey)), slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestLocalMetricsListenBusy(t *testing.T) {
 	defer srv.Close()
 	cfg := localConfig(t, callbacktest.MetricsHookKey)
 	cfg.MetricsListen = strings.TrimPrefix(srv.URL, "http://")
-	if _, _, err := LocalServer(context.Background(), cfg, discard(), nil); err == nil || !strings.Contains(err.Error(), "metrics_listen") {
+	if _, _, err := LocalServer(context.Background(), checked(t, cfg), discard(), nil); err == nil || !strings.Contains(err.Error(), "metrics_listen") {
 		t.Fatalf("Local with a taken metrics_listen: %v, want an error naming metrics_listen", err)
 	}
 }
@@ -244,7 +244,7 @@ func localWithMetrics(t *testing.T, cfg config.Local) (http.Handler, io.Closer, 
 	t.Helper()
 	cfg.MetricsListen = "127.0.0.1:0"
 	logs := &testenv.Buffer{}
-	h, closer, err := LocalServer(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, nil)), nil)
+	h, closer, err := LocalServer(context.Background(), checked(t, cfg), slog.New(slog.NewJSONHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func post(t *testing.T, url, hookKey, body string) (int, map[string]any) {
 
 func TestLocalSQLite(t *testing.T) {
 	const key = "local-demo-hook-key"
-	h, closer, err := LocalServer(context.Background(), localConfig(t, key), discard(), nil)
+	h, closer, err := LocalServer(context.Background(), checked(t, localConfig(t, key)), discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

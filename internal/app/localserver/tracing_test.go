@@ -55,7 +55,7 @@ func exporting(t *testing.T, env map[string]string, service string) (*otelsetup.
 // loopback listener for the test.
 func serve(t *testing.T, cfg config.Local, tp *otelsetup.Provider) *httptest.Server {
 	t.Helper()
-	h, closer, err := LocalServer(context.Background(), cfg, discard(), tp)
+	h, closer, err := LocalServer(context.Background(), checked(t, cfg), discard(), tp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,28 +36,39 @@ const (
 	DefaultSQLitePath = "tickets.sqlite"
 )
 
-// CheckSettings checks the file's store block and sets its defaults in s:
-// kind sqlite (the default) on a plain file path (DefaultSQLitePath when
-// absent; see FilePath, with dir the file's folder), or kind dynamodb with
-// a table. Each local program calls it right after reading the file, and
-// Open calls it again: what it returns passes it unchanged.
-func CheckSettings(s *config.StoreSettings, dir string) error {
+// Settings are a store block checked by CheckSettings: kind sqlite on a
+// resolved file path, or kind dynamodb with a table. Open and OpenNamed
+// take them as they are; only CheckSettings makes them.
+type Settings struct{ s config.StoreSettings }
+
+// Kind is the store's kind: KindSQLite or KindDynamoDB.
+func (s Settings) Kind() string { return s.s.Kind }
+
+// Block is the store block as checked, its defaults set.
+func (s Settings) Block() config.StoreSettings { return s.s }
+
+// CheckSettings checks the file's store block s and returns it with its
+// defaults set: kind sqlite (the default) on a plain file path
+// (DefaultSQLitePath when absent; see FilePath, with dir the file's
+// folder), or kind dynamodb with a table. Each local program calls it
+// once, right after reading the file, and carries what it returns.
+func CheckSettings(s config.StoreSettings, dir string) (Settings, error) {
 	switch s.Kind {
 	case "", KindSQLite:
 		s.Kind = KindSQLite
 		p, err := FilePath("store.path", cmp.Or(s.Path, DefaultSQLitePath), dir)
 		if err != nil {
-			return err
+			return Settings{}, err
 		}
 		s.Path = p
 	case KindDynamoDB:
 		if s.Table == "" {
-			return errors.New("config: store.table is required when store.kind is dynamodb")
+			return Settings{}, errors.New("config: store.table is required when store.kind is dynamodb")
 		}
 	default:
-		return fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", s.Kind)
+		return Settings{}, fmt.Errorf("config: store.kind: %q is neither sqlite nor dynamodb", s.Kind)
 	}
-	return nil
+	return Settings{s}, nil
 }
 
 // FilePath checks a path the local file names (field is its name, for the
@@ -90,11 +101,11 @@ func FilePath(field, p, dir string) (string, error) {
 	return filepath.Join(abs, p), nil
 }
 
-// Open opens the local configuration's store (SQLite or DynamoDB), checked
-// by CheckSettings. The closer closes it. On DynamoDB, onReadAheadError
+// Open opens the local configuration's store (SQLite or DynamoDB) of
+// checked settings. The closer closes it. On DynamoDB, onReadAheadError
 // (nil: none) is told of each claim read-ahead that failed
 // (dynamo.Options.OnReadAheadError).
-func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error), tp *otelsetup.Provider) (core.Store, io.Closer, error) {
+func Open(ctx context.Context, cfg Settings, logger *slog.Logger, onReadAheadError func(context.Context, error), tp *otelsetup.Provider) (core.Store, io.Closer, error) {
 	s, closer, _, err := openNamed(ctx, cfg, logger, onReadAheadError, tp)
 	return s, closer, err
 }
@@ -102,14 +113,12 @@ func Open(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, on
 // OpenNamed is Open that also names the store it opened, for the
 // operator: the SQLite file, or the DynamoDB table with the region its
 // AWS configuration resolved (and the endpoint when not AWS's own).
-func OpenNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
+func OpenNamed(ctx context.Context, cfg Settings, logger *slog.Logger) (core.Store, io.Closer, string, error) {
 	return openNamed(ctx, cfg, logger, nil, nil) // the operator makes no claims and records no spans
 }
 
-func openNamed(ctx context.Context, cfg config.StoreSettings, logger *slog.Logger, onReadAheadError func(context.Context, error), tp *otelsetup.Provider) (core.Store, io.Closer, string, error) {
-	if err := CheckSettings(&cfg, ""); err != nil {
-		return nil, nil, "", err
-	}
+func openNamed(ctx context.Context, checked Settings, logger *slog.Logger, onReadAheadError func(context.Context, error), tp *otelsetup.Provider) (core.Store, io.Closer, string, error) {
+	cfg := checked.s
 	if cfg.Kind == KindSQLite {
 		s, closer, err := openSQLite(ctx, cfg.Path, logger)
 		return s, closer, "SQLite file " + cfg.Path, err

@@ -10,11 +10,13 @@ import (
 )
 
 // load reads the config file at path and checks its store block, as each
-// local program does at start.
+// local program does at start; c.Store is the block checked.
 func load(path string) (config.Local, error) {
 	c, err := config.LoadFile(path)
 	if err == nil {
-		err = CheckSettings(&c.Store, c.Dir)
+		var s Settings
+		s, err = CheckSettings(c.Store, c.Dir)
+		c.Store = s.s
 	}
 	return c, err
 }
@@ -136,7 +138,7 @@ func TestStoreSettingsRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := config.ParseFile([]byte(tc.file))
 			if err == nil {
-				err = CheckSettings(&c.Store, c.Dir)
+				_, err = CheckSettings(c.Store, c.Dir)
 			}
 			configtest.OneLine(t, err, tc.want...)
 		})

@@ -67,11 +67,12 @@ it acts on (the SQLite file, or the DynamoDB table and its region).
 const maxBulk = 10000
 
 // Deliveries runs the operator's command on the configuration's store
-// (SQLite or DynamoDB): args are what follows "deliveries"; stdin answers
+// (SQLite or DynamoDB), of store block storeSettings (cfg.Store checked by
+// localstore.CheckSettings): args are what follows "deliveries"; stdin answers
 // a bulk change's confirmation. It returns the exit status: 0 done, 1
 // refused, not confirmed or failed (one line on stderr saying why), 2 bad
 // usage.
-func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Deliveries(ctx context.Context, cfg config.Local, storeSettings localstore.Settings, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, DeliveriesUsage)
 		return 2
@@ -149,7 +150,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 	}
 
 	quiet := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, closer, where, err := localstore.OpenNamed(ctx, cfg.Store, quiet)
+	store, closer, where, err := localstore.OpenNamed(ctx, storeSettings, quiet)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -157,7 +158,7 @@ func Deliveries(ctx context.Context, cfg config.Local, args []string, stdin io.R
 	defer func() { _ = closer.Close() }()
 	admin, ok := store.(delivery.Admin)
 	if !ok {
-		fmt.Fprintf(stderr, "deliveries: store %s keeps no deliveries\n", cfg.Store.Kind)
+		fmt.Fprintf(stderr, "deliveries: store %s keeps no deliveries\n", storeSettings.Kind())
 		return 1
 	}
 	now := time.Now()

@@ -37,7 +37,7 @@ type Options struct {
 // cfg, saying what it did on stdout. The file is checked as the other
 // local programs check it: its store block first, then its users.
 func Run(cfg config.Local, o Options) error {
-	if err := localstore.CheckSettings(&cfg.Store, cfg.Dir); err != nil {
+	if _, err := localstore.CheckSettings(cfg.Store, cfg.Dir); err != nil {
 		return err
 	}
 	if err := core.CheckUserIDs(cfg.Users); err != nil {

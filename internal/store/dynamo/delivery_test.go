@@ -14,6 +14,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/benchtest"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/matrixtest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
@@ -73,7 +74,7 @@ func TestDeliveryRoundTrips(t *testing.T) {
 			t.Fatalf("step %d: kind %v with %d DynamoDB calls, want %v with %d", i, o.Kind, n, st.want, st.wantCalls)
 		}
 		if o.Kind == core.KindCreated {
-			ids = append(ids, o.TicketID())
+			ids = append(ids, coretest.TicketID(o))
 		}
 	}
 	dest := &deliverytest.CountingDest{}

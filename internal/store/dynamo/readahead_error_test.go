@@ -20,6 +20,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/metrics"
 	"github.com/aivax-examples/idempotent-callback/internal/metrics/prom"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/jsonlines"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
 )
@@ -72,7 +73,7 @@ func TestDeniedReadAheadIsCountedAndLoggedOnce(t *testing.T) {
 	first, _ := r.call("r-denied")
 	again, _ := r.call("r-denied")
 	if first.Kind != core.KindCreated || again.Kind != core.KindDuplicate ||
-		first.TicketID() == "" || again.TicketID() != first.TicketID() {
+		coretest.TicketID(first) == "" || coretest.TicketID(again) != coretest.TicketID(first) {
 		t.Fatalf("first %v (%s), repeat %v (%s); want created, then deduplicated with the same ticket",
 			first.Kind, first.Body, again.Kind, again.Body)
 	}

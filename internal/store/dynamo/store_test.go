@@ -19,6 +19,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/dynamo"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/storetest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/testenv"
@@ -128,13 +129,13 @@ func TestStoredItems(t *testing.T) {
 	}
 	var result map[string]any
 	if err := json.Unmarshal([]byte(op["result"].(*types.AttributeValueMemberS).Value), &result); err != nil ||
-		result["ticket_id"] != o.TicketID() || result["status"] != "created" {
+		result["ticket_id"] != coretest.TicketID(o) || result["status"] != "created" {
 		t.Errorf("result = %v, %v", result, err)
 	}
 	if _, err := time.Parse(time.RFC3339, op["created_at"].(*types.AttributeValueMemberS).Value); err != nil {
 		t.Errorf("created_at not RFC 3339: %v", err)
 	}
-	tk := get("TICKET#" + o.TicketID())
+	tk := get("TICKET#" + coretest.TicketID(o))
 	if _, has := tk["expires_at"]; has {
 		t.Error("ticket has expires_at: tickets must outlive the window")
 	}

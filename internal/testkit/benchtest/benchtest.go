@@ -17,6 +17,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/linear"
 	"github.com/aivax-examples/idempotent-callback/internal/helpdesk/webhook"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/deliverytest"
 	"github.com/aivax-examples/idempotent-callback/internal/testkit/fakehelpdesk"
 )
@@ -189,7 +190,7 @@ func localWorker(b *testing.B, s deliverytest.Adapter, fake *fakehelpdesk.Server
 		if out.Kind != core.KindCreated {
 			b.Fatalf("create: %v %v", out.Kind, out.Err)
 		}
-		committed[out.TicketID()] = time.Now()
+		committed[coretest.TicketID(out)] = time.Now()
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ts.Delivered() < b.N; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {

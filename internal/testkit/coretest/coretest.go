@@ -1,7 +1,9 @@
-// Package coretest holds two tools that only tests define, a read
-// (Peek) and a write (Note), to show that a tool added to a core.Tools
-// reaches the catalogue, MCP tools/list and the dispatch of every door
-// without a change to the doors.
+// Package coretest is test support for the service: two tools that only
+// tests define, a read (Peek) and a write (Note), to show that a tool
+// added to a core.Tools reaches the catalogue, MCP tools/list and the
+// dispatch of every door without a change to the doors; and readers of an
+// outcome's body (TicketID, FoundTicket), as a caller of the service
+// reads it.
 package coretest
 
 import (

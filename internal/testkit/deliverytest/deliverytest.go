@@ -23,6 +23,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // Adapter is the store under the suite: it takes callbacks, delivers their
@@ -87,7 +88,7 @@ func (e *Env) Create(content string) string {
 	if out.Kind != core.KindCreated {
 		e.T.Fatalf("create_ticket: kind %v, err %v", out.Kind, out.Err)
 	}
-	return out.TicketID()
+	return coretest.TicketID(out)
 }
 
 // Comment adds a comment to ticket through add_comment and returns its
@@ -159,7 +160,7 @@ func (e *Env) Get(id string) *core.TicketView {
 	if out.Kind != core.KindFound {
 		e.T.Fatalf("get_ticket: kind %v, err %v", out.Kind, out.Err)
 	}
-	return out.FoundTicket()
+	return coretest.FoundTicket(out)
 }
 
 // Record reads id's delivery record.

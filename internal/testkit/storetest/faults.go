@@ -7,6 +7,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // Faults are the faults every store meets, each with the one answer the
@@ -29,7 +30,7 @@ var Faults = []struct {
 		}},
 	{Name: "refused write: the ticket id exists (the id generator repeated)", Want: core.KindInternal, Written: 0, Repeat: core.KindCreated,
 		Apply: func(e *Env) context.Context {
-			taken := e.Create("user-b", "r-taken", title).TicketID()
+			taken := coretest.TicketID(e.Create("user-b", "r-taken", title))
 			e.Svc.NewID = func() string { return taken }
 			return context.Background()
 		}},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // Comment sends add_comment for user.
@@ -38,7 +39,7 @@ func (e *Env) Close(user, requestID, ticketID, resolution string) core.Outcome {
 func (e *Env) View(user, ticketID string) *core.TicketView {
 	e.T.Helper()
 	o := e.Get(user, ticketID)
-	v := o.FoundTicket()
+	v := coretest.FoundTicket(o)
 	if v == nil {
 		e.T.Fatalf("get_ticket %s: %v %s %v", ticketID, o.Kind, o.Code, o.Err)
 	}
@@ -77,7 +78,7 @@ func RunFollowUps(t *testing.T, h Harness) {
 	}
 	t.Run("answers", func(t *testing.T) {
 		e := env(t, idem.PolicyRequest)
-		ticket := e.Create("user-a", "r-1", title).TicketID()
+		ticket := coretest.TicketID(e.Create("user-a", "r-1", title))
 		first := e.Comment("user-a", "c-1", ticket, "It fails on my phone too.\nAndroid 15.")
 		var c core.CommentResult
 		if err := json.Unmarshal(first.Body, &c); err != nil || first.Kind != core.KindCreated || c.TicketID != ticket {
@@ -118,7 +119,7 @@ func RunFollowUps(t *testing.T, h Harness) {
 
 	t.Run("the 101st comment", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		ticket := e.Create("user-a", "r-1", title).TicketID()
+		ticket := coretest.TicketID(e.Create("user-a", "r-1", title))
 		for i := range core.MaxComments {
 			Want(t, e.Comment("user-a", fmt.Sprintf("c-%d", i), ticket, fmt.Sprintf("comment %d", i+1)), core.KindCreated)
 		}
@@ -133,7 +134,7 @@ func RunFollowUps(t *testing.T, h Harness) {
 
 	t.Run("comments racing closes", func(t *testing.T) {
 		e := env(t, idem.PolicyArguments)
-		ticket := e.Create("user-a", "r-1", title).TicketID()
+		ticket := coretest.TicketID(e.Create("user-a", "r-1", title))
 		const comments, closes = 12, 3
 		outs := make([]core.Outcome, comments+closes)
 		var wg sync.WaitGroup

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aivax-examples/idempotent-callback/idem"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // Environment of a child process started by Processes.
@@ -82,7 +83,7 @@ func child(open func() (core.Store, error)) (Counts, error) {
 				name := o.Kind.String()
 				switch o.Kind {
 				case core.KindCreated, core.KindDuplicate:
-					name += " " + o.TicketID()
+					name += " " + coretest.TicketID(o)
 				case core.KindBusy, core.KindInternal:
 					// Say why, so a failing run shows the cause.
 					reason := fmt.Sprint(o.Err)

@@ -18,6 +18,7 @@ import (
 	"github.com/aivax-examples/idempotent-callback/idem/idemtest"
 	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/store/memstore"
+	"github.com/aivax-examples/idempotent-callback/internal/testkit/coretest"
 )
 
 // Adapter is what the suite needs of an adapter beyond core.Store.
@@ -131,8 +132,8 @@ func Want(t *testing.T, o core.Outcome, k core.Kind) {
 func Replays(t *testing.T, got, first core.Outcome) {
 	t.Helper()
 	Want(t, got, core.KindDuplicate)
-	if got.TicketID() != first.TicketID() {
-		t.Fatalf("repeat ticket %q, want the first %q", got.TicketID(), first.TicketID())
+	if coretest.TicketID(got) != coretest.TicketID(first) {
+		t.Fatalf("repeat ticket %q, want the first %q", coretest.TicketID(got), coretest.TicketID(first))
 	}
 }
 
@@ -189,7 +190,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 		first := e.Create("user-a", "r1", title)
 		second := e.Create("user-a", "r1", `{"title":"Cannot sign in either"}`)
 		Want(t, second, core.KindCreated)
-		if second.TicketID() == first.TicketID() || e.Tickets() != 2 {
+		if coretest.TicketID(second) == coretest.TicketID(first) || e.Tickets() != 2 {
 			t.Fatalf("changed arguments did not create a new ticket")
 		}
 	})
@@ -205,7 +206,7 @@ func run(t *testing.T, h Harness, start time.Time) {
 		}
 		third := e.Create("user-a", "r1", title)
 		Want(t, third, core.KindDuplicate)
-		if third.TicketID() != first.TicketID() || e.Tickets() != 1 {
+		if coretest.TicketID(third) != coretest.TicketID(first) || e.Tickets() != 1 {
 			t.Fatalf("tickets = %d, want 1 with the first id", e.Tickets())
 		}
 	})
@@ -216,18 +217,18 @@ func run(t *testing.T, h Harness, start time.Time) {
 		b := e.Create("user-b", "shared", title)
 		Want(t, a, core.KindCreated)
 		Want(t, b, core.KindCreated)
-		if a.TicketID() == b.TicketID() || a.Key == b.Key || e.Tickets() != 2 {
+		if coretest.TicketID(a) == coretest.TicketID(b) || a.Key == b.Key || e.Tickets() != 2 {
 			t.Fatalf("tenants share an operation")
 		}
-		if got := e.Get("user-b", a.TicketID()); got.Code != core.CodeTicketNotFound {
+		if got := e.Get("user-b", coretest.TicketID(a)); got.Code != core.CodeTicketNotFound {
 			t.Fatalf("tenant-b read tenant-a's ticket: %+v", got)
 		}
 		if got := e.Get("user-a", "no-such-ticket"); got.Code != core.CodeTicketNotFound {
 			t.Fatalf("missing ticket: %+v", got)
 		}
-		found := e.Get("user-c", a.TicketID()) // same tenant, other user
+		found := e.Get("user-c", coretest.TicketID(a)) // same tenant, other user
 		Want(t, found, core.KindFound)
-		if tk := found.FoundTicket(); tk == nil || tk.Title != "Cannot sign in" || tk.Priority != "normal" {
+		if tk := coretest.FoundTicket(found); tk == nil || tk.Title != "Cannot sign in" || tk.Priority != "normal" {
 			t.Fatalf("get_ticket = %s", found.Body)
 		}
 	})
@@ -241,11 +242,11 @@ func run(t *testing.T, h Harness, start time.Time) {
 		Want(t, second, core.KindCreated)
 		third := e.Create("user-a", "r1", title)
 		Want(t, third, core.KindDuplicate)
-		if third.TicketID() != second.TicketID() || second.TicketID() == first.TicketID() {
-			t.Fatalf("reclaim: first %s second %s third %s", first.TicketID(), second.TicketID(), third.TicketID())
+		if coretest.TicketID(third) != coretest.TicketID(second) || coretest.TicketID(second) == coretest.TicketID(first) {
+			t.Fatalf("reclaim: first %s second %s third %s", coretest.TicketID(first), coretest.TicketID(second), coretest.TicketID(third))
 		}
 		e.WantTickets(t, 2)
-		Want(t, e.Get("user-a", first.TicketID()), core.KindFound)
+		Want(t, e.Get("user-a", coretest.TicketID(first)), core.KindFound)
 	})
 
 }
@@ -318,8 +319,8 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 		e.restart(e.Svc.Store, idem.PolicyArguments)
 		other := e.Create("user-a", "r-switch", `{"title":"Another title"}`)
 		Want(t, other, core.KindCreated) // not blocked, not replayed
-		if other.TicketID() == first.TicketID() {
-			t.Fatalf("other arguments answered with the first ticket %q", first.TicketID())
+		if coretest.TicketID(other) == coretest.TicketID(first) {
+			t.Fatalf("other arguments answered with the first ticket %q", coretest.TicketID(first))
 		}
 		again := e.Create("user-a", "r-switch", title)
 		Replays(t, again, first)
@@ -346,7 +347,7 @@ func policySwitch(t *testing.T, env func(t *testing.T, policy idem.Policy) *Env)
 		counts, ids := map[core.Kind]int{}, map[string]bool{}
 		for _, o := range outs {
 			counts[o.Kind]++
-			ids[o.TicketID()] = true
+			ids[coretest.TicketID(o)] = true
 		}
 		if counts[core.KindCreated] != 1 || counts[core.KindDuplicate] != 7 || len(ids) != 1 {
 			t.Fatalf("outcomes %v with ticket ids %v, want 1 created and 7 deduplicated, one ticket id", counts, ids)
@@ -381,15 +382,15 @@ func Concurrent(t *testing.T, e *Env, n int, call func(i int) (requestID, conten
 	for i, o := range outs {
 		counts[o.Kind]++
 		if o.Kind == core.KindCreated {
-			created[rids[i]] = o.TicketID()
+			created[rids[i]] = coretest.TicketID(o)
 		}
 		if o.Kind == core.KindInternal {
 			t.Errorf("internal error: %v", o.Err)
 		}
 	}
 	for i, o := range outs {
-		if o.Kind == core.KindDuplicate && created[rids[i]] != "" && o.TicketID() != created[rids[i]] {
-			t.Errorf("request %s: duplicate answered %s, created %s", rids[i], o.TicketID(), created[rids[i]])
+		if o.Kind == core.KindDuplicate && created[rids[i]] != "" && coretest.TicketID(o) != created[rids[i]] {
+			t.Errorf("request %s: duplicate answered %s, created %s", rids[i], coretest.TicketID(o), created[rids[i]])
 		}
 	}
 	return counts

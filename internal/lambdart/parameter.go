@@ -1,4 +1,4 @@
-package lambdaurl
+package lambdart
 
 // ReadParameter reads the SSM SecureString parameters the functions take
 // their secrets from (HOOK_KEY_PARAMETER, DELIVERY_SECRET_PARAMETER), once
