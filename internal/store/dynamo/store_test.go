@@ -91,18 +91,22 @@ func newTable(t *testing.T) (tableStore, string) {
 	return tableStore{Store: dynamo.New(client, table, dynamo.Options{}), client: client, table: table}, endpoint
 }
 
+// conformance opens a store on a fresh table, and reopens it, for the
+// conformance suites.
+var conformance = storetest.Harness{
+	// The adapter reads no clock of its own: every time comes with the call.
+	Open: func(t *testing.T, _ func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
+		s, _ := newTable(t)
+		return s, func(t *testing.T) storetest.Adapter {
+			// A restart is a new client on the same table.
+			client := testenv.DynamoClient(t, testenv.DynamoDB(t))
+			return tableStore{Store: dynamo.New(client, s.table, dynamo.Options{}), client: client, table: s.table}
+		}
+	},
+}
+
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		// The adapter reads no clock of its own: every time comes with the call.
-		Open: func(t *testing.T, _ func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
-			s, _ := newTable(t)
-			return s, func(t *testing.T) storetest.Adapter {
-				// A restart is a new client on the same table.
-				client := testenv.DynamoClient(t, testenv.DynamoDB(t))
-				return tableStore{Store: dynamo.New(client, s.table, dynamo.Options{}), client: client, table: s.table}
-			}
-		},
-	})
+	storetest.Run(t, conformance)
 }
 
 // The stored items have the attributes and types of docs/contract.md,
@@ -330,15 +334,5 @@ func TestPendingTicketID(t *testing.T) {
 // nothing written by a rejection, reads of one's own writes, comments
 // racing closes.
 func TestFollowUps(t *testing.T) {
-	storetest.RunFollowUps(t, storetest.Harness{
-		// The adapter reads no clock of its own: every time comes with the call.
-		Open: func(t *testing.T, _ func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
-			s, _ := newTable(t)
-			return s, func(t *testing.T) storetest.Adapter {
-				// A restart is a new client on the same table.
-				client := testenv.DynamoClient(t, testenv.DynamoDB(t))
-				return tableStore{Store: dynamo.New(client, s.table, dynamo.Options{}), client: client, table: s.table}
-			}
-		},
-	})
+	storetest.RunFollowUps(t, conformance)
 }

@@ -30,19 +30,23 @@ func openAt(t *testing.T, path string, now func() time.Time) *sqlite.Store {
 	return sqlitetest.Store(t, path, sqlite.Options{Now: now})
 }
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		Open: func(t *testing.T, now func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
-			path := filepath.Join(t.TempDir(), "tickets.sqlite")
-			s := openAt(t, path, now)
-			return s, func(t *testing.T) storetest.Adapter {
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-				return openAt(t, path, now)
+// conformance opens a store on a fresh file, and reopens it, for the
+// conformance suites.
+var conformance = storetest.Harness{
+	Open: func(t *testing.T, now func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
+		path := filepath.Join(t.TempDir(), "tickets.sqlite")
+		s := openAt(t, path, now)
+		return s, func(t *testing.T) storetest.Adapter {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
 			}
-		},
-	})
+			return openAt(t, path, now)
+		}
+	},
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, conformance)
 }
 
 const envPath = "SQLITE_TEST_PATH"
@@ -355,16 +359,5 @@ func TestFollowUpDelivery(t *testing.T) {
 // nothing written by a rejection, reads of one's own writes, comments
 // racing closes.
 func TestFollowUps(t *testing.T) {
-	storetest.RunFollowUps(t, storetest.Harness{
-		Open: func(t *testing.T, now func() time.Time) (storetest.Adapter, func(*testing.T) storetest.Adapter) {
-			path := filepath.Join(t.TempDir(), "tickets.sqlite")
-			s := openAt(t, path, now)
-			return s, func(t *testing.T) storetest.Adapter {
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-				return openAt(t, path, now)
-			}
-		},
-	})
+	storetest.RunFollowUps(t, conformance)
 }
