@@ -79,6 +79,24 @@ func tenantTicket(ctx context.Context, s *Service, r Request) (Ticket, Outcome, 
 	return t, Outcome{}, true
 }
 
+// refusedOnTicket is a follow-up's Write.Refused: its first write, the
+// ticket's conditional update, was refused, so the ticket is read back as
+// the caller may see it (missing and another tenant's answer
+// ticket_not_found) and judge answers from it; a refusal of a later
+// write (a put of an id the plan drew) means a broken generator.
+func refusedOnTicket(judge func(Ticket) Refusal) func(ctx context.Context, s *Service, r Request, item int) Refusal {
+	return func(ctx context.Context, s *Service, r Request, item int) Refusal {
+		if item != 0 {
+			return Refusal{Outcome: Outcome{Kind: KindInternal, Err: errTakenID}}
+		}
+		t, out, ok := tenantTicket(ctx, s, r)
+		if !ok {
+			return Refusal{Outcome: out}
+		}
+		return judge(t)
+	}
+}
+
 // raced answers a refusal whose condition holds again when the ticket is
 // read back: another write changed it in between. Nothing was written, so
 // the call is safe to repeat.

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/aivax-examples/idempotent-callback/idem"
@@ -106,14 +105,8 @@ func planComment(r Request, k idem.OpKey) ([]byte, Writes, error) {
 // commentRefused answers a comment whose ticket update was refused: the
 // ticket is missing or another tenant's, closed, or full. (The comment's
 // own put is refused only for a comment id taken, a broken generator.)
-func commentRefused(ctx context.Context, s *Service, r Request, item int) Refusal {
-	if item != 0 {
-		return Refusal{Outcome: Outcome{Kind: KindInternal, Err: errTakenID}}
-	}
-	t, out, ok := tenantTicket(ctx, s, r)
+var commentRefused = refusedOnTicket(func(t Ticket) Refusal {
 	switch {
-	case !ok:
-		return Refusal{Outcome: out}
 	case t.Attrs.Str(AttrStatus) == StatusClosed:
 		return Refusal{Outcome: Reject(CodeTicketClosed,
 			"This ticket is closed and takes no more comments. Tell the user; if the problem is back, create a new ticket.")}
@@ -122,4 +115,4 @@ func commentRefused(ctx context.Context, s *Service, r Request, item int) Refusa
 			"This ticket already holds the most comments it can take. Tell the user; create a new ticket for anything further.")}
 	}
 	return raced()
-}
+})

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 
@@ -100,15 +99,8 @@ func planClose(r Request, k idem.OpKey) ([]byte, Writes, error) {
 // closeRefused answers a close whose ticket update was refused: the
 // ticket is missing or another tenant's, or already closed, which is
 // answered already_closed and stored.
-func closeRefused(ctx context.Context, s *Service, r Request, item int) Refusal {
-	if item != 0 {
-		return Refusal{Outcome: Outcome{Kind: KindInternal, Err: errTakenID}}
-	}
-	t, out, ok := tenantTicket(ctx, s, r)
-	switch {
-	case !ok:
-		return Refusal{Outcome: out}
-	case t.Attrs.Str(AttrStatus) != StatusClosed:
+var closeRefused = refusedOnTicket(func(t Ticket) Refusal {
+	if t.Attrs.Str(AttrStatus) != StatusClosed {
 		return raced()
 	}
 	stored, err := json.Marshal(CloseResult{Status: StatusClosed, TicketID: t.ID, AlreadyClosed: true})
@@ -116,7 +108,7 @@ func closeRefused(ctx context.Context, s *Service, r Request, item int) Refusal 
 		return Refusal{Outcome: Outcome{Kind: KindInternal, Err: err}}
 	}
 	return Refusal{Store: stored}
-}
+})
 
 // errTakenID: an item the plan named new exists already. Ids are random
 // UUIDs, so the generator is broken.
