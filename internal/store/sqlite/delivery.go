@@ -26,7 +26,14 @@ import (
 const deliverySchema = `
 CREATE TABLE IF NOT EXISTS deliveries (
 	ticket_id       TEXT PRIMARY KEY REFERENCES tickets (ticket_id),
-	state           TEXT NOT NULL CHECK (state IN ('pending', 'delivering', 'delivered', 'failed', 'unknown')),
+` + recordDDL + `) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
+`
+
+// recordDDL declares a delivery record's columns, the same in both
+// outboxes (recordColumns selects them).
+const recordDDL = `	state           TEXT NOT NULL CHECK (state IN ('pending', 'delivering', 'delivered', 'failed', 'unknown')),
 	attempts        INTEGER NOT NULL DEFAULT 0,
 	lookup_failures INTEGER NOT NULL DEFAULT 0,
 	sent_unknown    INTEGER NOT NULL DEFAULT 0,
@@ -39,9 +46,6 @@ CREATE TABLE IF NOT EXISTS deliveries (
 	external_url    TEXT,
 	delivered_at    TEXT,
 	traceparent     TEXT
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at) WHERE due_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS deliveries_state ON deliveries (state, ticket_id);
 `
 
 // effectSchema is the outbox of effects (core.ItemWrite.Effect): one row
@@ -59,20 +63,7 @@ CREATE TABLE IF NOT EXISTS effect_deliveries (
 	effect_id       TEXT NOT NULL,
 	ticket_id       TEXT NOT NULL,
 	payload         TEXT NOT NULL,
-	state           TEXT NOT NULL CHECK (state IN ('pending', 'delivering', 'delivered', 'failed', 'unknown')),
-	attempts        INTEGER NOT NULL DEFAULT 0,
-	lookup_failures INTEGER NOT NULL DEFAULT 0,
-	sent_unknown    INTEGER NOT NULL DEFAULT 0,
-	sent_at         INTEGER,
-	due_at          INTEGER,
-	lease_until     INTEGER,
-	lease_owner     TEXT,
-	error           TEXT,
-	external_id     TEXT,
-	external_url    TEXT,
-	delivered_at    TEXT,
-	traceparent     TEXT
-) WITHOUT ROWID;
+` + recordDDL + `) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS effect_deliveries_due ON effect_deliveries (due_at) WHERE due_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS effect_deliveries_state ON effect_deliveries (state, outbox_id);
 `
