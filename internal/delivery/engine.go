@@ -413,15 +413,12 @@ type gated struct {
 // a person resolves it). An effect that follows no ticket goes at once.
 func (e *Engine) gate(ctx context.Context, id string, c Claimed) (gated, error) {
 	g := gated{effect: *c.Effect}
-	seq, ok := e.Store.(Sequencer)
-	if g.effect.TicketID == "" || !ok {
+	if _, ok := e.Store.(Sequencer); g.effect.TicketID == "" || !ok {
 		return g, nil
 	}
-	ticket, before, after, err := seq.Neighbours(ctx, id)
-	if err != nil {
-		return g, err
-	}
-	g.after, g.read = after, true
+	// One read of the ticket's record gives its state and the order of
+	// what follows it (Record.FollowUps, from the same item).
+	ticket := g.effect.TicketID
 	t, err := e.Store.Delivery(ctx, ticket)
 	switch {
 	case errors.Is(err, ErrNoRecord):
@@ -430,6 +427,8 @@ func (e *Engine) gate(ctx context.Context, id string, c Claimed) (gated, error) 
 	case err != nil:
 		return g, err
 	}
+	before, after := Neighbours(ticket, t.FollowUps, id)
+	g.after, g.read = after, true
 	g.effect.TicketExternalID = t.ExternalID
 	switch t.State {
 	case StateDelivered:
@@ -456,9 +455,7 @@ func (e *Engine) gate(ctx context.Context, id string, c Claimed) (gated, error) 
 			g.wait, g.before, g.recheck = true, p, recheckBehind(r.State)
 			return g, nil
 		}
-		if _, p, _, err = seq.Neighbours(ctx, p); err != nil {
-			return g, err
-		}
+		p, _ = Neighbours(ticket, t.FollowUps, p)
 	}
 	return g, nil
 }

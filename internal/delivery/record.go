@@ -47,6 +47,10 @@ type Record struct {
 	Update
 	LeaseUntil time.Time // while delivering
 	LeaseOwner string    // the claiming worker's token, while delivering
+	// FollowUps are, on a ticket's record that Delivery read, the outbox
+	// ids of what follows the ticket, in order (core.AttrFollowUps), read
+	// with the record from the same item; nil on an effect's.
+	FollowUps []string
 	// Traceparent is the W3C traceparent of the span that created the
 	// ticket, written with it ("" when it had none); the delivery's span
 	// links to it. Updates never change it.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aivax-examples/idempotent-callback/internal/core"
 	"github.com/aivax-examples/idempotent-callback/internal/delivery"
 )
 
@@ -91,7 +92,14 @@ func (st *Store) Delivery(ctx context.Context, id string) (delivery.Record, erro
 	if _, ok := out.Item[attrState]; !ok {
 		return delivery.Record{}, delivery.ErrNoRecord
 	}
-	return parseDelivery(out.Item)
+	rec, err := parseDelivery(out.Item)
+	if av, ok := out.Item[core.AttrFollowUps]; ok && err == nil && !delivery.IsEffect(id) {
+		// What follows a ticket, from the same read.
+		v, ferr := fromAttr(av)
+		rec.FollowUps, _ = v.([]string)
+		err = ferr
+	}
+	return rec, err
 }
 
 // Due implements delivery.Outbox with one Query on DeliveryDueIndex, which

@@ -164,11 +164,26 @@ func scanDelivery(row scanner, extra ...any) (delivery.Record, error) {
 
 // Delivery implements delivery.Outbox.
 func (s *Store) Delivery(ctx context.Context, id string) (delivery.Record, error) {
-	r, err := scanDelivery(s.db.QueryRowContext(ctx, selectRecord(id), id))
+	if delivery.IsEffect(id) {
+		r, err := scanDelivery(s.db.QueryRowContext(ctx, selectRecord(id), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return delivery.Record{}, delivery.ErrNoRecord
+		}
+		return r, mapError(err)
+	}
+	// A ticket's record, with its follow-ups from the same row's attrs.
+	var attrs sql.NullString
+	r, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+ticketRecord+`, t.attrs
+		FROM deliveries AS d JOIN tickets AS t ON t.ticket_id = d.ticket_id WHERE d.ticket_id = ?`, id), &attrs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return delivery.Record{}, delivery.ErrNoRecord
 	}
-	return r, mapError(err)
+	if err != nil {
+		return delivery.Record{}, mapError(err)
+	}
+	it, err := decodeAttrs(core.TicketKey(id), attrs)
+	r.FollowUps = it.List(core.AttrFollowUps)
+	return r, err
 }
 
 // coreDelivery is the ticket's delivery as get_ticket shows it; nil when

@@ -140,7 +140,11 @@ func (s *Store) Delivery(_ context.Context, id string) (delivery.Record, error) 
 	if !ok {
 		return delivery.Record{}, delivery.ErrNoRecord
 	}
-	return *r, nil
+	out := *r
+	if !delivery.IsEffect(id) {
+		out.FollowUps = s.tickets[id].Attrs.List(core.AttrFollowUps)
+	}
+	return out, nil
 }
 
 var _ delivery.Admin = (*Store)(nil)
